@@ -1,0 +1,245 @@
+#include "graph/executor.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <algorithm>
+#include <optional>
+#include <thread>
+
+namespace dflow {
+
+struct Executor::Item {
+  const Node* node = nullptr;
+  std::unique_ptr<OpKernel> kernel;
+  std::vector<int> input_slots;
+  std::vector<bool> input_slot_unique;  // the slot feeds this node only once
+  std::vector<bool> input_is_ref;       // a ref input: the variable, not its value
+  int first_output_slot = 0;
+  std::vector<int> out_edges;           // consumer item per outgoing edge
+  int num_in_edges = 0;
+};
+
+struct Executor::Step {
+  std::vector<Tensor> values;
+  std::unique_ptr<std::atomic<int>[]> pending;
+  std::unique_ptr<std::atomic<int>[]> readers_left;
+  std::atomic<int> outstanding{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::condition_variable done;
+  bool finished = false;
+  std::optional<Error> error;
+  StepContext context;
+  bool trace = false;
+  std::chrono::steady_clock::time_point start;
+  std::vector<NodeExecStats> stats;
+  std::vector<int> completion_order;
+  std::mutex stats_mu;
+};
+
+namespace {
+
+int64_t NanosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+int SmallThreadId() {
+  static std::atomic<int> next{0};
+  thread_local int id = next++;
+  return id;
+}
+
+std::atomic<int64_t> next_step_id{1};
+
+}  // namespace
+
+Executor::Executor(std::unique_ptr<Graph> graph, Device* device, ResourceStore* resources)
+    : graph_(std::move(graph)), device_(device), resources_(resources) {
+  std::vector<Node*> order = graph_->TopologicalOrder();
+  std::vector<int> item_of(graph_->id_bound(), -1);
+  items_.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    Item& item = items_[i];
+    item.node = order[i];
+    item_of[order[i]->id()] = static_cast<int>(i);
+    item.first_output_slot = num_slots_;
+    num_slots_ += order[i]->num_outputs();
+    item.kernel = KernelRegistry::Global().Create(*order[i], device_->type());
+    if (order[i]->op() == "_Arg") ++num_args_;
+    if (order[i]->op() == "_Retval") ++num_retvals_;
+  }
+  slot_readers_.assign(num_slots_, 0);
+  for (Item& item : items_) {
+    const Node& node = *item.node;
+    for (const NodeOut& in : node.inputs()) {
+      const Item& source = items_[item_of[in.node->id()]];
+      int slot = source.first_output_slot + in.index;
+      item.input_slots.push_back(slot);
+      ++slot_readers_[slot];
+    }
+    for (int i = 0; i < node.num_inputs(); ++i) item.input_is_ref.push_back(node.IsRefInput(i));
+    for (int slot : item.input_slots)
+      item.input_slot_unique.push_back(
+          std::count(item.input_slots.begin(), item.input_slots.end(), slot) == 1);
+    item.num_in_edges = node.num_inputs() + static_cast<int>(node.control_inputs().size());
+    int self = static_cast<int>(&item - items_.data());
+    for (const NodeOut& in : node.inputs()) items_[item_of[in.node->id()]].out_edges.push_back(self);
+    for (Node* control : node.control_inputs()) items_[item_of[control->id()]].out_edges.push_back(self);
+    if (item.num_in_edges == 0) roots_.push_back(self);
+  }
+}
+
+Executor::~Executor() = default;
+
+std::vector<Tensor> Executor::Run(const std::vector<Tensor>& args, const RunOptions& options,
+                                  RunMetadata* metadata) const {
+  if (static_cast<int>(args.size()) != num_args_)
+    Fail(Code::kInvalidArgument, "executor expects ", num_args_, " fed values, got ", args.size());
+  std::vector<Tensor> retvals(num_retvals_);
+  Step step;
+  step.values.resize(num_slots_);
+  step.pending.reset(new std::atomic<int>[items_.size()]);
+  step.readers_left.reset(new std::atomic<int>[num_slots_]);
+  for (size_t i = 0; i < items_.size(); ++i) step.pending[i].store(items_[i].num_in_edges, std::memory_order_relaxed);
+  for (int s = 0; s < num_slots_; ++s) step.readers_left[s].store(slot_readers_[s], std::memory_order_relaxed);
+  step.context = {next_step_id++, resources_, &args, &retvals};
+  step.trace = options.trace && metadata;
+  if (step.trace) step.stats.resize(items_.size());
+  if (metadata) device_->allocator()->ResetPeak();
+  step.start = std::chrono::steady_clock::now();
+
+  if (!roots_.empty()) {
+    step.outstanding.store(static_cast<int>(roots_.size()));
+    for (size_t r = 1; r < roots_.size(); ++r) {
+      int root = roots_[r];
+      device_->compute_pool()->Schedule([this, root, &step] { Process(root, step); });
+    }
+    Process(roots_[0], step);
+    std::unique_lock<std::mutex> lock(step.mu);
+    step.done.wait(lock, [&] { return step.finished; });
+  }
+
+  if (metadata) {
+    metadata->step_ns = NanosSince(step.start);
+    metadata->peak_bytes = device_->allocator()->stats().peak_bytes_in_use;
+    metadata->step_stats.clear();
+    for (int i : step.completion_order) metadata->step_stats.push_back(std::move(step.stats[i]));
+  }
+  if (step.error) throw *step.error;
+  for (int i = 0; i < num_retvals_; ++i)
+    if (!retvals[i].valid()) Fail(Code::kInternal, "fetch ", i, " was not produced");
+  return retvals;
+}
+
+// Runs `item`, then keeps running one of the consumers it made ready while
+// handing the others to the pool.
+void Executor::Process(int item, Step& step) const {
+  for (int current = item; current >= 0;) {
+    RunKernel(current, step);
+    ReleaseInputs(current, step);
+    int next = -1;
+    for (int consumer : items_[current].out_edges) {
+      if (step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      if (next < 0) {
+        next = consumer;
+      } else {
+        step.outstanding.fetch_add(1, std::memory_order_relaxed);
+        device_->compute_pool()->Schedule([this, consumer, &step] { Process(consumer, step); });
+      }
+    }
+    current = next;
+  }
+  if (step.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // Notify under the lock: Run may destroy `step` as soon as it sees finished.
+    std::lock_guard<std::mutex> lock(step.mu);
+    step.finished = true;
+    step.done.notify_all();
+  }
+}
+
+void Executor::RecordError(const Item& item, Step& step, Code code, const std::string& message) const {
+  const Node& node = *item.node;
+  std::string inputs;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const Tensor& t = step.values[item.input_slots[i]];
+    inputs += StrCat(i ? ", " : "", t.valid() ? t.SummaryString() : "<none>");
+  }
+  std::string full = StrCat(message, "\n  [[node ", node.name(), " (", node.op(), ") on ",
+                            device_->name(), ", inputs: ", inputs, "]]");
+  std::lock_guard<std::mutex> lock(step.mu);
+  if (!step.error) step.error.emplace(code, std::move(full));
+  step.failed.store(true);
+}
+
+void Executor::RunKernel(int index, Step& step) const {
+  const Item& item = items_[index];
+  if (step.failed.load(std::memory_order_relaxed)) return;  // cancelled: skip the rest
+  const Node& node = *item.node;
+  constexpr int kMaxInline = 16;
+  Tensor* inline_inputs[kMaxInline];
+  bool inline_forwardable[kMaxInline];
+  std::vector<Tensor*> heap_inputs;
+  std::vector<char> heap_forwardable;
+  Tensor** inputs = inline_inputs;
+  bool* forwardable = inline_forwardable;
+  int n = node.num_inputs();
+  if (n > kMaxInline) {
+    heap_inputs.resize(n);
+    heap_forwardable.resize(n);
+    inputs = heap_inputs.data();
+    forwardable = reinterpret_cast<bool*>(heap_forwardable.data());
+  }
+  for (int i = 0; i < n; ++i) {
+    int slot = item.input_slots[i];
+    inputs[i] = &step.values[slot];
+    forwardable[i] = item.input_slot_unique[i] &&
+                     step.readers_left[slot].load(std::memory_order_relaxed) == 1;
+    if (!inputs[i]->valid() && !item.input_is_ref[i]) {
+      const Node& source = *node.input(i).node;
+      if (source.def().is_variable)
+        return RecordError(item, step, Code::kFailedPrecondition,
+                           StrCat("variable '", source.name(),
+                                  "' is uninitialised: run its initializer (an Assign) first"));
+      return RecordError(item, step, Code::kInternal, StrCat("input ", i, " has no value"));
+    }
+  }
+  Tensor* outputs = node.num_outputs() ? &step.values[item.first_output_slot] : nullptr;
+  OpKernelContext ctx(node, *device_, step.context, inputs, forwardable, outputs);
+  int64_t start_ns = step.trace ? NanosSince(step.start) : 0;
+  try {
+    item.kernel->Compute(ctx);
+  } catch (const Error& e) {
+    return RecordError(item, step, e.code(), e.message());
+  } catch (const std::exception& e) {
+    return RecordError(item, step, Code::kInternal, e.what());
+  }
+  for (int o = 0; o < node.num_outputs(); ++o) {
+    int slot = item.first_output_slot + o;
+    if (!step.values[slot].valid() && !node.def().is_variable)
+      return RecordError(item, step, Code::kInternal, StrCat("kernel did not set output ", o));
+  }
+  if (step.trace) {
+    NodeExecStats& stats = step.stats[index];
+    stats = {node.name(), node.op(), device_->name(), start_ns, NanosSince(step.start), SmallThreadId(), {}, 0};
+    for (int o = 0; o < node.num_outputs(); ++o) {
+      const Tensor& t = step.values[item.first_output_slot + o];
+      stats.outputs.push_back(t.valid() ? t.SummaryString() : "<uninitialised>");
+      if (t.valid()) stats.output_bytes += static_cast<int64_t>(t.TotalBytes());
+    }
+    std::lock_guard<std::mutex> lock(step.stats_mu);
+    step.completion_order.push_back(index);
+  }
+  // Outputs nobody reads are dropped at once.
+  for (int o = 0; o < node.num_outputs(); ++o)
+    if (slot_readers_[item.first_output_slot + o] == 0) step.values[item.first_output_slot + o] = Tensor();
+}
+
+void Executor::ReleaseInputs(int index, Step& step) const {
+  for (int slot : items_[index].input_slots)
+    if (step.readers_left[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) step.values[slot] = Tensor();
+}
+
+}  // namespace dflow

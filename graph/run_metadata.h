@@ -1,0 +1,37 @@
+// What a step can report about itself: per-node timings and output sizes
+// (when RunOptions::trace is set) and the peak memory of the step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dflow {
+
+struct RunOptions {
+  bool trace = false;  // record per-node start/end times and outputs
+};
+
+struct NodeExecStats {
+  std::string node;
+  std::string op;
+  std::string device;
+  int64_t start_ns = 0;  // since the step started
+  int64_t end_ns = 0;
+  int thread = 0;        // small integer per OS thread
+  std::vector<std::string> outputs;  // "float32[2,3]" per output
+  int64_t output_bytes = 0;
+};
+
+struct RunMetadata {
+  std::vector<NodeExecStats> step_stats;  // in completion order
+  int64_t peak_bytes = 0;                 // allocator peak during the step
+  int64_t step_ns = 0;                    // wall time of the whole step
+};
+
+// Writes the step as Chrome trace-event JSON (chrome://tracing, Perfetto).
+void WriteChromeTrace(const RunMetadata& metadata, const std::string& path);
+// A short table: the nodes that took longest, total time per op, peak memory.
+std::string TraceSummary(const RunMetadata& metadata, int top = 10);
+
+}  // namespace dflow

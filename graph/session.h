@@ -1,0 +1,79 @@
+// Session: runs a graph. Run(feeds, fetches, targets) prunes the graph to
+// what the fetches and targets need, rewrites feeds and fetches into _Arg and
+// _Retval nodes, runs the graph passes, places every node on a device, and
+// builds an Executor; the result is cached per signature, so later calls with
+// the same feeds/fetches/targets go straight to the executor. Variables keep
+// their values across Run calls. Run may be called from several threads.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/executor.h"
+#include "graph/passes.h"
+#include "graph/scope.h"
+
+namespace dflow {
+
+struct SessionOptions {
+  int num_threads = 0;  // worker threads; 0 = one per hardware thread
+  PassOptions passes;
+  // A node that asks for a device this session lacks runs on the CPU instead
+  // of failing (TensorFlow's allow_soft_placement).
+  bool allow_soft_placement = false;
+};
+
+// Names a tensor for feeds and fetches: "node", "node:1", or an Output.
+struct TensorName {
+  std::string name;
+  TensorName(const char* n) : name(n) {}            // NOLINT
+  TensorName(std::string n) : name(std::move(n)) {}  // NOLINT
+  TensorName(const Output& out) : name(out.name()) {}  // NOLINT
+  TensorName(const Node* node) : name(node->name()) {}  // NOLINT
+};
+
+using FeedList = std::vector<std::pair<TensorName, Tensor>>;
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<Graph> graph, SessionOptions options = {});
+  explicit Session(const Scope& scope, SessionOptions options = {});
+  ~Session();
+
+  // Returns one tensor per fetch. `targets` are nodes to run for their
+  // effect (an Assign, an init group). Throws an Error naming the node on
+  // any failure; the session stays usable afterwards.
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                          const std::vector<TensorName>& targets = {},
+                          const RunOptions& options = {}, RunMetadata* metadata = nullptr);
+  std::vector<Tensor> Run(const std::vector<TensorName>& fetches) { return Run({}, fetches); }
+
+  const Graph& graph() const { return *graph_; }
+  Device& device() const { return *device_; }
+  ResourceStore& resources() { return resources_; }
+  // Executors built so far (one per distinct signature).
+  size_t num_cached_executors() const;
+
+ private:
+  struct Executable;
+  std::shared_ptr<Executable> GetExecutable(const FeedList& feeds,
+                                            const std::vector<TensorName>& fetches,
+                                            const std::vector<TensorName>& targets);
+  std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                                    const std::vector<TensorName>& targets);
+  void Place(Graph& graph) const;
+
+  std::shared_ptr<Graph> graph_;
+  SessionOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Device> device_;
+  ResourceStore resources_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Executable>> cache_;
+};
+
+}  // namespace dflow

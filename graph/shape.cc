@@ -1,0 +1,63 @@
+#include "graph/shape.h"
+
+#include "graph/status.h"
+
+namespace dflow {
+
+Shape Shape::Unknown() {
+  Shape s;
+  s.unknown_rank_ = true;
+  return s;
+}
+
+bool Shape::IsFullyDefined() const {
+  if (unknown_rank_) return false;
+  for (int64_t d : dims_)
+    if (d < 0) return false;
+  return true;
+}
+
+int64_t Shape::NumElements() const {
+  if (!IsFullyDefined()) return -1;
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+bool Shape::IsCompatibleWith(const Shape& other) const {
+  if (unknown_rank_ || other.unknown_rank_) return true;
+  if (rank() != other.rank()) return false;
+  for (int i = 0; i < rank(); ++i)
+    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i]) return false;
+  return true;
+}
+
+Shape Shape::Merge(const Shape& other) const {
+  if (unknown_rank_) return other;
+  if (other.unknown_rank_) return *this;
+  if (!IsCompatibleWith(other))
+    Fail(Code::kInvalidArgument, "shapes ", ToString(), " and ", other.ToString(),
+         " are incompatible");
+  Shape merged = *this;
+  for (int i = 0; i < rank(); ++i)
+    if (merged.dims_[i] < 0) merged.dims_[i] = other.dims_[i];
+  return merged;
+}
+
+std::string Shape::ToString() const {
+  if (unknown_rank_) return "<unknown>";
+  std::string s = "[";
+  for (int i = 0; i < rank(); ++i) {
+    if (i) s += ",";
+    s += dims_[i] < 0 ? "?" : std::to_string(dims_[i]);
+  }
+  return s + "]";
+}
+
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.rank(), 1);
+  for (int i = shape.rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape.dim(i + 1);
+  return strides;
+}
+
+}  // namespace dflow

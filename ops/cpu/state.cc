@@ -1,0 +1,94 @@
+// CPU kernels for constants, placeholders and variables.
+#include "graph/kernel.h"
+
+namespace dflow {
+namespace {
+
+class ConstKernel : public OpKernel {
+ public:
+  explicit ConstKernel(const Node& node) : OpKernel(node), value_(node.attr<Tensor>("value")) {}
+  void Compute(OpKernelContext& ctx) const override { ctx.set_output(0, value_); }
+
+ private:
+  Tensor value_;
+};
+
+class PlaceholderKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    Fail(Code::kInvalidArgument, "placeholder '", node().name(), "' (",
+         DTypeName(node().output_dtype(0)), node().output_shape(0).ToString(),
+         ") must be fed a value");
+  }
+};
+
+// Outputs the variable's value; leaves the output empty while it is
+// uninitialised, so that an Assign can still use the variable while any
+// other reader gets a clear error from the executor.
+class VariableKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    std::string shared = node().attr<std::string>("shared_name");
+    Variable* var = ctx.resources().LookupOrCreateVariable(
+        shared.empty() ? node().name() : shared, node().attr<DType>("dtype"),
+        node().attr<Shape>("shape"));
+    if (var->initialized()) ctx.set_output(0, var->Read());
+  }
+};
+
+class AssignKernel : public OpKernel {
+ public:
+  explicit AssignKernel(const Node& node)
+      : OpKernel(node), validate_shape_(node.attr<bool>("validate_shape")) {}
+  void Compute(OpKernelContext& ctx) const override {
+    Variable* var = ctx.input_variable(0);
+    var->Assign(ctx.input(1), validate_shape_);
+    ctx.set_output(0, var->Read());
+  }
+
+ private:
+  bool validate_shape_;
+};
+
+// ref op= value, in place (the variable copies first if a reader shares it).
+template <typename T, bool kSubtract>
+class AssignUpdateKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    Variable* var = ctx.input_variable(0);
+    const Tensor& delta = ctx.input(1);
+    var->Update([&](Tensor& value) {
+      DFLOW_REQUIRE(value.shape() == delta.shape(), node().Describe(), ": variable has shape ",
+                    value.shape().ToString(), " but the update has shape ", delta.shape().ToString());
+      T* v = value.data<T>();
+      const T* d = delta.data<T>();
+      for (int64_t i = 0; i < value.NumElements(); ++i) v[i] = kSubtract ? v[i] - d[i] : v[i] + d[i];
+    });
+    ctx.set_output(0, var->Read());
+  }
+};
+
+template <typename T> using AssignAddKernel = AssignUpdateKernel<T, false>;
+template <typename T> using AssignSubKernel = AssignUpdateKernel<T, true>;
+
+class NoOpKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext&) const override {}
+};
+
+REGISTER_KERNEL("Const", "CPU", ConstKernel);
+REGISTER_KERNEL("Placeholder", "CPU", PlaceholderKernel);
+REGISTER_KERNEL("VariableV2", "CPU", VariableKernel);
+REGISTER_KERNEL("Assign", "CPU", AssignKernel);
+REGISTER_KERNEL_FOR_TYPES("AssignAdd", "CPU", AssignAddKernel, float, double, int32_t, int64_t,
+                          int8_t, uint8_t);
+REGISTER_KERNEL_FOR_TYPES("AssignSub", "CPU", AssignSubKernel, float, double, int32_t, int64_t,
+                          int8_t, uint8_t);
+REGISTER_KERNEL("NoOp", "CPU", NoOpKernel);
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,5 @@
+// All op builders: include this to build graphs with the C++ API.
+#pragma once
+
+#include "graph/scope.h"
+#include "ops/state.h"

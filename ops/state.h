@@ -1,0 +1,26 @@
+// Builders for constants, placeholders and variables (TensorFlow-1 style:
+// a variable is a node; Assign/AssignAdd/AssignSub change its value).
+#pragma once
+
+#include "graph/scope.h"
+
+namespace dflow::ops {
+
+// A constant tensor (a literal Input is converted the same way).
+Output Const(const Scope& scope, const Input& value);
+// A value that must be fed at Run time; `shape` may have -1 dims.
+Output Placeholder(const Scope& scope, DType dtype, Shape shape = Shape::Unknown());
+// A variable that keeps its value across Run calls (TensorFlow's VariableV2).
+Output Variable(const Scope& scope, Shape shape, DType dtype);
+
+struct AssignAttrs {
+  bool validate_shape = true;  // the value must have the variable's shape
+  bool use_locking = true;
+};
+Output Assign(const Scope& scope, const Output& ref, const Input& value, AssignAttrs attrs = {});
+Output AssignAdd(const Scope& scope, const Output& ref, const Input& value);
+Output AssignSub(const Scope& scope, const Output& ref, const Input& value);
+// Does nothing; groups control dependencies ("init", "train").
+Node* NoOp(const Scope& scope);
+
+}  // namespace dflow::ops

@@ -1,0 +1,80 @@
+#include "tests/ops/op_test_util.h"
+
+#include <cmath>
+#include <random>
+
+#include "ops/state.h"
+
+namespace dflow::testing {
+
+std::vector<Tensor> RunOp(const OpRun& run) {
+  Scope root = Scope::NewRootScope();
+  std::vector<Input> inputs;
+  FeedList feeds;
+  for (size_t i = 0; i < run.inputs.size(); ++i) {
+    const Tensor& value = run.inputs[i];
+    Scope s = root.WithOpName(StrCat("input_", i));
+    if (run.const_inputs.count(static_cast<int>(i))) {
+      inputs.push_back(ops::Const(s, value));
+    } else {
+      Output placeholder = ops::Placeholder(s, value.dtype(), value.shape());
+      inputs.push_back(placeholder);
+      feeds.push_back({placeholder, value});
+    }
+  }
+  Node* node = root.WithOpName("op").WithDevice(run.device).AddOp(run.op, inputs, run.attrs);
+  std::vector<TensorName> fetches;
+  for (int o = 0; o < node->num_outputs(); ++o) fetches.push_back(Output(node, o));
+  Session session(root);
+  std::vector<Tensor> outputs = session.Run(feeds, fetches);
+  for (int o = 0; o < node->num_outputs(); ++o) {
+    INFO(node->Describe() << " output " << o << ": inferred " << node->output_shape(o).ToString()
+                          << ", computed " << outputs[o].shape().ToString());
+    CHECK(node->output_shape(o).IsCompatibleWith(outputs[o].shape()));
+    CHECK(outputs[o].dtype() == node->output_dtype(o));
+  }
+  return outputs;
+}
+
+Tensor RunOp1(const OpRun& run) { return RunOp(run).at(0); }
+
+Tensor RandomTensor(DType dtype, const Shape& shape, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(lo, hi);
+  Tensor values(DType::kFloat64, shape);
+  for (double& v : values.flat<double>()) v = uniform(rng);
+  if (IsInteger(dtype))
+    for (double& v : values.flat<double>()) v = std::round(v);
+  if (dtype == DType::kBool)
+    for (double& v : values.flat<double>()) v = v > (lo + hi) / 2 ? 1 : 0;
+  return values.CastTo(dtype);
+}
+
+void ExpectClose(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+  REQUIRE(actual.dtype() == expected.dtype());
+  REQUIRE(actual.shape().ToString() == expected.shape().ToString());
+  for (int64_t i = 0; i < actual.NumElements(); ++i) {
+    double a = ReadAsDouble(actual, i), e = ReadAsDouble(expected, i);
+    if (std::isnan(a) && std::isnan(e)) continue;
+    if (std::isinf(e) && a == e) continue;
+    if (!(std::abs(a - e) <= atol + rtol * std::abs(e))) {
+      FAIL("element " << i << " of " << actual.SummaryString() << ": got " << a << ", expected " << e);
+    }
+  }
+}
+
+void ExpectEqual(const Tensor& actual, const Tensor& expected) { ExpectClose(actual, expected, 0, 0); }
+
+void ExpectError(const std::function<void()>& fn, Code code, const std::string& substring) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    INFO("error: " << e.what());
+    CHECK(e.code() == code);
+    CHECK(std::string(e.what()).find(substring) != std::string::npos);
+    return;
+  }
+  FAIL("expected an error with '" << substring << "', but nothing was thrown");
+}
+
+}  // namespace dflow::testing

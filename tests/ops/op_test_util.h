@@ -1,0 +1,44 @@
+// Shared helpers for op tests: run one op through a real Session on the
+// given inputs, make random tensors, compare against a naive reference.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "graph/session.h"
+
+namespace dflow::testing {
+
+struct OpRun {
+  std::string op;
+  std::vector<Tensor> inputs;
+  AttrMap attrs;
+  // Inputs given as Const nodes (so shape inference sees their values, as
+  // Reshape's shape needs); the others are fed through Placeholders of
+  // their full shape.
+  std::set<int> const_inputs;
+  std::string device = "/device:CPU:0";
+};
+
+// Builds a graph with one node of `run.op` and returns all its outputs. Also
+// checks that each output's run-time shape agrees with the inferred shape.
+std::vector<Tensor> RunOp(const OpRun& run);
+Tensor RunOp1(const OpRun& run);
+
+// Uniform values in [lo, hi) (integers: rounded); deterministic in `seed`.
+Tensor RandomTensor(DType dtype, const Shape& shape, uint64_t seed, double lo = -1, double hi = 1);
+
+// Element-wise |actual - expected| <= atol + rtol * |expected|, same dtype
+// and shape; NaN matches NaN. Reports the first mismatch with its index.
+void ExpectClose(const Tensor& actual, const Tensor& expected, double rtol = 1e-5, double atol = 1e-6);
+void ExpectEqual(const Tensor& actual, const Tensor& expected);
+
+// Runs fn and checks it throws dflow::Error with `code` and a message
+// containing `substring`.
+void ExpectError(const std::function<void()>& fn, Code code, const std::string& substring);
+
+}  // namespace dflow::testing
