@@ -2,4 +2,5 @@
 #pragma once
 
 #include "graph/scope.h"
+#include "ops/random.h"
 #include "ops/state.h"

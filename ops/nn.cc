@@ -1,0 +1,44 @@
+// Neural-network activation ops and their builders. Each maps "features" to
+// "activations" of the same shape and dtype, element by element.
+#include "ops/nn.h"
+
+namespace dflow {
+namespace {
+
+OpDefBuilder ActivationOp(std::string name, const std::vector<DType>& types, std::string doc) {
+  OpDefBuilder b(std::move(name));
+  b.input("features", "T").output("activations", "T").type_attr("T", types)
+      .shape_fn(UnchangedShape).doc(std::move(doc));
+  return b;
+}
+
+[[maybe_unused]] const OpRegistrar kActivationOps[] = {
+    ActivationOp("Relu", kNumberTypes, "activations = max(features, 0)."),
+    ActivationOp("Relu6", kNumberTypes, "activations = min(max(features, 0), 6)."),
+    ActivationOp("LeakyRelu", kFloatTypes, "activations = features for features >= 0, else "
+                                           "alpha * features.")
+        .attr<float>("alpha", 0.2f),
+    ActivationOp("Elu", kFloatTypes, "activations = features for features > 0, else "
+                                     "exp(features) - 1."),
+    ActivationOp("Softplus", kFloatTypes, "activations = log(1 + exp(features)), computed as "
+                                          "max(x, 0) + log1p(exp(-|x|)) so that it neither "
+                                          "overflows for large x nor loses precision for very "
+                                          "negative x."),
+};
+
+}  // namespace
+
+namespace ops {
+
+Output Relu(const Scope& scope, const Input& features) { return scope.AddOp("Relu", {features}); }
+Output Relu6(const Scope& scope, const Input& features) { return scope.AddOp("Relu6", {features}); }
+Output LeakyRelu(const Scope& scope, const Input& features, LeakyReluAttrs attrs) {
+  return scope.AddOp("LeakyRelu", {features}, {{"alpha", static_cast<double>(attrs.alpha)}});
+}
+Output Elu(const Scope& scope, const Input& features) { return scope.AddOp("Elu", {features}); }
+Output Softplus(const Scope& scope, const Input& features) {
+  return scope.AddOp("Softplus", {features});
+}
+
+}  // namespace ops
+}  // namespace dflow

@@ -1,0 +1,20 @@
+// Builders for neural-network activations (Relu, Relu6, LeakyRelu, Elu,
+// Softplus). The ops are declared in ops/nn.cc; Softmax and its losses live in
+// ops/softmax.h.
+#pragma once
+
+#include "graph/scope.h"
+
+namespace dflow::ops {
+
+Output Relu(const Scope& scope, const Input& features);
+Output Relu6(const Scope& scope, const Input& features);
+
+struct LeakyReluAttrs {
+  float alpha = 0.2f;  // slope for negative inputs
+};
+Output LeakyRelu(const Scope& scope, const Input& features, LeakyReluAttrs attrs = {});
+Output Elu(const Scope& scope, const Input& features);
+Output Softplus(const Scope& scope, const Input& features);
+
+}  // namespace dflow::ops
