@@ -13,6 +13,12 @@ std::string Sanitize(std::string name) {
   return name;
 }
 
+// A fed Placeholder never runs: its control edges come from its _Arg instead
+// (as in TensorFlow), so feeding a placeholder that guards an update works.
+bool IsFedPlaceholder(const Node* node, const std::set<std::pair<int, int>>& fed) {
+  return node->op() == "Placeholder" && fed.count({node->id(), 0});
+}
+
 // Nodes reachable backwards from fetches and targets, not crossing fed outputs.
 std::vector<char> NeededNodes(const Graph& graph, const std::set<std::pair<int, int>>& fed,
                               const std::vector<NodeOut>& fetches, const std::vector<Node*>& targets) {
@@ -27,7 +33,8 @@ std::vector<char> NeededNodes(const Graph& graph, const std::set<std::pair<int, 
     needed[node->id()] = 1;
     for (const NodeOut& in : node->inputs())
       if (!fed.count({in.node->id(), in.index})) stack.push_back(in.node);
-    for (Node* control : node->control_inputs()) stack.push_back(control);
+    for (Node* control : node->control_inputs())
+      if (!IsFedPlaceholder(control, fed)) stack.push_back(control);
   }
   return needed;
 }
@@ -66,7 +73,10 @@ std::unique_ptr<Graph> ExtractForExecution(const Graph& graph, const std::vector
       auto it = fed_copy.find({in.node->id(), in.index});
       spec.inputs.push_back(it != fed_copy.end() ? it->second : NodeOut{copy_of[in.node->id()], in.index});
     }
-    for (Node* control : node->control_inputs()) spec.control_inputs.push_back(copy_of[control->id()]);
+    for (Node* control : node->control_inputs())
+      spec.control_inputs.push_back(IsFedPlaceholder(control, fed)
+                                        ? fed_copy[{control->id(), 0}].node
+                                        : copy_of[control->id()]);
     copy_of[node->id()] = out->AddNode(std::move(spec));
   }
 

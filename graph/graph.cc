@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <unordered_set>
 
 namespace dflow {
 
@@ -112,6 +113,9 @@ void InferTypeAttrs(const OpDef& def, const NodeSpec& spec, AttrMap& attrs) {
       if (it == attrs.end()) {
         attrs[arg.type_attr] = actual;
         set_by[arg.type_attr] = where;
+      } else if (!std::holds_alternative<DType>(it->second)) {
+        Fail(Code::kInvalidArgument, "attr '", arg.type_attr, "' must be dtype, got ",
+             AttrTypeName(TypeOf(it->second)), " ", AttrToString(it->second));
       } else if (std::get<DType>(it->second) != actual) {
         std::string source = set_by.count(arg.type_attr) ? "from " + set_by[arg.type_attr] : "as given";
         Fail(Code::kInvalidArgument, where, " is ", DTypeName(actual), " but ", arg.type_attr,
@@ -352,13 +356,17 @@ std::vector<Node*> Graph::TopologicalOrder() const {
 }
 
 void Graph::Validate() const {
+  // Compares pointers only: a removed node has been freed, so reading its
+  // name would be a use after free.
+  std::unordered_set<const Node*> live;
+  for (Node* node : nodes()) live.insert(node);
   for (Node* node : nodes()) {
-    for (const NodeOut& in : node->inputs())
-      if (!in.node || !FindNode(in.node->name()) || FindNode(in.node->name()) != in.node)
-        Fail(Code::kInternal, node->Describe(), ": input refers to a removed node");
+    for (int i = 0; i < node->num_inputs(); ++i)
+      if (!live.count(node->input(i).node))
+        Fail(Code::kInternal, node->Describe(), ": input ", i, " refers to a removed node");
     for (Node* control : node->control_inputs())
-      if (FindNode(control->name()) != control)
-        Fail(Code::kInternal, node->Describe(), ": control input refers to a removed node");
+      if (!live.count(control))
+        Fail(Code::kInternal, node->Describe(), ": a control input refers to a removed node");
   }
   TopologicalOrder();
 }
@@ -366,6 +374,13 @@ void Graph::Validate() const {
 std::string Graph::UniqueName(std::string_view base) const {
   std::string name(base);
   for (int i = 1; by_name_.count(name); ++i) name = StrCat(base, "_", i);
+  return name;
+}
+
+std::string Graph::UniqueScopeName(std::string_view base) {
+  std::string name(base);
+  for (int i = 1; by_name_.count(name) || scope_names_.count(name); ++i) name = StrCat(base, "_", i);
+  scope_names_.insert(name);
   return name;
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/attr.h"
@@ -127,6 +128,9 @@ class Graph {
 
   // A name not yet used: `base`, else `base_1`, `base_2`, ...
   std::string UniqueName(std::string_view base) const;
+  // Like UniqueName, also avoiding (and then reserving) the names of earlier
+  // sub-scopes, so two NewSubScope("dense") calls give "dense" and "dense_1".
+  std::string UniqueScopeName(std::string_view base);
 
   // Graph-level random seed (TensorFlow's tf.set_random_seed); 0 = unset.
   int64_t seed() const { return seed_; }
@@ -140,6 +144,7 @@ class Graph {
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, Node*> by_name_;
+  std::unordered_set<std::string> scope_names_;
   int num_live_ = 0;
   int64_t seed_ = 0;
 };

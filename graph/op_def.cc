@@ -4,14 +4,6 @@
 
 namespace dflow {
 
-const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
-const std::vector<DType> kNumberTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                                         DType::kInt64};
-const std::vector<DType> kRealTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                       DType::kInt8,    DType::kUInt8,   DType::kInt32,
-                                       DType::kInt64};
-const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
-
 const AttrDef* OpDef::FindAttr(std::string_view attr_name) const {
   for (const auto& attr : attrs)
     if (attr.name == attr_name) return &attr;

@@ -124,11 +124,16 @@ struct OpRegistrar {
   [[maybe_unused]] static ::dflow::OpRegistrar DFLOW_CONCAT(op_registrar_, __COUNTER__) = \
       ::dflow::OpDefBuilder(name)
 
-// Common dtype sets.
-extern const std::vector<DType> kFloatTypes;    // float32, float64
-extern const std::vector<DType> kNumberTypes;   // float32, float64, int32, int64
-extern const std::vector<DType> kRealTypes;     // all numeric types (no bool)
-extern const std::vector<DType> kIndexTypes;    // int32, int64
+// Common dtype sets. Inline variables: C++17 initialises them before any
+// later static in each file that includes this header, so REGISTER_OP in
+// other files can read them while the library starts up.
+inline const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
+inline const std::vector<DType> kNumberTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
+                                                DType::kInt64};
+inline const std::vector<DType> kRealTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                              DType::kInt8,    DType::kUInt8,   DType::kInt32,
+                                              DType::kInt64};  // every numeric dtype (no bool)
+inline const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
 
 // What a shape function sees: input dtypes, (partial) shapes and, where
 // known while building, input values; the node's attrs. It sets the output

@@ -75,7 +75,8 @@ class Scope {
 
   // The next node gets exactly this name (under the name-scope prefix).
   Scope WithOpName(std::string name) const;
-  // Names of nodes made through the result start with "<prefix>/name/".
+  // Names of nodes made through the result start with "<prefix>/name/"
+  // ("name_1/" and so on when an earlier sub-scope or node took the name).
   Scope NewSubScope(std::string name) const;
   Scope WithDevice(std::string device) const;
   Scope WithControlDependencies(std::vector<Output> deps) const;

@@ -10,7 +10,8 @@ const std::vector<DType> kComparableTypes = {DType::kFloat32, DType::kFloat64, D
 
 OpDefBuilder UnaryOp(std::string name, const std::vector<DType>& types, std::string doc) {
   OpDefBuilder b(std::move(name));
-  b.input("x", "T").output("y", "T").type_attr("T", types).shape_fn(UnchangedShape).doc(std::move(doc));
+  b.input("x", "T").output("y", "T").type_attr("T", types).shape_fn(UnchangedShape)
+      .doc(std::move(doc));
   return b;
 }
 
@@ -75,8 +76,8 @@ void AddNShape(InferenceContext& ctx) {
     BinaryOp("Div", kNumberTypes, "z = x / y; for integers the quotient is truncated toward "
                                   "zero (TF's Div), and a zero divisor is an error."),
     BinaryOp("Pow", kFloatTypes, "z = x^y."),
-    BinaryOp("Maximum", kNumberTypes, "z = max(x, y)."),
-    BinaryOp("Minimum", kNumberTypes, "z = min(x, y)."),
+    BinaryOp("Maximum", kNumberTypes, "z = max(x, y); NaN if either is NaN."),
+    BinaryOp("Minimum", kNumberTypes, "z = min(x, y); NaN if either is NaN."),
     BinaryOp("SquaredDifference", kNumberTypes, "z = (x - y)^2."),
     BinaryOp("FloorDiv", kNumberTypes, "z = floor(x / y), rounding toward -inf like Python's //; "
                                        "an integer zero divisor is an error."),
@@ -158,24 +159,42 @@ Output Sub(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Sub
 Output Mul(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Mul", {x, y}); }
 Output Div(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Div", {x, y}); }
 Output Pow(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Pow", {x, y}); }
-Output Maximum(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Maximum", {x, y}); }
-Output Minimum(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Minimum", {x, y}); }
+Output Maximum(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("Maximum", {x, y});
+}
+Output Minimum(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("Minimum", {x, y});
+}
 Output SquaredDifference(const Scope& s, const Input& x, const Input& y) {
   return s.AddOp("SquaredDifference", {x, y});
 }
-Output FloorDiv(const Scope& s, const Input& x, const Input& y) { return s.AddOp("FloorDiv", {x, y}); }
-Output FloorMod(const Scope& s, const Input& x, const Input& y) { return s.AddOp("FloorMod", {x, y}); }
+Output FloorDiv(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("FloorDiv", {x, y});
+}
+Output FloorMod(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("FloorMod", {x, y});
+}
 
 Output Less(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Less", {x, y}); }
-Output LessEqual(const Scope& s, const Input& x, const Input& y) { return s.AddOp("LessEqual", {x, y}); }
-Output Greater(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Greater", {x, y}); }
+Output LessEqual(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("LessEqual", {x, y});
+}
+Output Greater(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("Greater", {x, y});
+}
 Output GreaterEqual(const Scope& s, const Input& x, const Input& y) {
   return s.AddOp("GreaterEqual", {x, y});
 }
 Output Equal(const Scope& s, const Input& x, const Input& y) { return s.AddOp("Equal", {x, y}); }
-Output NotEqual(const Scope& s, const Input& x, const Input& y) { return s.AddOp("NotEqual", {x, y}); }
-Output LogicalAnd(const Scope& s, const Input& x, const Input& y) { return s.AddOp("LogicalAnd", {x, y}); }
-Output LogicalOr(const Scope& s, const Input& x, const Input& y) { return s.AddOp("LogicalOr", {x, y}); }
+Output NotEqual(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("NotEqual", {x, y});
+}
+Output LogicalAnd(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("LogicalAnd", {x, y});
+}
+Output LogicalOr(const Scope& s, const Input& x, const Input& y) {
+  return s.AddOp("LogicalOr", {x, y});
+}
 Output LogicalNot(const Scope& s, const Input& x) { return s.AddOp("LogicalNot", {x}); }
 
 Output Select(const Scope& scope, const Input& condition, const Input& t, const Input& e) {

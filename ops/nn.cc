@@ -17,7 +17,7 @@ OpDefBuilder ActivationOp(std::string name, const std::vector<DType>& types, std
     ActivationOp("Relu6", kNumberTypes, "activations = min(max(features, 0), 6)."),
     ActivationOp("LeakyRelu", kFloatTypes, "activations = features for features >= 0, else "
                                            "alpha * features.")
-        .attr<float>("alpha", 0.2f),
+        .attr<double>("alpha", 0.2),
     ActivationOp("Elu", kFloatTypes, "activations = features for features > 0, else "
                                      "exp(features) - 1."),
     ActivationOp("Softplus", kFloatTypes, "activations = log(1 + exp(features)), computed as "
@@ -33,7 +33,7 @@ namespace ops {
 Output Relu(const Scope& scope, const Input& features) { return scope.AddOp("Relu", {features}); }
 Output Relu6(const Scope& scope, const Input& features) { return scope.AddOp("Relu6", {features}); }
 Output LeakyRelu(const Scope& scope, const Input& features, LeakyReluAttrs attrs) {
-  return scope.AddOp("LeakyRelu", {features}, {{"alpha", static_cast<double>(attrs.alpha)}});
+  return scope.AddOp("LeakyRelu", {features}, {{"alpha", attrs.alpha}});
 }
 Output Elu(const Scope& scope, const Input& features) { return scope.AddOp("Elu", {features}); }
 Output Softplus(const Scope& scope, const Input& features) {

@@ -11,7 +11,7 @@ Output Relu(const Scope& scope, const Input& features);
 Output Relu6(const Scope& scope, const Input& features);
 
 struct LeakyReluAttrs {
-  float alpha = 0.2f;  // slope for negative inputs
+  double alpha = 0.2;  // slope for negative inputs
 };
 Output LeakyRelu(const Scope& scope, const Input& features, LeakyReluAttrs attrs = {});
 Output Elu(const Scope& scope, const Input& features);

@@ -2,5 +2,11 @@
 #pragma once
 
 #include "graph/scope.h"
+#include "ops/linalg.h"
+#include "ops/math.h"
+#include "ops/nn.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
 #include "ops/state.h"
+#include "ops/array.h"

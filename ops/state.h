@@ -8,10 +8,11 @@ namespace dflow::ops {
 
 // A constant tensor (a literal Input is converted the same way).
 Output Const(const Scope& scope, const Input& value);
-// A value that must be fed at Run time; `shape` may have -1 dims.
-Output Placeholder(const Scope& scope, DType dtype, Shape shape = Shape::Unknown());
+// A value that must be fed at Run time; `shape` may have -1 dims. (The type
+// is spelled dflow::Shape because ops::Shape, the op builder, hides it here.)
+Output Placeholder(const Scope& scope, DType dtype, dflow::Shape shape = dflow::Shape::Unknown());
 // A variable that keeps its value across Run calls (TensorFlow's VariableV2).
-Output Variable(const Scope& scope, Shape shape, DType dtype);
+Output Variable(const Scope& scope, dflow::Shape shape, DType dtype);
 
 struct AssignAttrs {
   bool validate_shape = true;  // the value must have the variable's shape

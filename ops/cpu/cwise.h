@@ -10,6 +10,15 @@
 #include <type_traits>
 #include <vector>
 
+// Eigen's AVX headers trip gcc 12's unused/uninitialised warnings (false
+// positives in Eigen and in the AVX-512 intrinsics it wraps).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
+
 #include "graph/kernel.h"
 
 namespace dflow::cwise {
@@ -28,6 +37,38 @@ F MakeFunctor(const Node& node) {
   if constexpr (std::is_constructible_v<F, const Node&>) return F(node);
   else return F();
 }
+
+// Integer arithmetic that wraps around (two's complement) where plain signed
+// arithmetic would overflow into undefined behaviour; floats pass through.
+template <typename T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+T WrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+template <typename T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+template <typename T>
+T WrapNeg(T a) { return WrapSub(T(0), a); }
 
 // How N inputs broadcast to the output, with dims collapsed: output dims of
 // size 1 are dropped and neighbours merged when every input either spans
@@ -121,13 +162,17 @@ void MapUnary(ThreadPool& pool, int64_t n, const In* in, Out* out, const F& f) {
   });
 }
 
-// out = f(a, b) with a and b broadcast by `layout`; the inner loops are
+// The inner loop of a binary op over `count` outputs starting at out[o],
 // specialised for contiguous/contiguous, contiguous/scalar and scalar/scalar.
 template <typename A, typename B, typename Out, typename F>
-void MapBinary(ThreadPool& pool, const BroadcastLayout<2>& layout, const A* a, const B* b,
-               Out* out, const F& f) {
-  const bool a_moves = layout.inner_stride(0) != 0, b_moves = layout.inner_stride(1) != 0;
-  auto run = [&](int64_t o, int64_t count, const std::array<int64_t, 2>& offset) {
+struct BinaryRun {
+  const A* a;
+  const B* b;
+  Out* out;
+  bool a_moves, b_moves;  // inner stride 1 (else 0: one element repeated)
+  const F& f;
+
+  void operator()(int64_t o, int64_t count, const std::array<int64_t, 2>& offset) const {
     const A* pa = a + offset[0];
     const B* pb = b + offset[1];
     Out* po = out + o;
@@ -143,7 +188,23 @@ void MapBinary(ThreadPool& pool, const BroadcastLayout<2>& layout, const A* a, c
       const Out z = f(*pa, *pb);
       for (int64_t j = 0; j < count; ++j) po[j] = z;
     }
-  };
+  }
+};
+
+// out = f(a, b) where a and b are each either of the output's element count
+// or a single element: no index arithmetic at all.
+template <typename A, typename B, typename Out, typename F>
+void MapBinaryFlat(ThreadPool& pool, int64_t n, const BinaryRun<A, B, Out, F>& run) {
+  pool.ParallelFor(n, CostOf<F>(), [&](int64_t begin, int64_t end) {
+    run(begin, end - begin, {run.a_moves ? begin : 0, run.b_moves ? begin : 0});
+  });
+}
+
+// out = f(a, b) with a and b broadcast by `layout` (run's *_moves must be
+// the layout's inner strides).
+template <typename A, typename B, typename Out, typename F>
+void MapBinary(ThreadPool& pool, const BroadcastLayout<2>& layout,
+               const BinaryRun<A, B, Out, F>& run) {
   pool.ParallelFor(layout.out_shape.NumElements(), CostOf<F>(),
                    [&](int64_t begin, int64_t end) { ForEachRun(layout, begin, end, run); });
 }
@@ -160,24 +221,38 @@ Tensor& AllocateBroadcastOutput(OpKernelContext& ctx, const BroadcastLayout<N>& 
   return ctx.allocate_output(0, layout.out_shape);
 }
 
-// y = f(x) for an op with input and output of dtype T.
+// y = f(x) for an op with input and output of dtype T. A functor gives
+// either a scalar operator()(T) or Vec(x), an Eigen array expression that
+// Eigen evaluates with SIMD packets (exp, log, tanh...).
 template <typename T, typename F>
 class UnaryKernel : public OpKernel {
  public:
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+
   explicit UnaryKernel(const Node& node) : OpKernel(node), fn_(MakeFunctor<F>(node)) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.forward_input_or_allocate_output(0, 0, x.shape());
-    MapUnary(ctx.pool(), x.NumElements(), x.data<T>(), y.data<T>(), fn_);
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    if constexpr (requires(Eigen::Map<const Array> m) { fn_.Vec(m); }) {
+      // Element-wise, so reading and writing one forwarded buffer is safe.
+      ctx.pool().ParallelFor(x.NumElements(), CostOf<F>(), [&](int64_t begin, int64_t end) {
+        Eigen::Map<Array>(out + begin, end - begin) =
+            fn_.Vec(Eigen::Map<const Array>(in + begin, end - begin));
+      });
+    } else {
+      MapUnary(ctx.pool(), x.NumElements(), in, out, fn_);
+    }
   }
 
  private:
   F fn_;
 };
 
-// z = f(x, y) with broadcasting; inputs of dtype T, output of dtype Out. A
-// functor may check its operands first with a static Check(x, y) (integer
-// division rejects a zero divisor).
+// z = f(x, y) with broadcasting; inputs of dtype T, output of dtype Out.
+// Functors that divide declare kDivides: for integers a zero divisor is then
+// an error (checked before any work) rather than a SIGFPE.
 template <typename T, typename Out, typename F>
 class BinaryKernel : public OpKernel {
  public:
@@ -185,17 +260,52 @@ class BinaryKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
+    // Equal shapes, or one side a single element of no higher rank: the
+    // output has the other side's shape and needs no index arithmetic.
+    bool x_single = x.NumElements() == 1 && x.rank() <= y.rank();
+    bool y_single = y.NumElements() == 1 && y.rank() <= x.rank();
+    if (x.shape() == y.shape() || x_single || y_single) {
+      const Shape& shape = y_single ? x.shape() : y.shape();
+      if (shape.NumElements() > 0) CheckDivisor(y);
+      Tensor& z = ForwardOrAllocate(ctx, x.shape() == shape ? 0 : 1, shape);
+      MapBinaryFlat(ctx.pool(), shape.NumElements(), MakeRun(x, y, z, !x_single, !y_single));
+      return;
+    }
     auto layout = MakeBroadcastLayout<2>({&x.shape(), &y.shape()});
     if (layout.out_shape.NumElements() == 0) {
       ctx.allocate_output(0, layout.out_shape);
       return;
     }
-    if constexpr (requires { F::Check(x, y); }) F::Check(x, y);
+    CheckDivisor(y);
     Tensor& z = AllocateBroadcastOutput(ctx, layout);
-    MapBinary(ctx.pool(), layout, x.data<T>(), y.data<T>(), z.data<Out>(), fn_);
+    MapBinary(ctx.pool(), layout,
+              MakeRun(x, y, z, layout.inner_stride(0) != 0, layout.inner_stride(1) != 0));
   }
 
  private:
+  BinaryRun<T, T, Out, F> MakeRun(const Tensor& x, const Tensor& y, Tensor& z, bool x_moves,
+                                  bool y_moves) const {
+    return {x.data<T>(), y.data<T>(), z.data<Out>(), x_moves, y_moves, fn_};
+  }
+
+  static Tensor& ForwardOrAllocate(OpKernelContext& ctx, int input, const Shape& shape) {
+    if (ctx.input(input).shape() == shape && std::is_same_v<T, Out>)
+      return ctx.forward_input_or_allocate_output(input, 0, shape);
+    return ctx.allocate_output(0, shape);
+  }
+
+  // Every element of y is used when the output is not empty, so any zero
+  // in y would be divided by.
+  void CheckDivisor(const Tensor& y) const {
+    if constexpr (std::is_integral_v<T> && requires { F::kDivides; }) {
+      const T* d = y.data<T>();
+      for (int64_t i = 0; i < y.NumElements(); ++i)
+        if (d[i] == 0)
+          Fail(Code::kInvalidArgument, node().op(), ": integer division by zero (element ", i,
+               " of y, shape ", y.shape().ToString(), ", is 0)");
+    }
+  }
+
   F fn_;
 };
 

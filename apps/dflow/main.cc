@@ -1,0 +1,33 @@
+// dflow: run graph files, list ops, export DOT. Exit status: 0 on success,
+// 1 for bad input (arguments, files, graphs, feeds), 2 for an internal error.
+#include <iostream>
+
+#include "apps/dflow/commands.h"
+#include "graph/status.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dflow: run and inspect TensorFlow-1-style dataflow graphs.", "dflow"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dflow 0.1.0");
+  dflow::cli::AddOpsCommand(app);
+  dflow::cli::AddRunCommand(app);
+  dflow::cli::AddDotCommand(app);
+  try {
+    app.parse(argc, argv);  // the chosen subcommand's callback runs inside parse()
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "dflow: error: " << e.what() << "\n(run 'dflow --help' for usage)\n";
+    return 1;
+  } catch (const dflow::Error& e) {
+    bool internal = e.code() == dflow::Code::kInternal;
+    std::cerr << "dflow: " << (internal ? "internal error: " : "error: ") << e.message() << "\n";
+    return internal ? 2 : 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "dflow: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "dflow: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,135 @@
+// `dflow run`: loads a graph file, feeds .npy files, runs one step, writes
+// each fetch as DIR/<fetch name with '/' and ':' as '_'>.npy and prints it;
+// --trace also writes a Chrome trace and prints the step summary.
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "apps/dflow/commands.h"
+#include "graph/graph_io.h"
+#include "graph/npy.h"
+#include "graph/run_metadata.h"
+#include "graph/session.h"
+
+namespace dflow::cli {
+namespace {
+
+struct RunArgs {
+  std::string graph;
+  std::vector<std::string> feeds;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  std::string out;
+  std::string trace;
+  int threads = 0;
+};
+
+// "dense/mm:1" -> "dense_mm_1.npy"
+std::string FetchFileName(std::string name) {
+  for (char& c : name)
+    if (c == '/' || c == ':') c = '_';
+  return name + ".npy";
+}
+
+FeedList ReadFeeds(const std::vector<std::string>& specs) {
+  FeedList feeds;
+  std::map<std::string, std::string> seen;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      Fail(Code::kInvalidArgument, "--feed '", spec, "': expected NAME=FILE.npy");
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    if (!seen.emplace(name, path).second)
+      Fail(Code::kInvalidArgument, "--feed: '", name, "' is fed twice");
+    feeds.emplace_back(name, ReadNpy(path));
+  }
+  return feeds;
+}
+
+// Checks, before any work is done, that the fetches map to distinct files,
+// that DIR can hold them and that the trace's directory exists.
+std::vector<std::string> PlanOutputs(const RunArgs& args) {
+  std::error_code ec;
+  if (!args.trace.empty()) {
+    auto parent = std::filesystem::path(args.trace).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+      Fail(Code::kNotFound, "--trace '", args.trace, "': directory '", parent.string(),
+           "' does not exist");
+  }
+  if (args.out.empty()) return {};
+  std::vector<std::string> paths;
+  std::map<std::string, std::string> by_file;
+  for (const std::string& fetch : args.fetches) {
+    std::string file = FetchFileName(fetch);
+    auto [it, added] = by_file.emplace(file, fetch);
+    if (!added)
+      Fail(Code::kInvalidArgument, "fetches '", it->second, "' and '", fetch,
+           "' would both be written to ", file);
+    paths.push_back((std::filesystem::path(args.out) / file).string());
+  }
+  std::filesystem::create_directories(args.out, ec);
+  if (ec || !std::filesystem::is_directory(args.out))
+    Fail(Code::kInvalidArgument, "--out '", args.out, "': cannot create directory",
+         ec ? ": " + ec.message() : std::string());
+  return paths;
+}
+
+void Run(const RunArgs& args) {
+  if (args.fetches.empty() && args.targets.empty())
+    Fail(Code::kInvalidArgument, "nothing to run: give at least one --fetch or --target");
+  std::shared_ptr<Graph> graph = LoadGraph(args.graph);
+  FeedList feeds = ReadFeeds(args.feeds);
+  std::vector<std::string> out_paths = PlanOutputs(args);
+
+  SessionOptions session_options;
+  session_options.num_threads = args.threads;
+  Session session(graph, session_options);
+  std::vector<TensorName> fetches(args.fetches.begin(), args.fetches.end());
+  std::vector<TensorName> targets(args.targets.begin(), args.targets.end());
+  RunOptions run_options;
+  run_options.trace = !args.trace.empty();
+  RunMetadata metadata;
+  std::vector<Tensor> results = session.Run(feeds, fetches, targets, run_options, &metadata);
+
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::cout << args.fetches[i] << ": " << results[i].DebugString(8);
+    if (!out_paths.empty()) {
+      WriteNpy(out_paths[i], results[i]);
+      std::cout << " -> " << out_paths[i];
+    }
+    std::cout << "\n";
+  }
+  if (run_options.trace) {
+    WriteChromeTrace(metadata, args.trace);
+    std::cout << "\ntrace written to " << args.trace << "\n" << TraceSummary(metadata);
+  }
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app) {
+  // One value per flag, repeatable (`--feed a=x.npy --feed b=y.npy`); a value
+  // never swallows the positional GRAPH that follows it.
+  auto repeatable = [](CLI::App* cmd, const char* name, std::vector<std::string>& values,
+                       const char* help) {
+    cmd->add_option(name, values, help)
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand("run", "Run a graph file once on .npy feeds.");
+  run->add_option("graph", args->graph, "Graph file (JSON, see docs/graph-format.md).")->required();
+  repeatable(run, "--feed", args->feeds,
+             "NAME=FILE.npy: feed the tensor NAME[:i] from a .npy file.");
+  repeatable(run, "--fetch", args->fetches, "NAME[:i]: a tensor to compute and write.");
+  repeatable(run, "--target", args->targets, "NODE: a node to run for its effect only.");
+  run->add_option("--out", args->out, "DIR for the fetched .npy files (created if missing).");
+  run->add_option("--trace", args->trace, "Write a Chrome trace (chrome://tracing, Perfetto).");
+  run->add_option("--threads", args->threads, "Worker threads (default: one per core).")
+      ->check(CLI::Range(0, 4096));
+  run->callback([args] { Run(*args); });
+}
+
+}  // namespace dflow::cli

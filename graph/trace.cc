@@ -1,0 +1,150 @@
+// Step traces: Chrome trace-event JSON (one complete "X" event per node; a
+// process per device, a thread per executor thread) and a text summary.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "graph/file.h"
+#include "graph/run_metadata.h"
+#include "graph/status.h"
+
+namespace dflow {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string FormatDuration(int64_t ns) {
+  char buf[32];
+  if (ns < 1000)
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  else if (ns < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (ns < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  char buf[32];
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else if (bytes < (1 << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  else if (bytes < (1LL << 30))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
+std::string Percent(int64_t part, int64_t whole) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+  return buf;
+}
+
+// Renders rows as columns padded to their widest cell; columns listed in
+// `right` are right-aligned (numbers), the rest left-aligned.
+std::string Table(const std::vector<std::vector<std::string>>& rows, std::vector<bool> right) {
+  std::vector<size_t> width(right.size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      std::string pad(width[c] - row[c].size(), ' ');
+      line += "  " + (right[c] ? pad + row[c] : row[c] + pad);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+int64_t Duration(const NodeExecStats& s) { return std::max<int64_t>(0, s.end_ns - s.start_ns); }
+
+}  // namespace
+
+void WriteChromeTrace(const RunMetadata& metadata, const std::string& path) {
+  Json events = Json::array();
+  std::map<std::string, int> pids;              // device -> process id in the trace
+  std::set<std::pair<int, int>> named_threads;  // (pid, tid) given a name event
+  for (const NodeExecStats& s : metadata.step_stats) {
+    std::string device = s.device.empty() ? "(unplaced)" : s.device;
+    auto [it, added] = pids.emplace(device, static_cast<int>(pids.size()));
+    int pid = it->second;
+    if (added)
+      events.push_back(
+          {{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", device}}}});
+    if (named_threads.insert({pid, s.thread}).second) {
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", s.thread},
+                        {"args", {{"name", StrCat("thread ", s.thread)}}}});
+    }
+    events.push_back(
+        {{"name", s.node},
+         {"cat", s.op},
+         {"ph", "X"},
+         {"ts", s.start_ns / 1e3},
+         {"dur", Duration(s) / 1e3},
+         {"pid", pid},
+         {"tid", s.thread},
+         {"args", {{"op", s.op}, {"outputs", s.outputs}, {"output_bytes", s.output_bytes}}}});
+  }
+  Json doc{{"traceEvents", std::move(events)},
+           {"displayTimeUnit", "ms"},
+           {"otherData", {{"step_ns", metadata.step_ns}, {"peak_bytes", metadata.peak_bytes}}}};
+  WriteFileAtomic(path, doc.dump(1) + "\n");
+}
+
+std::string TraceSummary(const RunMetadata& metadata, int top) {
+  const auto& stats = metadata.step_stats;
+  int64_t total = 0;
+  for (const NodeExecStats& s : stats) total += Duration(s);
+  std::string out = StrCat("step ", FormatDuration(metadata.step_ns), ", ", stats.size(),
+                           " nodes, ", FormatDuration(total), " in kernels, peak memory ",
+                           FormatBytes(metadata.peak_bytes), "\n");
+  if (stats.empty()) return out;
+
+  std::vector<const NodeExecStats*> slowest;
+  for (const NodeExecStats& s : stats) slowest.push_back(&s);
+  std::stable_sort(slowest.begin(), slowest.end(),
+                   [](const auto* a, const auto* b) { return Duration(*a) > Duration(*b); });
+  slowest.resize(std::min<size_t>(slowest.size(), std::max(top, 0)));
+  std::vector<std::vector<std::string>> rows = {{"node", "op", "time", "share", "outputs"}};
+  for (const NodeExecStats* s : slowest) {
+    std::string outputs;
+    for (const std::string& o : s->outputs) outputs += (outputs.empty() ? "" : " ") + o;
+    rows.push_back(
+        {s->node, s->op, FormatDuration(Duration(*s)), Percent(Duration(*s), total), outputs});
+  }
+  out += StrCat("\ntop ", slowest.size(), " nodes by time:\n");
+  out += Table(rows, {false, false, true, true, false});
+
+  struct OpTotal {
+    int count = 0;
+    int64_t ns = 0;
+  };
+  std::map<std::string, OpTotal> per_op;
+  for (const NodeExecStats& s : stats) {
+    per_op[s.op].count++;
+    per_op[s.op].ns += Duration(s);
+  }
+  std::vector<std::pair<std::string, OpTotal>> ops(per_op.begin(), per_op.end());
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  rows = {{"op", "count", "time", "share"}};
+  for (const auto& [op, t] : ops)
+    rows.push_back({op, std::to_string(t.count), FormatDuration(t.ns), Percent(t.ns, total)});
+  out += "\ntime per op:\n" + Table(rows, {false, true, true, true});
+  return out;
+}
+
+}  // namespace dflow

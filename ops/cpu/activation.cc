@@ -1,0 +1,56 @@
+// CPU kernels of the activation ops (Relu, Relu6, LeakyRelu, Elu, Softplus).
+#include "ops/cpu/cwise.h"
+
+namespace dflow {
+namespace {
+
+using cwise::Unary;
+
+// Comparisons written so that NaN passes through.
+struct Relu {
+  template <typename T> T operator()(T x) const { return x < T(0) ? T(0) : x; }
+};
+struct Relu6 {
+  template <typename T> T operator()(T x) const {
+    return x < T(0) ? T(0) : x > T(6) ? T(6) : x;
+  }
+};
+
+class LeakyRelu {
+ public:
+  explicit LeakyRelu(const Node& node) : alpha_(node.attr<double>("alpha")) {}
+  template <typename T> T operator()(T x) const {
+    return x < T(0) ? static_cast<T>(alpha_) * x : x;
+  }
+
+ private:
+  double alpha_;
+};
+
+// x for x > 0, else e^x - 1 (expm1 keeps precision near 0).
+struct Elu {
+  static constexpr int64_t kCost = 15;
+  auto Vec(const auto& x) const {
+    using T = typename std::decay_t<decltype(x)>::Scalar;
+    return (x > T(0)).select(x, x.expm1());
+  }
+};
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): e^-|x| <= 1 never overflows, and
+// for very negative x the result is ~e^x rather than log(1 + tiny) = 0.
+struct Softplus {
+  static constexpr int64_t kCost = 25;
+  auto Vec(const auto& x) const {
+    using T = typename std::decay_t<decltype(x)>::Scalar;
+    return x.max(T(0)) + (-x.abs()).exp().log1p();
+  }
+};
+
+REGISTER_KERNEL_FOR_TYPES("Relu", "CPU", Unary<Relu>::Kernel, float, double, int32_t, int64_t);
+REGISTER_KERNEL_FOR_TYPES("Relu6", "CPU", Unary<Relu6>::Kernel, float, double, int32_t, int64_t);
+REGISTER_KERNEL_FOR_TYPES("LeakyRelu", "CPU", Unary<LeakyRelu>::Kernel, float, double);
+REGISTER_KERNEL_FOR_TYPES("Elu", "CPU", Unary<Elu>::Kernel, float, double);
+REGISTER_KERNEL_FOR_TYPES("Softplus", "CPU", Unary<Softplus>::Kernel, float, double);
+
+}  // namespace
+}  // namespace dflow

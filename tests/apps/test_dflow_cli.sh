@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `dflow` tool: ops listing, run (feeds, fetches,
+# .npy output, trace), dot, and that every bad input exits 1 with
+# "dflow: error: ...". Usage: test_dflow_cli.sh PATH/TO/dflow
+# numpy (python3-numpy) is used where present to cross-check .npy files.
+set -u
+DFLOW=${1:?usage: $0 PATH/TO/dflow}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || exit 1
+failures=0
+checks=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_ok DESCRIPTION ARGS...: exit status 0; stdout in out.txt.
+expect_ok() {
+  local desc=$1; shift
+  checks=$((checks + 1))
+  "$DFLOW" "$@" > out.txt 2> err.txt
+  local code=$?
+  [[ $code == 0 ]] || fail "$desc: exit $code, stderr: $(cat err.txt)"
+}
+
+# expect_error DESCRIPTION MESSAGE ARGS...: exit status 1 and stderr holding
+# "dflow: error: " and MESSAGE.
+expect_error() {
+  local desc=$1 message=$2; shift 2
+  checks=$((checks + 1))
+  "$DFLOW" "$@" > out.txt 2> err.txt
+  local code=$?
+  if [[ $code != 1 ]]; then
+    fail "$desc: expected exit 1, got $code; stderr: $(cat err.txt)"
+  elif ! grep -q "^dflow: error: " err.txt || ! grep -qF -- "$message" err.txt; then
+    fail "$desc: stderr lacks '$message': $(cat err.txt)"
+  fi
+}
+
+# expect_contains DESCRIPTION FILE TEXT: FILE holds the line fragment TEXT.
+expect_contains() {
+  checks=$((checks + 1))
+  grep -qF -- "$3" "$2" || fail "$1: '$3' not in $2: $(head -c 2000 "$2")"
+}
+
+NUMPY_PYTHON=""
+for p in /usr/bin/python3 python3; do
+  if "$p" -c 'import numpy' 2> /dev/null; then NUMPY_PYTHON=$p; break; fi
+done
+JSON_PYTHON=${NUMPY_PYTHON:-python3}
+
+# A graph with only state ops: layer/sum = x + bias, through a variable.
+cat > g.json << 'EOF'
+{"format": "dflow.graph/1", "seed": 0, "nodes": [
+  {"name": "layer/sum", "op": "AssignAdd", "inputs": ["layer/acc", "layer/bias", "^layer/init"]},
+  {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [-1, 3]}},
+  {"name": "layer/acc", "op": "VariableV2", "attrs": {"dtype": "float32", "shape": [2, 3]}},
+  {"name": "layer/init", "op": "Assign", "inputs": ["layer/acc", "x"]},
+  {"name": "layer/bias", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [2, 3], "values": [1, 2, 3, 4, 5, 6]}}},
+  {"name": "ints", "op": "Const", "attrs": {"dtype": "int64",
+     "value": {"dtype": "int64", "shape": [2, 3], "values": [0, 10, 20, 30, 40, 50]}}},
+  {"name": "xs", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [2, 3], "values": [0, 10, 20, 30, 40, 50]}}},
+  {"name": "wide", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [2, 4], "values": [0, 0, 0, 0, 0, 0, 0, 0]}}}
+]}
+EOF
+
+# --- dflow ops
+expect_ok "ops" ops
+expect_contains "ops lists AssignAdd" out.txt "AssignAdd(ref: ref T, value: T) -> (output_ref: T)"
+expect_contains "ops shows attrs" out.txt "attr use_locking: bool = false"
+expect_ok "ops --json" ops --json
+checks=$((checks + 1))
+"$JSON_PYTHON" - out.txt << 'EOF' || fail "ops --json is not the expected JSON"
+import json, sys
+ops = json.load(open(sys.argv[1]))
+names = [op["name"] for op in ops]
+assert names == sorted(names), names
+for name in ["Const", "Placeholder", "VariableV2", "Assign", "AssignAdd", "AssignSub", "NoOp"]:
+    assert name in names, name
+for op in ops:
+    assert set(op) >= {"name", "signature", "inputs", "outputs", "attrs", "stateful", "doc"}, op
+placeholder = next(op for op in ops if op["name"] == "Placeholder")
+assert placeholder["stateful"] is True
+shape = next(a for a in placeholder["attrs"] if a["name"] == "shape")
+assert shape == {"name": "shape", "type": "shape", "default": None}, shape
+add = next(op for op in ops if op["name"] == "AssignAdd")
+assert "bool" not in next(a for a in add["attrs"] if a["name"] == "T")["allowed"]
+EOF
+expect_ok "ops NAME" ops NoOp
+expect_contains "ops NAME prints it" out.txt "NoOp() -> ()"
+expect_error "ops unknown" "unknown op 'Frobnicate'" ops Frobnicate
+
+# --- dflow run: make feeds with dflow itself, then run on them.
+expect_ok "run consts" run g.json --fetch xs --fetch ints --fetch wide --out feeds
+expect_contains "run prints fetches" out.txt "xs: float32[2,3] [0 10 20 30 40 50] -> feeds/xs.npy"
+expect_contains "run prints int fetches" out.txt "ints: int64[2,3] [0 10 20 30 40 50] -> feeds/ints.npy"
+expect_ok "run" run g.json --feed x=feeds/xs.npy --fetch layer/sum:0 --fetch x --out out \
+  --trace trace.json
+expect_contains "run output" out.txt "layer/sum:0: float32[2,3] [1 12 23 34 45 56] -> out/layer_sum_0.npy"
+expect_contains "run output" out.txt "x: float32[2,3] [0 10 20 30 40 50] -> out/x.npy"
+expect_contains "trace summary" out.txt "time per op:"
+expect_contains "trace summary" out.txt "AssignAdd"
+checks=$((checks + 1))
+[[ -f out/layer_sum_0.npy && -f out/x.npy && -f trace.json ]] || fail "run did not write its files: $(ls -R)"
+checks=$((checks + 1))
+cmp -s feeds/xs.npy out/x.npy || fail "fetching a fed tensor changed its .npy bytes"
+checks=$((checks + 1))
+"$JSON_PYTHON" - trace.json << 'EOF' || fail "trace.json is not a Chrome trace"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+complete = [e for e in events if e["ph"] == "X"]
+assert {"layer/sum", "layer/init"} <= {e["name"] for e in complete}, complete
+assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in complete)
+EOF
+# Outputs read back as feeds (dflow's own .npy files round-trip).
+expect_ok "run on own output" run g.json --feed x=out/layer_sum_0.npy --fetch layer/sum --out out2
+expect_contains "run on own output" out.txt "layer/sum: float32[2,3] [2 14 26 38 50 62] -> out2/layer_sum.npy"
+expect_ok "target only" run g.json --feed x=feeds/xs.npy --target layer/init
+expect_ok "options before the graph" run --feed x=feeds/xs.npy --fetch x g.json --threads 1
+expect_contains "options before the graph" out.txt "x: float32[2,3] [0 10 20 30 40 50]"
+
+# A fetch of output 1 of a multi-output op (when the array ops are built in).
+if "$DFLOW" ops Split > /dev/null 2>&1; then
+  cat > split.json << 'EOF'
+{"format": "dflow.graph/1", "nodes": [
+  {"name": "axis", "op": "Const", "attrs": {"dtype": "int32",
+     "value": {"dtype": "int32", "shape": [], "values": [0]}}},
+  {"name": "v", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2, 3]}},
+  {"name": "parts/split", "op": "Split", "inputs": ["axis", "v"], "attrs": {"num_split": 2}}
+]}
+EOF
+  expect_ok "multi-output fetch" run split.json --feed v=feeds/xs.npy --fetch parts/split:1 --out split
+  expect_contains "multi-output fetch" out.txt \
+    "parts/split:1: float32[1,3] [30 40 50] -> split/parts_split_1.npy"
+fi
+
+# --- dflow dot
+expect_ok "dot" dot g.json
+expect_contains "dot header" out.txt "digraph dflow {"
+expect_contains "dot node" out.txt '"layer/sum" [label="layer/sum\nAssignAdd"];'
+expect_contains "dot edge" out.txt '"x" -> "layer/init" [label="float32[?,3]"];'
+expect_contains "dot control edge" out.txt '"layer/init" -> "layer/sum" [style=dashed];'
+
+# --- numpy cross-checks
+if [[ -n $NUMPY_PYTHON ]]; then
+  checks=$((checks + 1))
+  "$NUMPY_PYTHON" - << 'EOF' || fail "numpy cross-check"
+import numpy as np
+np.save("np_x.npy", np.random.RandomState(0).randn(2, 3).astype(np.float32))
+EOF
+  expect_ok "run numpy feed" run g.json --feed x=np_x.npy --fetch layer/sum --fetch x --out npout
+  checks=$((checks + 1))
+  "$NUMPY_PYTHON" - << 'EOF' || fail "numpy reads dflow's outputs with the right values"
+import numpy as np
+x = np.load("np_x.npy")
+out = np.load("npout/layer_sum.npy")
+assert out.dtype == np.float32 and out.shape == (2, 3), (out.dtype, out.shape)
+assert np.array_equal(out, x + np.arange(1, 7, dtype=np.float32).reshape(2, 3)), out
+assert np.array_equal(np.load("npout/x.npy"), x)
+EOF
+else
+  echo "note: numpy not found; skipping the numpy cross-checks"
+fi
+
+# --- bad input: exit 1 and a message
+echo "not json" > bad.json
+echo "not npy" > bad.npy
+expect_error "no subcommand" "subcommand is required"
+expect_error "unknown subcommand" "" frobnicate
+expect_error "unknown option" "--bogus" run g.json --bogus --fetch x
+expect_error "missing graph file" "cannot open 'missing.json'" run missing.json --fetch x
+expect_error "graph not JSON" "'bad.json': not valid JSON: parse error at line 1" run bad.json --fetch x
+expect_error "bad npy" "'bad.npy': not a .npy file (bad magic)" run g.json --feed x=bad.npy --fetch x
+expect_error "missing npy" "cannot open 'missing.npy'" run g.json --feed x=missing.npy --fetch x
+expect_error "feed without =" "--feed 'feeds/xs.npy': expected NAME=FILE.npy" \
+  run g.json --feed feeds/xs.npy --fetch x
+expect_error "feed with empty name" "expected NAME=FILE.npy" run g.json --feed =feeds/xs.npy --fetch x
+expect_error "unknown feed" "feed 'nope': no node named 'nope'" run g.json --feed nope=feeds/xs.npy --fetch x
+expect_error "unknown fetch" "fetch 'nope': no node named 'nope'" run g.json --feed x=feeds/xs.npy --fetch nope
+expect_error "unknown target" "target 'nope'" run g.json --feed x=feeds/xs.npy --target nope
+expect_error "bad fetch index" "Placeholder 'x' has only 1 output(s)" run g.json --feed x=feeds/xs.npy --fetch x:3
+expect_error "shape mismatch" "feed 'x' expects shape [?,3], got float32[2,4]" \
+  run g.json --feed x=feeds/wide.npy --fetch x
+expect_error "dtype mismatch" "feed 'x' expects float32[?,3], got int64[2,3]" \
+  run g.json --feed x=feeds/ints.npy --fetch x
+expect_error "unfed placeholder" "placeholder 'x'" run g.json --fetch layer/sum
+expect_error "nothing to run" "nothing to run" run g.json --feed x=feeds/xs.npy
+expect_error "fed twice" "'x' is fed twice" run g.json --feed x=feeds/xs.npy --feed x=feeds/xs.npy --fetch x
+expect_error "fetch file clash" "would both be written to layer_sum.npy" \
+  run g.json --feed x=feeds/xs.npy --fetch layer/sum --fetch layer:sum --out clash
+expect_error "out is a file" "--out 'g.json': cannot create directory" \
+  run g.json --feed x=feeds/xs.npy --fetch x --out g.json
+expect_error "trace dir missing" "--trace 'no/such/t.json'" \
+  run g.json --feed x=feeds/xs.npy --fetch x --trace no/such/t.json
+expect_error "bad threads" "--threads" run g.json --feed x=feeds/xs.npy --fetch x --threads -2
+expect_error "dot missing file" "cannot open 'missing.json'" dot missing.json
+expect_error "dot bad graph" "not valid JSON" dot bad.json
+checks=$((checks + 1))
+"$DFLOW" --help > out.txt 2>&1 || fail "--help exits non-zero"
+
+echo "$((checks - failures)) of $checks checks passed"
+[[ $failures == 0 ]]

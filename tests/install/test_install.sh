@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs dflow from a build directory into a scratch DESTDIR, then builds
+# tests/install/example.cc against the installed headers and library with
+# `pkg-config --cflags --libs dflow`, as a user outside the tree would, and
+# runs it.
+# usage: test_install.sh BUILD_DIR EXAMPLE_SOURCE [SANITIZERS (meson's b_sanitize)]
+set -euo pipefail
+build=$1
+example=$2
+sanitize=${3:-none}
+cxx=${CXX:-c++}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+
+meson install -C "$build" --no-rebuild --quiet --destdir "$root" >"$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; fail "meson install failed"; }
+
+pc=$(find "$root" -name dflow.pc -print -quit)
+[[ -n $pc ]] || fail "dflow.pc was not installed"
+lib=$(find "$root" -name 'libdflow.so' -print -quit)
+[[ -n $lib ]] || fail "libdflow.so was not installed"
+libdir=$(dirname "$lib")
+
+# The .pc file names the final prefix; the sysroot points pkg-config at the
+# scratch copy of it.
+export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$root
+read -r -a flags <<<"$(pkg-config --cflags --libs dflow)"
+read -r -a cflags <<<"$(pkg-config --cflags dflow)"
+echo "pkg-config --cflags --libs dflow: ${flags[*]}"
+extra=()
+[[ $sanitize != none && -n $sanitize ]] && extra=(-fsanitize="$sanitize")
+
+# Every installed header compiles on its own terms: nothing it includes was
+# left out of the install.
+includedir=$(find "$root" -type d -path '*/include/dflow' -print -quit)
+[[ -n $includedir ]] || fail "no include/dflow directory was installed"
+(cd "$includedir" && find . -name '*.h' | sort | sed 's|^\./\(.*\)|#include "\1"|') >"$tmp/all_headers.cc"
+echo 'int main() { return 0; }' >>"$tmp/all_headers.cc"
+"$cxx" -std=c++20 -fsyntax-only "${cflags[@]}" "$tmp/all_headers.cc" ||
+  fail "the installed headers do not compile together"
+
+"$cxx" -std=c++20 "$example" -o "$tmp/example" "${extra[@]}" "${flags[@]}" ||
+  fail "the example does not build against the installed dflow"
+ldd_out=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/example")
+grep -q "libdflow.so => $libdir/" <<<"$ldd_out" || fail "the example does not load the installed libdflow: $ldd_out"
+
+LD_LIBRARY_PATH=$libdir "$tmp/example" >"$tmp/out.txt" || { cat "$tmp/out.txt"; fail "the example failed"; }
+cat "$tmp/out.txt"
+for expected in "y = float32[2,2] [5 0 0 3.5]" "steps = 3" \
+                "error: feed 'x' expects shape [?,2], got float32[2,3]"; do
+  grep -qxF "$expected" "$tmp/out.txt" || fail "expected the line: $expected"
+done
+echo "PASS: built and ran an out-of-tree program against the installed dflow"
