@@ -4,6 +4,26 @@
 
 namespace dflow {
 
+const std::vector<DType>& FloatTypes() {
+  static const auto* types = new std::vector<DType>{DType::kFloat32, DType::kFloat64};
+  return *types;
+}
+const std::vector<DType>& NumberTypes() {
+  static const auto* types =
+      new std::vector<DType>{DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64};
+  return *types;
+}
+const std::vector<DType>& RealTypes() {
+  static const auto* types = new std::vector<DType>{DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                                    DType::kInt8,    DType::kUInt8,   DType::kInt32,
+                                                    DType::kInt64};
+  return *types;
+}
+const std::vector<DType>& IndexTypes() {
+  static const auto* types = new std::vector<DType>{DType::kInt32, DType::kInt64};
+  return *types;
+}
+
 const AttrDef* OpDef::FindAttr(std::string_view attr_name) const {
   for (const auto& attr : attrs)
     if (attr.name == attr_name) return &attr;

@@ -124,16 +124,20 @@ struct OpRegistrar {
   [[maybe_unused]] static ::dflow::OpRegistrar DFLOW_CONCAT(op_registrar_, __COUNTER__) = \
       ::dflow::OpDefBuilder(name)
 
-// Common dtype sets. Inline variables: C++17 initialises them before any
-// later static in each file that includes this header, so REGISTER_OP in
-// other files can read them while the library starts up.
-inline const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
-inline const std::vector<DType> kNumberTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                                                DType::kInt64};
-inline const std::vector<DType> kRealTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                              DType::kInt8,    DType::kUInt8,   DType::kInt32,
-                                              DType::kInt64};  // every numeric dtype (no bool)
-inline const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
+// Common dtype sets. Each list is one function-local static inside
+// libdflow (built on first use, never destroyed); the inline references give
+// it a short name, and are initialised before any later static in each file
+// that includes this header, so REGISTER_OP may read them at start-up.
+// (Inline *vectors* would be built and destroyed twice, once by the library
+// and once by each program that includes this header.)
+const std::vector<DType>& FloatTypes();   // float32, float64
+const std::vector<DType>& NumberTypes();  // float32, float64, int32, int64
+const std::vector<DType>& RealTypes();    // every numeric dtype (no bool)
+const std::vector<DType>& IndexTypes();   // int32, int64
+inline const std::vector<DType>& kFloatTypes = FloatTypes();
+inline const std::vector<DType>& kNumberTypes = NumberTypes();
+inline const std::vector<DType>& kRealTypes = RealTypes();
+inline const std::vector<DType>& kIndexTypes = IndexTypes();
 
 // What a shape function sees: input dtypes, (partial) shapes and, where
 // known while building, input values; the node's attrs. It sets the output

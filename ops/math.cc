@@ -198,14 +198,7 @@ Output LogicalOr(const Scope& s, const Input& x, const Input& y) {
 Output LogicalNot(const Scope& s, const Input& x) { return s.AddOp("LogicalNot", {x}); }
 
 Output Select(const Scope& scope, const Input& condition, const Input& t, const Input& e) {
-  // A literal branch takes the other branch's dtype (AddOp alone would pick
-  // the condition's bool), so Select(c, x64, 0.0) selects between float64s.
-  DType like = !t.is_literal()   ? t.ToOutput(scope).dtype()
-               : !e.is_literal() ? e.ToOutput(scope).dtype()
-                                 : DType::kInvalid;
-  Scope literal_scope = scope.NewSubScope("").WithOpName("");
-  return scope.AddOp("Select", {condition, t.ToOutput(literal_scope, like),
-                                e.ToOutput(literal_scope, like)});
+  return scope.AddOp("Select", {condition, t, e});
 }
 
 Output Cast(const Scope& scope, const Input& x, DType dst, CastAttrs attrs) {
