@@ -38,6 +38,10 @@ std::vector<Tensor> RunOp(const OpRun& run) {
 
 Tensor RunOp1(const OpRun& run) { return RunOp(run).at(0); }
 
+Tensor Run(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs) {
+  return RunOp1({.op = op, .inputs = std::move(inputs), .attrs = std::move(attrs)});
+}
+
 Tensor RandomTensor(DType dtype, const Shape& shape, uint64_t seed, double lo, double hi) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uniform(lo, hi);

@@ -28,6 +28,8 @@ struct OpRun {
 // checks that each output's run-time shape agrees with the inferred shape.
 std::vector<Tensor> RunOp(const OpRun& run);
 Tensor RunOp1(const OpRun& run);
+// The common case: every input fed, output 0 returned.
+Tensor Run(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs = {});
 
 // Uniform values in [lo, hi) (integers: rounded); deterministic in `seed`.
 Tensor RandomTensor(DType dtype, const Shape& shape, uint64_t seed, double lo = -1, double hi = 1);

@@ -14,14 +14,6 @@ using namespace dflow::testing;
 
 namespace {
 
-// Runs one op through a session (see RunOp) and returns its output.
-Tensor Run(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs = {}) {
-  OpRun run;
-  run.op = op;
-  run.inputs = std::move(inputs);
-  run.attrs = std::move(attrs);
-  return RunOp1(run);
-}
 
 // Applies f to every element in double precision, then rounds to x's dtype.
 template <typename F>
