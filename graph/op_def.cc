@@ -107,6 +107,7 @@ OpDefBuilder& OpDefBuilder::shape_fn(ShapeFn fn) { def_.shape_fn = std::move(fn)
 OpDefBuilder& OpDefBuilder::value_fn(ValueFn fn) { def_.value_fn = std::move(fn); return *this; }
 OpDefBuilder& OpDefBuilder::stateful() { def_.is_stateful = true; return *this; }
 OpDefBuilder& OpDefBuilder::variable() { def_.is_variable = def_.is_stateful = true; return *this; }
+OpDefBuilder& OpDefBuilder::broadcasting() { def_.broadcasts = true; return *this; }
 OpDefBuilder& OpDefBuilder::doc(std::string text) { def_.doc = std::move(text); return *this; }
 
 OpDef OpDefBuilder::Build() && {

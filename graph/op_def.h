@@ -57,6 +57,9 @@ struct OpDef {
   std::string doc;
   bool is_stateful = false;  // reads or writes state, or random: never folded or merged
   bool is_variable = false;  // owns a variable: ref inputs must come from such an op
+  // Its inputs broadcast against each other like numpy arrays (Add, Select,
+  // BatchMatMul's batch dims), so an input may be smaller than the output.
+  bool broadcasts = false;
 
   const AttrDef* FindAttr(std::string_view attr_name) const;
   // "MatMul(a: T, b: T) -> (product: T)"
@@ -92,6 +95,7 @@ class OpDefBuilder {
   OpDefBuilder& value_fn(ValueFn fn);
   OpDefBuilder& stateful();
   OpDefBuilder& variable();
+  OpDefBuilder& broadcasting();
   OpDefBuilder& doc(std::string text);
 
   OpDef Build() &&;

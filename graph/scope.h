@@ -23,6 +23,8 @@ class Output {
   Output(Node* node, int index = 0) : node_(node), index_(index) {}  // NOLINT
   Output(NodeOut out) : node_(out.node), index_(out.index) {}        // NOLINT
 
+  // False for a default-constructed Output (autodiff's "no gradient").
+  bool valid() const { return node_ != nullptr; }
   Node* node() const { return node_; }
   int index() const { return index_; }
   DType dtype() const { return node_->output_dtype(index_); }

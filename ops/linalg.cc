@@ -93,6 +93,7 @@ REGISTER_OP("BatchMatMul")
     .attr<bool>("adj_y", false)
     .type_attr("T", kNumberTypes)
     .shape_fn(BatchMatMulShape)
+    .broadcasting()
     .doc("Batched matrix product over the last two dims: output[..., :, :] = op(x[..., :, :]) * "
          "op(y[..., :, :]), where op transposes when adj_x / adj_y is set. The leading batch "
          "dims broadcast like numpy (TensorFlow's BatchMatMulV2 semantics; dflow has no "

@@ -18,7 +18,7 @@ OpDefBuilder UnaryOp(std::string name, const std::vector<DType>& types, std::str
 OpDefBuilder BinaryOp(std::string name, const std::vector<DType>& types, std::string doc) {
   OpDefBuilder b(std::move(name));
   b.input("x", "T").input("y", "T").output("z", "T").type_attr("T", types)
-      .shape_fn(BroadcastBinaryShape)
+      .shape_fn(BroadcastBinaryShape).broadcasting()
       .doc(std::move(doc) + " x and y broadcast like numpy arrays.");
   return b;
 }
@@ -26,7 +26,7 @@ OpDefBuilder BinaryOp(std::string name, const std::vector<DType>& types, std::st
 OpDefBuilder CompareOp(std::string name, const std::vector<DType>& types, std::string doc) {
   OpDefBuilder b(std::move(name));
   b.input("x", "T").input("y", "T").output("z", DType::kBool).type_attr("T", types)
-      .shape_fn(BroadcastBinaryShape)
+      .shape_fn(BroadcastBinaryShape).broadcasting()
       .doc(std::move(doc) + " x and y broadcast like numpy arrays; the result is bool.");
   return b;
 }
@@ -115,6 +115,7 @@ REGISTER_OP("Select")
     .input("condition", DType::kBool).input("t", "T").input("e", "T").output("output", "T")
     .type_attr("T", {})
     .shape_fn(SelectShape)
+    .broadcasting()
     .doc("output = condition ? t : e, element-wise. condition, t and e broadcast together like "
          "numpy arrays (numpy.where); this is TensorFlow's SelectV2, not v1 Select's "
          "row-selection by a vector condition.");

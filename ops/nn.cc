@@ -28,7 +28,23 @@ OpDefBuilder ActivationOp(std::string name, const std::vector<DType>& types, std
 
 }  // namespace
 
+REGISTER_OP("ReluGrad")
+    .input("gradients", "T").input("features", "T").output("backprops", "T")
+    .type_attr("T", kNumberTypes)
+    .shape_fn([](InferenceContext& ctx) {
+      if (!ctx.input_shape(0).IsCompatibleWith(ctx.input_shape(1)))
+        ctx.Fail("gradients ", ctx.input_shape(0).ToString(), " and features ",
+                 ctx.input_shape(1).ToString(), " must have the same shape");
+      ctx.set_output(0, ctx.input_shape(0).Merge(ctx.input_shape(1)));
+    })
+    .doc("backprops = gradients where features > 0, else 0: Relu's backward pass in one "
+         "pass over memory. `features` may be Relu's input or its output.");
+
 namespace ops {
+
+Output ReluGrad(const Scope& scope, const Input& gradients, const Input& features) {
+  return scope.AddOp("ReluGrad", {gradients, features});
+}
 
 Output Relu(const Scope& scope, const Input& features) { return scope.AddOp("Relu", {features}); }
 Output Relu6(const Scope& scope, const Input& features) { return scope.AddOp("Relu6", {features}); }

@@ -8,6 +8,8 @@
 namespace dflow::ops {
 
 Output Relu(const Scope& scope, const Input& features);
+// gradients where features > 0, else 0 (Relu's backward pass).
+Output ReluGrad(const Scope& scope, const Input& gradients, const Input& features);
 Output Relu6(const Scope& scope, const Input& features);
 
 struct LeakyReluAttrs {

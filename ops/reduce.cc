@@ -125,10 +125,43 @@ Output ArgMinMax(const char* op, const Scope& scope, const Input& input, const I
                      {{"output_type", attrs.output_type}});
 }
 
+// SumToShape's output is the target shape; the input must broadcast to it.
+void SumToShapeShape(InferenceContext& ctx) {
+  Shape target = ctx.input_as_shape(1);
+  const Shape& in = ctx.input_shape(0);
+  if (!target.unknown_rank() && !in.unknown_rank()) {
+    if (target.rank() > in.rank())
+      ctx.Fail("cannot sum ", in.ToString(), " down to the larger rank of ", target.ToString());
+    for (int i = 0; i < target.rank(); ++i) {
+      int64_t t = target.dim(i), d = in.dim(in.rank() - target.rank() + i);
+      if (t >= 0 && d >= 0 && t != 1 && t != d)
+        ctx.Fail("cannot sum ", in.ToString(), " down to ", target.ToString(),
+                 ": dim ", i, " of the target is neither 1 nor ", d);
+    }
+  }
+  ctx.set_output(0, target);
+}
+
 }  // namespace
+
+REGISTER_OP("SumToShape")
+    .input("input", "T")
+    .input("shape", "Tshape")
+    .output("output", "T")
+    .type_attr("T", kNumberTypes)
+    .type_attr("Tshape", kIndexTypes, DType::kInt32)
+    .shape_fn(SumToShapeShape)
+    .doc("The inverse of numpy broadcasting: sums `input` over its leading dims and over "
+         "the dims where `shape` has 1, so that the result has `shape` (an input that "
+         "broadcasts to `shape`). Autodiff uses it to un-broadcast gradients; when the "
+         "shapes already match the input passes through without a copy.");
 
 namespace ops {
 
+Output SumToShape(const Scope& s, const Input& input, const Input& shape) {
+  Scope literals = s.NewSubScope("");
+  return s.AddOp("SumToShape", {input.ToOutput(literals), shape.ToOutput(literals)});
+}
 Output Sum(const Scope& s, const Input& input, const Input& axis, ReduceAttrs attrs) {
   return Reduction("Sum", s, input, axis, attrs);
 }

@@ -27,6 +27,10 @@ Output Max(const Scope& scope, const Input& input, const Input& axis, ReduceAttr
 Output Min(const Scope& scope, const Input& input, const Input& axis, ReduceAttrs attrs = {});
 Output Prod(const Scope& scope, const Input& input, const Input& axis, ReduceAttrs attrs = {});
 
+// Sums `input` down to `shape` (an int vector), undoing numpy broadcasting:
+// leading dims and dims where `shape` is 1 are summed away.
+Output SumToShape(const Scope& scope, const Input& input, const Input& shape);
+
 struct ArgMinMaxAttrs {
   DType output_type = DType::kInt64;  // int32 or int64
 };

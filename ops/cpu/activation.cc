@@ -4,6 +4,7 @@
 namespace dflow {
 namespace {
 
+using cwise::Binary;
 using cwise::Unary;
 
 // Comparisons written so that NaN passes through.
@@ -14,6 +15,11 @@ struct Relu6 {
   template <typename T> T operator()(T x) const {
     return x < T(0) ? T(0) : x > T(6) ? T(6) : x;
   }
+};
+
+// g where the feature is positive; NaN features give 0, like TensorFlow's.
+struct ReluGrad {
+  template <typename T> T operator()(T g, T x) const { return x > T(0) ? g : T(0); }
 };
 
 class LeakyRelu {
@@ -47,6 +53,8 @@ struct Softplus {
 };
 
 REGISTER_KERNEL_FOR_TYPES("Relu", "CPU", Unary<Relu>::Kernel, float, double, int32_t, int64_t);
+REGISTER_KERNEL_FOR_TYPES("ReluGrad", "CPU", Binary<ReluGrad>::Kernel, float, double, int32_t,
+                          int64_t);
 REGISTER_KERNEL_FOR_TYPES("Relu6", "CPU", Unary<Relu6>::Kernel, float, double, int32_t, int64_t);
 REGISTER_KERNEL_FOR_TYPES("LeakyRelu", "CPU", Unary<LeakyRelu>::Kernel, float, double);
 REGISTER_KERNEL_FOR_TYPES("Elu", "CPU", Unary<Elu>::Kernel, float, double);

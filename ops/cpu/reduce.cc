@@ -300,6 +300,51 @@ template <typename T> using MeanKernel = ReduceKernel<T, SumReducer, true>;
 template <typename T> using MaxKernel = ReduceKernel<T, MaxReducer, false>;
 template <typename T> using MinKernel = ReduceKernel<T, MinReducer, false>;
 
+// Sums over the leading dims the target lacks and the dims where it is 1.
+template <typename T>
+class SumToShapeKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& input = ctx.input(0);
+    Shape target(ReadInt64s(ctx.input(1), "shape"));
+    if (input.shape() == target) {
+      ctx.set_output(0, input);
+      return;
+    }
+    std::vector<bool> mask = BroadcastMask(input.shape(), target);
+    Tensor& output = ctx.allocate_output(0, target);
+    T* out = output.data<T>();
+    std::fill(out, out + output.NumElements(), T(0));
+    if (input.NumElements() == 0) return;
+    Box box = Collapse(input.shape(), mask);
+    if (box.dims.empty()) {  // only size-1 dims summed: the same values
+      std::copy(input.data<T>(), input.data<T>() + input.NumElements(), out);
+      return;
+    }
+    ReduceParallel<T, SumReducer>(ctx.pool(), input.data<T>(), out, output.NumElements(), box);
+  }
+
+ private:
+  // Which dims of `in` are summed to reach `target` (right-aligned).
+  std::vector<bool> BroadcastMask(const Shape& in, const Shape& target) const {
+    int lead = in.rank() - target.rank();
+    DFLOW_REQUIRE(lead >= 0, node().Describe(), ": cannot sum ", in.ToString(), " down to ",
+                  target.ToString());
+    std::vector<bool> mask(in.rank(), true);
+    for (int i = 0; i < target.rank(); ++i) {
+      int64_t t = target.dim(i), d = in.dim(lead + i);
+      DFLOW_REQUIRE(t == d || t == 1, node().Describe(), ": cannot sum ", in.ToString(),
+                    " down to ", target.ToString(), " (", in.ToString(),
+                    " does not broadcast to it)");
+      mask[lead + i] = t != d;
+    }
+    return mask;
+  }
+};
+
+REGISTER_KERNEL_FOR_TYPES("SumToShape", "CPU", SumToShapeKernel, float, double, int32_t, int64_t);
 REGISTER_KERNEL_FOR_TYPES("Sum", "CPU", SumKernel, float, double, int32_t, int64_t);
 REGISTER_KERNEL_FOR_TYPES("Prod", "CPU", ProdKernel, float, double, int32_t, int64_t);
 REGISTER_KERNEL_FOR_TYPES("Mean", "CPU", MeanKernel, float, double, int32_t, int64_t);

@@ -1,0 +1,24 @@
+// Ops that no gradient flows through: constants, placeholders, variables
+// and their updates, random numbers, and the executor's own _Arg/_Retval.
+// A variable's *value* is differentiable (AddGradients with the variable's
+// output as an x); the ops that create or change state are not.
+#include "autodiff/gradients.h"
+
+namespace dflow::autodiff {
+namespace {
+
+REGISTER_NO_GRADIENT("Const");
+REGISTER_NO_GRADIENT("Placeholder");
+REGISTER_NO_GRADIENT("VariableV2");
+REGISTER_NO_GRADIENT("Assign");
+REGISTER_NO_GRADIENT("AssignAdd");
+REGISTER_NO_GRADIENT("AssignSub");
+REGISTER_NO_GRADIENT("NoOp");
+REGISTER_NO_GRADIENT("RandomUniform");
+REGISTER_NO_GRADIENT("RandomStandardNormal");
+REGISTER_NO_GRADIENT("TruncatedNormal");
+REGISTER_NO_GRADIENT("_Arg");
+REGISTER_NO_GRADIENT("_Retval");
+
+}  // namespace
+}  // namespace dflow::autodiff
