@@ -99,7 +99,9 @@ void AddSoftmax(std::vector<GradCase>& c) {
                }, -2, 2});
   // Second order: the gradient output `backprop` itself differentiated.
   c.push_back({"SoftmaxCrossEntropyWithLogits", {{2, 3}, {2, 3}}, [](const Scope& s, const In& x) {
-                 auto ce = ops::SoftmaxCrossEntropyWithLogits(s, x[0], x[1]);
+                 // Labels are distributions: backprop = softmax - labels is d loss
+                 // / d features only when each row of labels sums to 1.
+                 auto ce = ops::SoftmaxCrossEntropyWithLogits(s, x[0], ops::Softmax(s, x[1]));
                  return ops::Add(s, ops::Mul(s, ce.backprop, ce.backprop),
                                  ops::ExpandDims(s, ce.loss, -1));
                }, -2, 2});
