@@ -97,6 +97,36 @@ Output Variable(const Scope& scope, Shape shape, DType dtype) {
   return scope.AddOp("VariableV2", {}, {{"shape", std::move(shape)}, {"dtype", dtype}});
 }
 
+namespace {
+
+std::string InitializerName(const Node& variable) { return variable.name() + "/init"; }
+
+// Is `node` the "<variable>/init" Assign of the variable it writes?
+bool IsInitializer(const Node& node) {
+  return node.op() == "Assign" && node.input(0).node->def().is_variable &&
+         node.name() == InitializerName(*node.input(0).node);
+}
+
+}  // namespace
+
+Output Variable(const Scope& scope, const Input& initial_value) {
+  Output value = initial_value.ToOutput(scope.NewSubScope(""));
+  DFLOW_REQUIRE(value.shape().IsFullyDefined(), "Variable '", scope.NodeName("VariableV2"),
+                "': the initial value's shape ", value.shape().ToString(),
+                " must be fully known");
+  Output var = Variable(scope, value.shape(), value.dtype());
+  Scope init = Scope::ForGraph(scope.graph_ptr()).WithDevice(scope.device());
+  Assign(init.WithOpName(InitializerName(*var.node())), var, value);
+  return var;
+}
+
+Node* GlobalVariablesInitializer(const Scope& scope) {
+  std::vector<Output> assigns;
+  for (Node* node : scope.graph().nodes())
+    if (IsInitializer(*node)) assigns.emplace_back(node);
+  return NoOp(scope.WithControlDependencies(assigns));
+}
+
 Output Assign(const Scope& scope, const Output& ref, const Input& value, AssignAttrs attrs) {
   return scope.AddOp("Assign", {ref, value},
                      {{"validate_shape", attrs.validate_shape}, {"use_locking", attrs.use_locking}});

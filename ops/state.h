@@ -14,6 +14,15 @@ Output Placeholder(const Scope& scope, DType dtype, dflow::Shape shape = dflow::
 // A variable that keeps its value across Run calls (TensorFlow's VariableV2).
 Output Variable(const Scope& scope, dflow::Shape shape, DType dtype);
 
+// A variable that starts as `initial_value` (TensorFlow's tf.Variable): a
+// VariableV2 of the value's (fully known) shape and dtype, named by the
+// scope, plus an Assign named "<variable>/init" that GlobalVariablesInitializer
+// runs. The initial value may be computed (a random initialiser).
+Output Variable(const Scope& scope, const Input& initial_value);
+// A NoOp that runs every "<variable>/init" Assign in the graph: run it once
+// as a target before training.
+Node* GlobalVariablesInitializer(const Scope& scope);
+
 struct AssignAttrs {
   bool validate_shape = true;  // the value must have the variable's shape
   bool use_locking = true;
