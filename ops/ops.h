@@ -9,4 +9,5 @@
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "ops/state.h"
+#include "ops/training.h"
 #include "ops/array.h"
