@@ -1,5 +1,5 @@
 // Ops that no gradient flows through: constants, placeholders, variables
-// and their updates, random numbers, and the executor's own _Arg/_Retval.
+// and their updates (Assign, the optimizers' apply ops), random numbers, and the executor's own _Arg/_Retval.
 // A variable's *value* is differentiable (AddGradients with the variable's
 // output as an x); the ops that create or change state are not.
 #include "autodiff/gradients.h"
@@ -17,6 +17,13 @@ REGISTER_NO_GRADIENT("NoOp");
 REGISTER_NO_GRADIENT("RandomUniform");
 REGISTER_NO_GRADIENT("RandomStandardNormal");
 REGISTER_NO_GRADIENT("TruncatedNormal");
+// Optimizer updates (ops/training.cc).
+REGISTER_NO_GRADIENT("ApplyGradientDescent");
+REGISTER_NO_GRADIENT("ApplyMomentum");
+REGISTER_NO_GRADIENT("ApplyAdam");
+REGISTER_NO_GRADIENT("ApplyAdamW");
+REGISTER_NO_GRADIENT("ApplyRMSProp");
+REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
 REGISTER_NO_GRADIENT("_Arg");
 REGISTER_NO_GRADIENT("_Retval");
 

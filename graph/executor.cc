@@ -74,13 +74,18 @@ Executor::Executor(std::unique_ptr<Graph> graph, Device* device, ResourceStore* 
   slot_readers_.assign(num_slots_, 0);
   for (Item& item : items_) {
     const Node& node = *item.node;
-    for (const NodeOut& in : node.inputs()) {
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const NodeOut& in = node.input(i);
       const Item& source = items_[item_of[in.node->id()]];
       int slot = source.first_output_slot + in.index;
       item.input_slots.push_back(slot);
-      ++slot_readers_[slot];
+      item.input_is_ref.push_back(node.IsRefInput(i));
+      // A ref input names the variable and does not read the value the
+      // variable node output, so it does not keep that value alive: an
+      // in-place update (Assign, ApplyAdam) then finds the buffer unshared
+      // and skips the copy-on-write.
+      if (!item.input_is_ref.back()) ++slot_readers_[slot];
     }
-    for (int i = 0; i < node.num_inputs(); ++i) item.input_is_ref.push_back(node.IsRefInput(i));
     for (int slot : item.input_slots)
       item.input_slot_unique.push_back(
           std::count(item.input_slots.begin(), item.input_slots.end(), slot) == 1);
@@ -238,8 +243,12 @@ void Executor::RunKernel(int index, Step& step) const {
 }
 
 void Executor::ReleaseInputs(int index, Step& step) const {
-  for (int slot : items_[index].input_slots)
+  const Item& item = items_[index];
+  for (size_t i = 0; i < item.input_slots.size(); ++i) {
+    if (item.input_is_ref[i]) continue;
+    int slot = item.input_slots[i];
     if (step.readers_left[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) step.values[slot] = Tensor();
+  }
 }
 
 }  // namespace dflow

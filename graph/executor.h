@@ -48,7 +48,7 @@ class Executor {
   ResourceStore* resources_;
   std::vector<Item> items_;
   std::vector<int> roots_;
-  std::vector<int> slot_readers_;  // data edges that read each output slot
+  std::vector<int> slot_readers_;  // data edges that read each output slot's value (refs do not)
   int num_slots_ = 0;
   int num_args_ = 0;
   int num_retvals_ = 0;

@@ -316,3 +316,24 @@ TEST_CASE("a node asking for a missing device fails unless soft placement is on"
   soft.Run(feeds, {on_gpu}, {}, {.trace = true}, &metadata);
   for (const NodeExecStats& stats : metadata.step_stats) CHECK(stats.device == "/device:CPU:0");
 }
+
+TEST_CASE("in-place variable updates reuse the buffer when only refs use the variable",
+          "[session]") {
+  Scope s = Scope::NewRootScope();
+  auto v = ops::Variable(s.WithOpName("v"), {1000}, DType::kFloat32);
+  auto init = ops::Assign(s, v, ops::Fill(s, {1000}, 1.0f));
+  auto add = ops::AssignAdd(s.WithOpName("add"), v, ops::Fill(s, {1000}, 2.0f));
+  Session session(s);
+  // The first update copies: Assign shared the buffer of the (folded) constant.
+  session.Run({}, {}, {init});
+  session.Run({}, {}, {add});
+  auto address = [&] { return session.resources().FindVariable("v")->Read().raw_data(); };
+  const void* before = address();
+  session.Run({}, {}, {add});  // the variable node's value is not kept for AssignAdd's ref
+  CHECK(address() == before);
+  // A reader that still holds the old value forces a copy, and keeps its value.
+  Tensor held = session.Run({v})[0];
+  session.Run({}, {}, {add});
+  CHECK(held.flat<float>()[0] == 5.0f);
+  CHECK(session.Run({v})[0].flat<float>()[0] == 7.0f);
+}
