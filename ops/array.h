@@ -33,6 +33,11 @@ struct StridedSliceAttrs {
 // indices, negative strides and clamping.
 Output StridedSlice(const Scope& scope, const Input& input, const Input& begin, const Input& end,
                     const Input& strides, StridedSliceAttrs attrs = {});
+// The gradient of StridedSlice: zeros of shape `shape` with dy written to the
+// positions StridedSlice(x of that shape, begin, end, strides, attrs) reads.
+Output StridedSliceGrad(const Scope& scope, const Input& shape, const Input& begin,
+                        const Input& end, const Input& strides, const Input& dy,
+                        StridedSliceAttrs attrs = {});
 
 // Pads with zeros; paddings is an int [rank, 2] table of (before, after).
 Output Pad(const Scope& scope, const Input& input, const Input& paddings);

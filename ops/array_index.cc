@@ -1,5 +1,5 @@
-// Array ops that index into tensors: Slice, StridedSlice, GatherV2,
-// UnsortedSegmentSum and OneHot.
+// Array ops that index into tensors: Slice, StridedSlice (and its gradient,
+// StridedSliceGrad), GatherV2, UnsortedSegmentSum and OneHot.
 #include <algorithm>
 
 #include "ops/array.h"
@@ -58,6 +58,16 @@ void StridedSliceShapeFn(InferenceContext& ctx) {
   if (length < 0) return;
   std::vector<int64_t> zeros(length, 0), ones(length, 1);
   ctx.set_output(0, array::ComputeStridedSlice(input, zeros, zeros, ones, MasksOf(ctx), false).final_shape);
+}
+
+// StridedSliceGrad(shape, begin, end, strides, dy): the output has shape `shape`.
+void StridedSliceGradShapeFn(InferenceContext& ctx) {
+  const char* names[] = {"shape", "begin", "end", "strides"};
+  for (int i = 0; i <= 3; ++i) RequireRank(ctx, i, 1, names[i]);
+  if (auto dims = ctx.input_as_ints(0))
+    for (int64_t d : *dims)
+      if (d < 0) ctx.Fail("shape ", array::IntsString(*dims), " has a negative dimension");
+  ctx.set_output(0, ctx.input_as_shape(0));
 }
 
 void GatherShapeFn(InferenceContext& ctx) {
@@ -122,6 +132,18 @@ REGISTER_OP("StridedSlice")
          "shrink_axis_mask takes index begin[i] and drops the dimension. Negative indices "
          "count from the end; out-of-range begin/end are clamped; strides may be negative.");
 
+REGISTER_OP("StridedSliceGrad")
+    .input("shape", "Index").input("begin", "Index").input("end", "Index")
+    .input("strides", "Index").input("dy", "T").output("output", "T")
+    .type_attr("T", {}).type_attr("Index", kIndexTypes, DType::kInt32)
+    .attr<int64_t>("begin_mask", 0).attr<int64_t>("end_mask", 0)
+    .attr<int64_t>("ellipsis_mask", 0).attr<int64_t>("new_axis_mask", 0)
+    .attr<int64_t>("shrink_axis_mask", 0)
+    .shape_fn(StridedSliceGradShapeFn)
+    .doc("The gradient of StridedSlice: a tensor of shape `shape` holding dy at the "
+         "positions StridedSlice(x, begin, end, strides) with the same masks reads from an x "
+         "of that shape, and zeros elsewhere. dy must have the slice's shape.");
+
 REGISTER_OP("GatherV2")
     .input("params", "Tparams").input("indices", "Tindices").input("axis", "Taxis")
     .output("output", "Tparams")
@@ -162,14 +184,31 @@ Output Slice(const Scope& scope, const Input& input, const Input& begin, const I
   return scope.AddOp("Slice", {AsOutput(scope, input), AsOutput(scope, begin), AsOutput(scope, size)});
 }
 
+namespace {
+
+AttrMap MaskAttrs(const StridedSliceAttrs& attrs) {
+  return {{"begin_mask", attrs.begin_mask}, {"end_mask", attrs.end_mask},
+          {"ellipsis_mask", attrs.ellipsis_mask}, {"new_axis_mask", attrs.new_axis_mask},
+          {"shrink_axis_mask", attrs.shrink_axis_mask}};
+}
+
+}  // namespace
+
 Output StridedSlice(const Scope& scope, const Input& input, const Input& begin, const Input& end,
                     const Input& strides, StridedSliceAttrs attrs) {
   return scope.AddOp("StridedSlice",
                      {AsOutput(scope, input), AsOutput(scope, begin), AsOutput(scope, end),
                       AsOutput(scope, strides)},
-                     {{"begin_mask", attrs.begin_mask}, {"end_mask", attrs.end_mask},
-                      {"ellipsis_mask", attrs.ellipsis_mask}, {"new_axis_mask", attrs.new_axis_mask},
-                      {"shrink_axis_mask", attrs.shrink_axis_mask}});
+                     MaskAttrs(attrs));
+}
+
+Output StridedSliceGrad(const Scope& scope, const Input& shape, const Input& begin,
+                        const Input& end, const Input& strides, const Input& dy,
+                        StridedSliceAttrs attrs) {
+  return scope.AddOp("StridedSliceGrad",
+                     {AsOutput(scope, shape), AsOutput(scope, begin), AsOutput(scope, end),
+                      AsOutput(scope, strides), AsOutput(scope, dy)},
+                     MaskAttrs(attrs));
 }
 
 Output GatherV2(const Scope& scope, const Input& params, const Input& indices, const Input& axis,

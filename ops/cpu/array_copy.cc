@@ -40,31 +40,51 @@ int64_t Product(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-void StridedGather(const void* in, int64_t base, std::vector<int64_t> steps, void* out,
-                   std::vector<int64_t> out_dims, size_t elem, ThreadPool& pool) {
-  int64_t total = Product(out_dims);
+namespace {
+
+// Moves elements between the contiguous `flat` (dims) and the strided view
+// strided[base + sum_d i_d * steps[d]]: gathers into flat, or scatters from it.
+void StridedMove(const void* strided, int64_t base, std::vector<int64_t> steps, void* flat,
+                 std::vector<int64_t> dims, size_t elem, ThreadPool& pool, bool scatter) {
+  int64_t total = Product(dims);
   if (total == 0) return;
-  CollapseStridedDims(out_dims, steps);
-  if (out_dims.empty()) {  // a single element
-    std::memcpy(out, static_cast<const char*>(in) + base * elem, elem);
+  CollapseStridedDims(dims, steps);
+  char* view = const_cast<char*>(static_cast<const char*>(strided));
+  if (dims.empty()) {  // a single element
+    scatter ? std::memcpy(view + base * elem, flat, elem) : std::memcpy(flat, view + base * elem, elem);
     return;
   }
-  int64_t len = out_dims.back(), step = steps.back();
+  int64_t len = dims.back(), step = steps.back();
   DispatchByElementSize(elem, [&]<typename U>() {
-    const U* src = static_cast<const U*>(in);
-    U* dst = static_cast<U*>(out);
+    U* src = reinterpret_cast<U*>(view);
+    U* dst = static_cast<U*>(flat);
     pool.ParallelFor(total / len, len, [&](int64_t begin, int64_t end) {
-      ForEachRow(out_dims, steps, base, begin, end, [&](int64_t row, int64_t offset) {
+      ForEachRow(dims, steps, base, begin, end, [&](int64_t row, int64_t offset) {
         U* o = dst + row * len;
-        const U* s = src + offset;
+        U* s = src + offset;
         if (step == 1) {
-          std::memcpy(o, s, len * sizeof(U));
+          scatter ? std::memcpy(s, o, len * sizeof(U)) : std::memcpy(o, s, len * sizeof(U));
+        } else if (scatter) {
+          for (int64_t k = 0; k < len; ++k) s[k * step] = o[k];
         } else {
           for (int64_t k = 0; k < len; ++k) o[k] = s[k * step];
         }
       });
     });
   });
+}
+
+}  // namespace
+
+void StridedGather(const void* in, int64_t base, std::vector<int64_t> steps, void* out,
+                   std::vector<int64_t> out_dims, size_t elem, ThreadPool& pool) {
+  StridedMove(in, base, std::move(steps), out, std::move(out_dims), elem, pool, false);
+}
+
+void StridedScatter(const void* in, std::vector<int64_t> in_dims, void* out, int64_t base,
+                    std::vector<int64_t> steps, size_t elem, ThreadPool& pool) {
+  StridedMove(out, base, std::move(steps), const_cast<void*>(in), std::move(in_dims), elem, pool,
+              true);
 }
 
 namespace {

@@ -38,6 +38,11 @@ void CollapseStridedDims(std::vector<int64_t>& dims, std::vector<int64_t>& steps
 // Transpose are all this.
 void StridedGather(const void* in, int64_t base, std::vector<int64_t> steps, void* out,
                    std::vector<int64_t> out_dims, size_t elem, ThreadPool& pool);
+// The inverse: out[base + sum_d i_d * steps[d]] = in[i_0, ..., i_k] for the
+// contiguous `in` of dims in_dims; other elements of `out` are left as they
+// are. The positions written must be distinct (no zero step). StridedSliceGrad.
+void StridedScatter(const void* in, std::vector<int64_t> in_dims, void* out, int64_t base,
+                    std::vector<int64_t> steps, size_t elem, ThreadPool& pool);
 
 // Fills `out` (out_dims) with out[i] = in[i mod in_dims] in every dim; ranks
 // are equal. Tile is this, and so is BroadcastTo (each in dim is 1 or equal).

@@ -116,6 +116,25 @@ SliceSpec RandomSpec(std::mt19937_64& rng, int rank) {
   return spec;
 }
 
+// StridedSliceGrad done by hand: slicing a tensor of flat positions with the
+// numpy reference says where each element of dy goes; all else is 0.
+std::optional<Tensor> ReferenceStridedSliceGrad(const Shape& shape, const SliceSpec& spec,
+                                                const Tensor& dy) {
+  Tensor positions = Generate(shape, [&](const std::vector<int64_t>& i) { return double(Ravel(i, shape)); });
+  std::optional<Tensor> picked = ReferenceStridedSlice(positions, spec);
+  if (!picked || picked->shape() != dy.shape()) return std::nullopt;
+  Tensor out = Tensor::Zeros(DType::kFloat64, shape);
+  for (int64_t i = 0; i < dy.NumElements(); ++i)
+    out.data<double>()[static_cast<int64_t>(picked->data<double>()[i])] = dy.data<double>()[i];
+  return out;
+}
+
+Tensor RunStridedSliceGrad(const Shape& shape, const SliceSpec& spec, const Tensor& dy, bool as_const) {
+  return RunOp1({.op = "StridedSliceGrad",
+                 .inputs = {Int32s(shape.dims()), Int32s(spec.begin), Int32s(spec.end), Int32s(spec.strides), dy},
+                 .attrs = MaskAttrs(spec), .const_inputs = ConstIf(as_const, {0, 1, 2, 3})});
+}
+
 }  // namespace
 
 TEST_CASE("Slice matches a naive reference", "[array]") {
@@ -225,6 +244,49 @@ TEST_CASE("StridedSlice rejects bad specs", "[array]") {
   }
   ExpectError([&] { RunOp({.op = "StridedSlice", .inputs = {x, Int32s({0}), Int32s({1, 1}), Int32s({1})}, .attrs = {}}); },
               Code::kInvalidArgument, "begin, end and strides must have the same length");
+}
+
+TEST_CASE("StridedSliceGrad matches a naive reference on random specs with every mask", "[array]") {
+  std::mt19937_64 rng(13);
+  int checked = 0, negative = 0, masked = 0;
+  for (int trial = 0; checked < 150 && trial < 2000; ++trial) {
+    Shape shape = RandomShape(rng, 0, 4, 5);
+    SliceSpec spec = RandomSpec(rng, shape.rank());
+    Tensor positions = Tensor::Zeros(DType::kFloat64, shape);
+    std::optional<Tensor> slice = ReferenceStridedSlice(positions, spec);
+    if (!slice) continue;
+    Tensor dy = Sample(slice->shape(), trial);
+    Tensor expected = *ReferenceStridedSliceGrad(shape, spec, dy);
+    DType dtype = kMoveTypes[checked % kMoveTypes.size()];
+    INFO(shape.ToString() << " begin " << array::IntsString(spec.begin) << " end " << array::IntsString(spec.end)
+         << " strides " << array::IntsString(spec.strides) << " masks b" << spec.begin_mask << " e" << spec.end_mask
+         << " ...=" << spec.ellipsis_mask << " new" << spec.new_axis_mask << " shrink" << spec.shrink_axis_mask);
+    ExpectEqual(RunStridedSliceGrad(shape, spec, dy.CastTo(dtype), checked % 2), expected.CastTo(dtype));
+    for (int64_t stride : spec.strides) negative += stride < 0;
+    masked += spec.ellipsis_mask != 0 && spec.new_axis_mask != 0 && spec.shrink_axis_mask != 0;
+    ++checked;
+  }
+  CHECK(checked == 150);
+  CHECK(negative > 20);
+  CHECK(masked > 3);
+}
+
+TEST_CASE("StridedSliceGrad scatters the usual index expressions", "[array]") {
+  // x[-1, ..., newaxis, ::-2] of a [2, 3, 4] tensor: dy is [3, 1, 2].
+  SliceSpec spec{.begin = {-1, 0, 0, 0}, .end = {0, 0, 0, 0}, .strides = {1, 1, 1, -2},
+                 .begin_mask = 8, .end_mask = 8, .ellipsis_mask = 2, .new_axis_mask = 4, .shrink_axis_mask = 1};
+  Tensor dy = Tensor::FromVector<double>({1, 2, 3, 4, 5, 6}, {3, 1, 2});
+  Tensor expected = Generate({2, 3, 4}, [](const std::vector<int64_t>& i) {
+    if (i[0] != 1 || i[2] % 2 == 0) return 0.0;
+    return double(i[1] * 2 + (i[2] == 3 ? 1 : 2));  // x[1, j, 3] gets dy[j, 0, 0], x[1, j, 1] dy[j, 0, 1]
+  });
+  for (bool as_const : {true, false}) ExpectEqual(RunStridedSliceGrad({2, 3, 4}, spec, dy, as_const), expected);
+  // Every element read, in order: dy is passed through in the new shape.
+  SliceSpec all{.begin = {0}, .end = {0}, .strides = {1}, .begin_mask = 1, .end_mask = 1};
+  Tensor x = Sample({3, 2}, 4);
+  ExpectEqual(RunStridedSliceGrad({3, 2}, all, x, false), x);
+  ExpectError([&] { RunStridedSliceGrad({2, 3, 4}, spec, Sample({3, 2}, 1), false); }, Code::kInvalidArgument,
+              "dy has shape [3,2] but the slice of a tensor of shape [2,3,4] has shape [3,1,2]");
 }
 
 TEST_CASE("GatherV2 matches a naive reference", "[array]") {
