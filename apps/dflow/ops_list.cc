@@ -1,10 +1,11 @@
 // `dflow ops`: the op registry as text or JSON (signature, attrs with types,
-// defaults and allowed dtypes, flags, doc).
+// defaults and allowed dtypes, flags, whether it has a gradient, doc).
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "apps/dflow/commands.h"
+#include "autodiff/gradients.h"
 #include "graph/graph_io.h"
 #include "graph/op_def.h"
 
@@ -50,6 +51,8 @@ Json OpToJson(const OpDef& def) {
               {"attrs", std::move(attrs)},
               {"stateful", def.is_stateful},
               {"variable", def.is_variable},
+              {"broadcasts", def.broadcasts},
+              {"gradient", autodiff::GradientRegistry::Global().HasGradient(def.name)},
               {"doc", def.doc}};
 }
 
@@ -62,6 +65,8 @@ void PrintOp(const OpDef& def) {
     if (attr.default_value) std::cout << " = " << AttrToJson(*attr.default_value).dump();
     std::cout << "\n";
   }
+  std::cout << "    gradient: "
+            << (autodiff::GradientRegistry::Global().HasGradient(def.name) ? "yes" : "none") << "\n";
   if (def.is_variable)
     std::cout << "    variable\n";
   else if (def.is_stateful)

@@ -80,7 +80,11 @@ assert names == sorted(names), names
 for name in ["Const", "Placeholder", "VariableV2", "Assign", "AssignAdd", "AssignSub", "NoOp"]:
     assert name in names, name
 for op in ops:
-    assert set(op) >= {"name", "signature", "inputs", "outputs", "attrs", "stateful", "doc"}, op
+    assert set(op) >= {"name", "signature", "inputs", "outputs", "attrs", "stateful", "gradient",
+                       "doc"}, op
+by_name = {op["name"]: op for op in ops}
+assert by_name["MatMul"]["gradient"] is True and by_name["Less"]["gradient"] is False
+assert by_name["Add"]["broadcasts"] is True and by_name["MatMul"]["broadcasts"] is False
 placeholder = next(op for op in ops if op["name"] == "Placeholder")
 assert placeholder["stateful"] is True
 shape = next(a for a in placeholder["attrs"] if a["name"] == "shape")
