@@ -11,12 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "autodiff/learning_rate.h"
-#include "autodiff/optimizers.h"
 #include "models/checkpoint.h"
 #include "models/data/spirals.h"
-#include "models/layers.h"
-#include "ops/ops.h"
+#include "models/mlp.h"
 
 namespace {
 
@@ -31,44 +28,19 @@ struct Settings {
   std::string out = "spiral_run";
 };
 
+// The model, built the same way for training and for the restored copy.
 struct Model {
   Scope scope = Scope::NewRootScope();
-  Output x, labels, logits, loss;
-  Node* train = nullptr;
-  Node* init = nullptr;
+  models::MlpClassifier net;
 };
 
 Model BuildModel(const Settings& settings) {
   Model m;
   m.scope.graph().set_seed(static_cast<int64_t>(settings.seed));
-  const Scope& s = m.scope;
-  m.x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {-1, 2});
-  m.labels = ops::Placeholder(s.WithOpName("labels"), DType::kInt32, {-1});
-  auto h1 = models::Dense(s.NewSubScope("hidden1"), m.x, settings.hidden,
-                          {.activation = models::Activation::kRelu});
-  auto h2 = models::Dense(s.NewSubScope("hidden2"), h1.output, settings.hidden,
-                          {.activation = models::Activation::kRelu});
-  m.logits = models::Dense(s.NewSubScope("logits"), h2.output, 3).output;
-  auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s, m.logits, m.labels);
-  m.loss = ops::Mean(s.WithOpName("loss"), xent.loss, 0);
-  Output step = autodiff::GetOrCreateGlobalStep(s);
-  Output lr = autodiff::CosineDecay(s, settings.learning_rate, step,
-                                    {.decay_steps = settings.steps, .alpha = 0.05});
-  autodiff::AdamOptimizer adam(lr);
-  m.train = adam.Minimize(s, m.loss);
-  m.init = ops::GlobalVariablesInitializer(s);
+  m.net = models::BuildMlpClassifier(m.scope, {.hidden = {settings.hidden, settings.hidden},
+                                               .learning_rate = settings.learning_rate,
+                                               .decay_steps = settings.steps});
   return m;
-}
-
-double Accuracy(const Tensor& logits, const Tensor& labels) {
-  int64_t n = labels.NumElements(), correct = 0;
-  const float* l = logits.data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    int best = 0;
-    for (int c = 1; c < 3; ++c) best = l[3 * i + c] > l[3 * i + best] ? c : best;
-    correct += best == labels.data<int32_t>()[i];
-  }
-  return static_cast<double>(correct) / static_cast<double>(n);
 }
 
 // Trains and returns the wall time in seconds.
@@ -86,17 +58,17 @@ double Train(Model& m, Session& session, const models::LabelledPoints& data,
       rows.push_back(order[next++]);
     }
     models::LabelledPoints batch = models::Gather(data, rows);
-    auto out = session.Run({{m.x, batch.points}, {m.labels, batch.labels}}, {m.loss, m.logits},
-                           {m.train});
+    auto out = session.Run({{m.net.x, batch.points}, {m.net.labels, batch.labels}},
+                           {m.net.loss, m.net.logits}, {m.net.train});
     if (step % 500 == 0 || step == 1)
       std::cout << "step " << step << "  loss " << out[0].scalar<float>() << "  batch accuracy "
-                << Accuracy(out[1], batch.labels) << "\n";
+                << models::Accuracy(out[1], batch.labels) << "\n";
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 Tensor Predict(const Model& m, Session& session, const models::LabelledPoints& data) {
-  return session.Run({{m.x, data.points}}, {m.logits})[0];
+  return session.Run({{m.net.x, data.points}}, {m.net.logits})[0];
 }
 
 int Run(const Settings& settings) {
@@ -104,10 +76,10 @@ int Run(const Settings& settings) {
   auto test_set = models::MakeSpirals({.points_per_class = 500, .seed = settings.seed + 1000});
   Model model = BuildModel(settings);
   Session session(model.scope);
-  session.Run({}, {}, {model.init});
+  session.Run({}, {}, {model.net.init});
   double seconds = Train(model, session, train_set, settings);
   Tensor logits = Predict(model, session, test_set);
-  double accuracy = Accuracy(logits, test_set.labels);
+  double accuracy = models::Accuracy(logits, test_set.labels);
   std::cout << "held-out accuracy " << accuracy << " after " << settings.steps << " steps in "
             << seconds << " s (" << 1e6 * seconds / static_cast<double>(settings.steps)
             << " us/step)\n";
