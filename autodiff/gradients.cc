@@ -44,36 +44,36 @@ using OutputKey = std::pair<int, int>;  // (node id, output index)
 
 OutputKey KeyOf(const Output& out) { return {out.node()->id(), out.index()}; }
 
-// Nodes from which some y can be reached along data edges.
-std::vector<bool> ReachesAny(const Graph& graph, const std::vector<Output>& ys) {
+// The nodes reachable from `starts` by repeatedly following `next`.
+template <typename Next>
+std::vector<bool> Closure(const Graph& graph, const std::vector<Output>& starts, Next next) {
   std::vector<bool> seen(graph.id_bound(), false);
   std::deque<Node*> queue;
-  for (const Output& y : ys) queue.push_back(y.node());
+  for (const Output& out : starts) queue.push_back(out.node());
   while (!queue.empty()) {
     Node* node = queue.front();
     queue.pop_front();
     if (seen[node->id()]) continue;
     seen[node->id()] = true;
-    for (const NodeOut& in : node->inputs()) queue.push_back(in.node);
+    next(node, queue);
   }
   return seen;
 }
 
+// Nodes from which some y can be reached along data edges.
+std::vector<bool> ReachesAny(const Graph& graph, const std::vector<Output>& ys) {
+  return Closure(graph, ys, [](Node* node, std::deque<Node*>& queue) {
+    for (const NodeOut& in : node->inputs()) queue.push_back(in.node);
+  });
+}
+
 // Nodes that can be reached from some x along data edges.
 std::vector<bool> ReachableFrom(const Graph& graph, const std::vector<Output>& xs) {
-  std::vector<bool> seen(graph.id_bound(), false);
   auto consumers = graph.Consumers();
-  std::deque<Node*> queue;
-  for (const Output& x : xs) queue.push_back(x.node());
-  while (!queue.empty()) {
-    Node* node = queue.front();
-    queue.pop_front();
-    if (seen[node->id()]) continue;
-    seen[node->id()] = true;
+  return Closure(graph, xs, [&](Node* node, std::deque<Node*>& queue) {
     for (const Graph::Consumer& c : consumers[node->id()])
       if (c.input >= 0) queue.push_back(c.node);
-  }
-  return seen;
+  });
 }
 
 // Sums the contributions to one output; a single one passes through.

@@ -16,14 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-// Eigen's AVX headers trip gcc 12's unused/uninitialised warnings (false
-// positives in Eigen and in the AVX-512 intrinsics it wraps).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-variable"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
+#include "ops/cpu/eigen.h"
 
 #include "graph/kernel.h"
 
