@@ -177,15 +177,25 @@ class GradientBuilder {
   std::map<OutputKey, Output> summed_;
 };
 
-void CheckArguments(const std::vector<Output>& ys, const std::vector<Output>& xs,
-                    const std::vector<Output>& grad_ys) {
+// Every tensor must be a valid output of a node of `graph`.
+void CheckTensors(const Graph& graph, const std::vector<Output>& tensors, const char* what) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Output& out = tensors[i];
+    DFLOW_REQUIRE(out.valid(), "AddGradients: ", what, "[", i, "] is an empty Output");
+    DFLOW_REQUIRE(graph.FindNode(out.node()->name()) == out.node(), "AddGradients: ", what, "[",
+                  i, "] '", out.name(), "' belongs to another graph than the scope's");
+  }
+}
+
+void CheckArguments(const Graph& graph, const std::vector<Output>& ys,
+                    const std::vector<Output>& xs, const std::vector<Output>& grad_ys) {
   DFLOW_REQUIRE(!ys.empty(), "AddGradients: no ys given");
   DFLOW_REQUIRE(grad_ys.empty() || grad_ys.size() == ys.size(), "AddGradients: ", grad_ys.size(),
                 " grad_ys for ", ys.size(), " ys");
-  for (const Output& out : ys) DFLOW_REQUIRE(out.valid(), "AddGradients: an empty y");
-  for (const Output& out : xs) DFLOW_REQUIRE(out.valid(), "AddGradients: an empty x");
+  CheckTensors(graph, ys, "ys");
+  CheckTensors(graph, xs, "xs");
+  CheckTensors(graph, grad_ys, "grad_ys");
   for (size_t i = 0; i < grad_ys.size(); ++i) {
-    DFLOW_REQUIRE(grad_ys[i].valid(), "AddGradients: grad_ys[", i, "] is empty");
     DFLOW_REQUIRE(grad_ys[i].dtype() == ys[i].dtype(), "AddGradients: grad_ys[", i, "] is ",
                   DTypeName(grad_ys[i].dtype()), " but y '", ys[i].name(), "' is ",
                   DTypeName(ys[i].dtype()));
@@ -200,7 +210,7 @@ void CheckArguments(const std::vector<Output>& ys, const std::vector<Output>& xs
 std::vector<Output> AddGradients(const Scope& scope, const std::vector<Output>& ys,
                                  const std::vector<Output>& xs,
                                  const std::vector<Output>& grad_ys) {
-  CheckArguments(ys, xs, grad_ys);
+  CheckArguments(scope.graph(), ys, xs, grad_ys);
   std::vector<Node*> order = scope.graph().TopologicalOrder();
   GradientBuilder builder(scope, ys, xs);
   for (size_t i = 0; i < ys.size(); ++i)

@@ -141,3 +141,19 @@ TEST_CASE("crossing an op without a gradient declaration names the op", "[autodi
   ExpectError([&] { AddGradients(s, {y}, {x}); }, Code::kUnimplemented,
               "no gradient is declared for op TestOpWithoutGradientDecl (node 'undeclared')");
 }
+
+TEST_CASE("bad arguments are named, not crashed on", "[autodiff]") {
+  Scope s = Scope::NewRootScope();
+  Scope other = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {2});
+  auto y = ops::Exp(s.WithOpName("y"), x);
+  auto foreign = ops::Placeholder(other.WithOpName("foreign"), DType::kFloat32, {2});
+  ExpectError([&] { AddGradients(s, {y}, {foreign}); }, Code::kInvalidArgument,
+              "xs[0] 'foreign' belongs to another graph");
+  ExpectError([&] { AddGradients(s, {y}, {Output()}); }, Code::kInvalidArgument,
+              "xs[0] is an empty Output");
+  ExpectError([&] { AddGradients(s, {}, {x}); }, Code::kInvalidArgument, "no ys given");
+  auto wrong_dtype = ops::Placeholder(s.WithOpName("dy"), DType::kFloat64, {2});
+  ExpectError([&] { AddGradients(s, {y}, {x}, {wrong_dtype}); }, Code::kInvalidArgument,
+              "grad_ys[0] is float64 but y 'y' is float32");
+}
