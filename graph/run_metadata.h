@@ -31,6 +31,12 @@ struct RunMetadata {
 
 // Writes the step as Chrome trace-event JSON (chrome://tracing, Perfetto).
 void WriteChromeTrace(const RunMetadata& metadata, const std::string& path);
+// Several traced steps of the same executor folded into one: each node's
+// duration is its mean over the steps (laid out from start 0), step_ns is the
+// median step time and peak_bytes the largest peak. For profiles that do not
+// hang on one noisy step. Nodes are matched by name.
+RunMetadata MeanOfSteps(const std::vector<RunMetadata>& steps);
+
 // A short table: the nodes that took longest, total time per op, peak memory.
 std::string TraceSummary(const RunMetadata& metadata, int top = 10);
 

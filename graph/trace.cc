@@ -104,6 +104,32 @@ void WriteChromeTrace(const RunMetadata& metadata, const std::string& path) {
   WriteFileAtomic(path, doc.dump(1) + "\n");
 }
 
+RunMetadata MeanOfSteps(const std::vector<RunMetadata>& steps) {
+  RunMetadata mean;
+  if (steps.empty()) return mean;
+  std::map<std::string, size_t> index;  // node -> position in mean.step_stats
+  std::vector<int64_t> total_ns, step_ns;
+  for (const RunMetadata& step : steps) {
+    step_ns.push_back(step.step_ns);
+    mean.peak_bytes = std::max(mean.peak_bytes, step.peak_bytes);
+    for (const NodeExecStats& s : step.step_stats) {
+      auto [it, added] = index.emplace(s.node, mean.step_stats.size());
+      if (added) {
+        mean.step_stats.push_back(s);
+        total_ns.push_back(0);
+      }
+      total_ns[it->second] += Duration(s);
+    }
+  }
+  for (size_t i = 0; i < mean.step_stats.size(); ++i) {
+    mean.step_stats[i].start_ns = 0;
+    mean.step_stats[i].end_ns = total_ns[i] / static_cast<int64_t>(steps.size());
+  }
+  std::nth_element(step_ns.begin(), step_ns.begin() + step_ns.size() / 2, step_ns.end());
+  mean.step_ns = step_ns[step_ns.size() / 2];
+  return mean;
+}
+
 std::string TraceSummary(const RunMetadata& metadata, int top) {
   const auto& stats = metadata.step_stats;
   int64_t total = 0;

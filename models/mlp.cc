@@ -25,7 +25,7 @@ MlpClassifier BuildMlpClassifier(const Scope& s, const MlpOptions& options) {
                   : autodiff::ConstantLearningRate(s, options.learning_rate);
   autodiff::AdamOptimizer adam(lr);
   m.train = adam.Minimize(s, m.loss);
-  m.init = ops::GlobalVariablesInitializer(s);
+  m.init = ops::GlobalVariablesInitializer(s.WithOpName("init"));
   return m;
 }
 

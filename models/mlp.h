@@ -23,8 +23,8 @@ struct MlpClassifier {
   Output labels;  // int32 [batch], fed
   Output logits;  // float32 [batch, classes]
   Output loss;    // mean sparse softmax cross-entropy
-  Node* train = nullptr;  // one Adam step
-  Node* init = nullptr;   // initialises every variable
+  Node* train = nullptr;  // one Adam step ("Adam/train")
+  Node* init = nullptr;   // initialises every variable ("init")
 };
 
 MlpClassifier BuildMlpClassifier(const Scope& scope, const MlpOptions& options);

@@ -4,11 +4,23 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "graph/session.h"
 
 namespace dflow::cli {
 
 void AddOpsCommand(CLI::App& app);  // dflow ops [--json] [OP...]
 void AddRunCommand(CLI::App& app);  // dflow run GRAPH.json --feed ... --fetch ... --out DIR
 void AddDotCommand(CLI::App& app);  // dflow dot GRAPH.json
+void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...] --steps N
+
+// Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
+FeedList ReadFeeds(const std::vector<std::string>& specs);
+// A flag taking one value per use, repeatable (`--feed a=x.npy --feed
+// b=y.npy`); a value never swallows the positional GRAPH that follows it.
+void AddRepeatable(CLI::App* command, const char* name, std::vector<std::string>& values,
+                   const char* help);
 
 }  // namespace dflow::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   dflow::cli::AddOpsCommand(app);
   dflow::cli::AddRunCommand(app);
   dflow::cli::AddDotCommand(app);
+  dflow::cli::AddProfileCommand(app);
   try {
     app.parse(argc, argv);  // the chosen subcommand's callback runs inside parse()
   } catch (const CLI::ParseError& e) {

@@ -32,21 +32,6 @@ std::string FetchFileName(std::string name) {
   return name + ".npy";
 }
 
-FeedList ReadFeeds(const std::vector<std::string>& specs) {
-  FeedList feeds;
-  std::map<std::string, std::string> seen;
-  for (const std::string& spec : specs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      Fail(Code::kInvalidArgument, "--feed '", spec, "': expected NAME=FILE.npy");
-    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    if (!seen.emplace(name, path).second)
-      Fail(Code::kInvalidArgument, "--feed: '", name, "' is fed twice");
-    feeds.emplace_back(name, ReadNpy(path));
-  }
-  return feeds;
-}
-
 // Checks, before any work is done, that the fetches map to distinct files,
 // that DIR can hold them and that the trace's directory exists.
 std::vector<std::string> PlanOutputs(const RunArgs& args) {
@@ -109,22 +94,13 @@ void Run(const RunArgs& args) {
 }  // namespace
 
 void AddRunCommand(CLI::App& app) {
-  // One value per flag, repeatable (`--feed a=x.npy --feed b=y.npy`); a value
-  // never swallows the positional GRAPH that follows it.
-  auto repeatable = [](CLI::App* cmd, const char* name, std::vector<std::string>& values,
-                       const char* help) {
-    cmd->add_option(name, values, help)
-        ->expected(1)
-        ->allow_extra_args(false)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  };
   auto args = std::make_shared<RunArgs>();
   CLI::App* run = app.add_subcommand("run", "Run a graph file once on .npy feeds.");
   run->add_option("graph", args->graph, "Graph file (JSON, see docs/graph-format.md).")->required();
-  repeatable(run, "--feed", args->feeds,
+  AddRepeatable(run, "--feed", args->feeds,
              "NAME=FILE.npy: feed the tensor NAME[:i] from a .npy file.");
-  repeatable(run, "--fetch", args->fetches, "NAME[:i]: a tensor to compute and write.");
-  repeatable(run, "--target", args->targets, "NODE: a node to run for its effect only.");
+  AddRepeatable(run, "--fetch", args->fetches, "NAME[:i]: a tensor to compute and write.");
+  AddRepeatable(run, "--target", args->targets, "NODE: a node to run for its effect only.");
   run->add_option("--out", args->out, "DIR for the fetched .npy files (created if missing).");
   run->add_option("--trace", args->trace, "Write a Chrome trace (chrome://tracing, Perfetto).");
   run->add_option("--threads", args->threads, "Worker threads (default: one per core).")

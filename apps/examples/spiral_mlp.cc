@@ -5,12 +5,15 @@
 // and checks that the predictions are bit for bit the same.
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <numeric>
 #include <random>
 
 #include <CLI/CLI.hpp>
 
+#include "graph/graph_io.h"
+#include "graph/npy.h"
 #include "models/checkpoint.h"
 #include "models/data/spirals.h"
 #include "models/mlp.h"
@@ -26,6 +29,7 @@ struct Settings {
   double learning_rate = 0.01;
   uint64_t seed = 1;
   std::string out = "spiral_run";
+  std::string save_graph;  // a directory for graph.json and one batch as .npy
 };
 
 // The model, built the same way for training and for the restored copy.
@@ -71,10 +75,26 @@ Tensor Predict(const Model& m, Session& session, const models::LabelledPoints& d
   return session.Run({{m.net.x, data.points}}, {m.net.logits})[0];
 }
 
+// The training graph as a graph file plus one batch, for `dflow profile`
+// and `dflow dot`.
+void SaveGraphAndBatch(const Model& model, const models::LabelledPoints& data,
+                       const Settings& settings) {
+  std::filesystem::create_directories(settings.save_graph);
+  std::filesystem::path dir(settings.save_graph);
+  std::vector<int64_t> rows(settings.batch);
+  for (int64_t i = 0; i < settings.batch; ++i) rows[i] = i * 7 % data.labels.NumElements();
+  models::LabelledPoints batch = models::Gather(data, rows);
+  SaveGraph(model.scope.graph(), (dir / "graph.json").string());
+  WriteNpy((dir / "x.npy").string(), batch.points);
+  WriteNpy((dir / "labels.npy").string(), batch.labels);
+  std::cout << "saved the training graph and a batch in " << dir.string() << "\n";
+}
+
 int Run(const Settings& settings) {
   auto train_set = models::MakeSpirals({.points_per_class = 1000, .seed = settings.seed});
   auto test_set = models::MakeSpirals({.points_per_class = 500, .seed = settings.seed + 1000});
   Model model = BuildModel(settings);
+  if (!settings.save_graph.empty()) SaveGraphAndBatch(model, train_set, settings);
   Session session(model.scope);
   session.Run({}, {}, {model.net.init});
   double seconds = Train(model, session, train_set, settings);
@@ -113,6 +133,8 @@ int main(int argc, char** argv) {
   app.add_option("--lr", settings.learning_rate, "Initial learning rate (Adam)");
   app.add_option("--seed", settings.seed, "Seed of data, initialisation and batching");
   app.add_option("--out", settings.out, "Directory for checkpoints");
+  app.add_option("--save-graph", settings.save_graph,
+                 "Directory to write the training graph (graph.json) and one batch (.npy)");
   CLI11_PARSE(app, argc, argv);
   try {
     return Run(settings);

@@ -106,6 +106,12 @@ expect_contains "run output" out.txt "layer/sum:0: float32[2,3] [1 12 23 34 45 5
 expect_contains "run output" out.txt "x: float32[2,3] [0 10 20 30 40 50] -> out/x.npy"
 expect_contains "trace summary" out.txt "time per op:"
 expect_contains "trace summary" out.txt "AssignAdd"
+expect_ok "profile" profile g.json --feed x=feeds/xs.npy --target layer/sum --warmup 1 --steps 3
+expect_contains "profile says what it averaged" out.txt "mean of 3 traced steps after 1 warm-up steps"
+expect_contains "profile lists ops" out.txt "time per op:"
+expect_contains "profile lists the node" out.txt "layer/sum"
+expect_error "profile without work" "nothing to profile" profile g.json
+expect_error "profile of a missing node" "layer/nope" profile g.json --target layer/nope
 checks=$((checks + 1))
 [[ -f out/layer_sum_0.npy && -f out/x.npy && -f trace.json ]] || fail "run did not write its files: $(ls -R)"
 checks=$((checks + 1))

@@ -22,6 +22,13 @@ PY
 [[ -f $TMP/run/model-3000.safetensors && -f $TMP/run/checkpoint.json ]] ||
   { echo "FAIL: checkpoint files missing"; ls -l "$TMP/run"; exit 1; }
 
+# --save-graph writes the training graph and a batch that `dflow profile` reads.
+"$EXE" --steps 20 --out "$TMP/short" --save-graph "$TMP/graph" > /dev/null 2>&1 ||
+  { echo "FAIL: --save-graph run"; exit 1; }
+for f in graph.json x.npy labels.npy; do
+  [[ -s $TMP/graph/$f ]] || { echo "FAIL: --save-graph did not write $f"; exit 1; }
+done
+
 # Bad input gets a clear message and a failing exit status, not a crash.
 if "$EXE" --steps 0 > "$TMP/bad.txt" 2>&1; then echo "FAIL: --steps 0 accepted"; exit 1; fi
 grep -q "steps" "$TMP/bad.txt" || { echo "FAIL: no message naming --steps"; cat "$TMP/bad.txt"; exit 1; }

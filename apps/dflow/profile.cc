@@ -1,0 +1,65 @@
+// `dflow profile`: where a step's time goes. Loads a graph file, optionally
+// runs an init target once, runs a few warm-up steps, then traces N steps
+// and prints the slowest nodes and the time per op, each node's time being
+// its mean over the traced steps (the step time is the median).
+#include <iostream>
+#include <memory>
+
+#include "apps/dflow/commands.h"
+#include "graph/graph_io.h"
+#include "graph/run_metadata.h"
+
+namespace dflow::cli {
+namespace {
+
+struct ProfileArgs {
+  std::string graph;
+  std::vector<std::string> feeds, fetches, targets;
+  std::string init;
+  int warmup = 3;
+  int steps = 10;
+  int top = 15;
+  int threads = 0;
+};
+
+void Profile(const ProfileArgs& args) {
+  if (args.fetches.empty() && args.targets.empty())
+    Fail(Code::kInvalidArgument, "nothing to profile: give at least one --fetch or --target");
+  std::shared_ptr<Graph> graph = LoadGraph(args.graph);
+  FeedList feeds = ReadFeeds(args.feeds);
+  SessionOptions options;
+  options.num_threads = args.threads;
+  Session session(graph, options);
+  if (!args.init.empty()) session.Run({}, {}, {args.init});
+  std::vector<TensorName> fetches(args.fetches.begin(), args.fetches.end());
+  std::vector<TensorName> targets(args.targets.begin(), args.targets.end());
+  for (int i = 0; i < args.warmup; ++i) session.Run(feeds, fetches, targets);
+  std::vector<RunMetadata> steps(args.steps);
+  RunOptions trace;
+  trace.trace = true;
+  for (RunMetadata& step : steps) session.Run(feeds, fetches, targets, trace, &step);
+  std::cout << "mean of " << args.steps << " traced steps after " << args.warmup
+            << " warm-up steps (step time: median)\n"
+            << TraceSummary(MeanOfSteps(steps), args.top);
+}
+
+}  // namespace
+
+void AddProfileCommand(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "Trace several steps of a graph file and print where the time goes.");
+  cmd->add_option("graph", args->graph, "Graph file (JSON, see docs/graph-format.md).")->required();
+  AddRepeatable(cmd, "--feed", args->feeds, "NAME=FILE.npy: feed the tensor NAME[:i].");
+  AddRepeatable(cmd, "--fetch", args->fetches, "NAME[:i]: a tensor each step computes.");
+  AddRepeatable(cmd, "--target", args->targets, "NODE: a node each step runs (a train op).");
+  cmd->add_option("--init", args->init, "NODE to run once first (a variable initializer).");
+  cmd->add_option("--warmup", args->warmup, "Untraced steps first.")->check(CLI::Range(0, 100000));
+  cmd->add_option("--steps", args->steps, "Traced steps.")->check(CLI::Range(1, 100000));
+  cmd->add_option("--top", args->top, "Slowest nodes to list.")->check(CLI::Range(0, 100000));
+  cmd->add_option("--threads", args->threads, "Worker threads (default: one per core).")
+      ->check(CLI::Range(0, 4096));
+  cmd->callback([args] { Profile(*args); });
+}
+
+}  // namespace dflow::cli
