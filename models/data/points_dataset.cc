@@ -1,0 +1,114 @@
+// points.json / points.csv datasets; see points_dataset.h.
+#include "models/data/points_dataset.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "graph/file.h"
+
+namespace dflow::models {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using Annotations = std::map<std::string, std::vector<Point>>;  // sorted by file name
+
+Point ParsePoint(const Json& value, const std::string& where) {
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
+    Fail(Code::kInvalidArgument, where, ": a point must be [x, y] with two numbers, got ",
+         value.dump());
+  Point p{value[0].get<double>(), value[1].get<double>()};
+  if (!std::isfinite(p.x) || !std::isfinite(p.y))
+    Fail(Code::kInvalidArgument, where, ": point ", value.dump(), " is not finite");
+  return p;
+}
+
+Annotations ReadJson(const std::string& path) {
+  Json root = Json::parse(ReadFileToString(path), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object())
+    Fail(Code::kInvalidArgument, "'", path, "' is not a JSON object mapping image files to "
+         "lists of [x, y] points");
+  Annotations out;
+  for (const auto& [file, points] : root.items()) {
+    std::string where = "'" + path + "', image '" + file + "'";
+    if (!points.is_array()) Fail(Code::kInvalidArgument, where, ": expected a list of points");
+    std::vector<Point>& list = out[file];
+    for (const Json& p : points) list.push_back(ParsePoint(p, where));
+  }
+  return out;
+}
+
+double ParseCoordinate(const std::string& text, const std::string& where) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value))
+    Fail(Code::kInvalidArgument, where, ": '", text, "' is not a finite number");
+  return value;
+}
+
+Annotations ReadCsv(const std::string& path) {
+  std::istringstream in(ReadFileToString(path));
+  std::string line;
+  Annotations out;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (number == 1 && line.rfind("image", 0) == 0)) continue;
+    std::vector<std::string> fields;
+    std::stringstream row(line);
+    for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
+    if (line.back() == ',') fields.push_back("");
+    std::string where = "'" + path + "' line " + std::to_string(number);
+    if (fields.size() != 3 || fields[0].empty())
+      Fail(Code::kInvalidArgument, where, ": expected 'image,x,y', got '", line, "'");
+    std::vector<Point>& list = out[fields[0]];
+    if (fields[1].empty() && fields[2].empty()) continue;  // an image without points
+    list.push_back({ParseCoordinate(fields[1], where), ParseCoordinate(fields[2], where)});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<AnnotatedImage> ReadPointsDataset(const std::string& dir) {
+  fs::path json = fs::path(dir) / "points.json", csv = fs::path(dir) / "points.csv";
+  Annotations annotations;
+  if (fs::exists(json)) annotations = ReadJson(json.string());
+  else if (fs::exists(csv)) annotations = ReadCsv(csv.string());
+  else Fail(Code::kNotFound, "dataset '", dir, "' has neither points.json nor points.csv");
+  if (annotations.empty())
+    Fail(Code::kInvalidArgument, "dataset '", dir, "' annotates no images");
+  std::vector<AnnotatedImage> images;
+  for (auto& [file, points] : annotations) {
+    fs::path path = fs::path(dir) / file;
+    if (file.find("..") != std::string::npos || fs::path(file).is_absolute())
+      Fail(Code::kInvalidArgument, "dataset '", dir, "': image '", file,
+           "' must be a path inside the dataset folder");
+    if (!fs::is_regular_file(path))
+      Fail(Code::kNotFound, "dataset '", dir, "': annotated image '", file, "' does not exist");
+    images.push_back({path.string(), std::move(points)});
+  }
+  return images;
+}
+
+void WritePointsJson(const std::string& dir, const std::vector<AnnotatedImage>& images) {
+  Json root = Json::object();
+  for (const AnnotatedImage& image : images) {
+    std::string file = fs::path(image.path).lexically_relative(dir).generic_string();
+    DFLOW_REQUIRE(!file.empty() && file.rfind("..", 0) != 0, "WritePointsJson: image '",
+                  image.path, "' is not inside '", dir, "'");
+    Json points = Json::array();
+    for (const Point& p : image.points) points.push_back({p.x, p.y});
+    root[file] = std::move(points);
+  }
+  WriteFileAtomic((fs::path(dir) / "points.json").string(), root.dump(1));
+}
+
+}  // namespace dflow::models

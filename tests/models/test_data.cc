@@ -1,0 +1,133 @@
+// models/data: image decode/encode, density maps and point datasets,
+// including the bad inputs a user will hand them.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "models/data/density.h"
+#include "models/data/image.h"
+#include "models/data/points_dataset.h"
+#include "tests/models/checkpoint_test_util.h"
+
+using namespace dflow;
+using namespace dflow::models;
+using dflow::testing::ExpectError;
+using dflow::testing::ReadBytes;
+using dflow::testing::ScratchDir;
+using dflow::testing::WriteBytes;
+
+namespace {
+
+Tensor Gradient(int64_t h, int64_t w, int64_t c) {
+  Tensor t(DType::kUInt8, {h, w, c});
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(i * 7);
+  return t;
+}
+
+double Sum(const Tensor& t) {
+  double s = 0;
+  for (float v : t.flat<float>()) s += v;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("PNG round trip keeps every pixel", "[data]") {
+  ScratchDir dir("image");
+  for (int channels : {1, 3, 4}) {
+    Tensor image = Gradient(5, 7, channels);
+    WritePng(dir / "a.png", image);
+    ImageInfo info = ReadImageInfo(dir / "a.png");
+    CHECK((info.height == 5 && info.width == 7 && info.channels == channels));
+    CHECK(ReadImage(dir / "a.png", channels).Equals(image));
+  }
+  // Grey to RGB: each channel repeats the grey value.
+  Tensor rgb = ReadImage(dir / "a.png", 3);
+  CHECK(rgb.shape() == Shape{5, 7, 3});
+}
+
+TEST_CASE("bad image files are named errors", "[data]") {
+  ScratchDir dir("bad_image");
+  ExpectError([&] { ReadImage(dir / "missing.png"); }, Code::kNotFound, {"missing.png"});
+  WriteBytes(dir / "text.png", "this is not an image");
+  ExpectError([&] { ReadImage(dir / "text.png"); }, Code::kDataLoss, {"text.png", "not an image"});
+  WritePng(dir / "good.png", Gradient(40, 40, 3));
+  std::string bytes = ReadBytes(dir / "good.png");
+  WriteBytes(dir / "truncated.png", bytes.substr(0, bytes.size() / 2));
+  ExpectError([&] { ReadImage(dir / "truncated.png"); }, Code::kDataLoss, {"truncated.png"});
+  WriteBytes(dir / "empty.png", "");
+  ExpectError([&] { ReadImage(dir / "empty.png"); }, Code::kDataLoss, {"empty.png"});
+  ExpectError([&] { WritePng(dir / "x.png", Tensor::Zeros(DType::kFloat32, {2, 2, 3})); },
+              Code::kInvalidArgument, {"uint8"});
+}
+
+TEST_CASE("density maps sum to the count, also at the border", "[data]") {
+  std::vector<Point> points = {{10.5, 10.5}, {0.2, 0.3}, {31.9, 15.0}, {20, 0.1}};
+  for (double sigma : {1.0, 2.0, 4.0}) {
+    Tensor map = DensityMap(points, 16, 32, sigma);
+    CHECK(map.shape() == Shape{16, 32});
+    CHECK(Sum(map) == Approx(4.0).epsilon(1e-5));
+  }
+  // Symmetric around a pixel centre, peaked there, wider for larger sigma.
+  Tensor one = DensityMap({{10.5, 10.5}}, 21, 21, 2.0);
+  const float* m = one.data<float>();
+  CHECK(m[10 * 21 + 9] == Approx(m[10 * 21 + 11]));
+  CHECK(m[10 * 21 + 10] > m[10 * 21 + 11]);
+  CHECK(DensityMap({{10.5, 10.5}}, 21, 21, 1.0).data<float>()[10 * 21 + 10] > m[10 * 21 + 10]);
+  CHECK(Sum(DensityMap({}, 4, 4, 2.0)) == 0);
+}
+
+TEST_CASE("density map inputs are checked", "[data]") {
+  ExpectError([] { DensityMap({{1, 1}, {8, 2}}, 4, 8, 2.0); }, Code::kInvalidArgument,
+              {"point 1 (8, 2) is outside the 8x4 image"});
+  ExpectError([] { DensityMap({}, 4, 4, 0); }, Code::kInvalidArgument, {"sigma"});
+  ExpectError([] { DensityMap({}, 0, 4, 1); }, Code::kInvalidArgument, {"size"});
+}
+
+TEST_CASE("points.json and points.csv datasets", "[data]") {
+  ScratchDir dir("points");
+  WritePng(dir / "b.png", Gradient(4, 4, 3));
+  WritePng(dir / "a.png", Gradient(4, 4, 3));
+  WriteBytes(dir / "points.csv", "image,x,y\nb.png,1.5,2\nb.png,3,0.5\na.png,,\n");
+  auto images = ReadPointsDataset(dir.path().string());
+  REQUIRE(images.size() == 2);
+  CHECK(images[0].path == dir / "a.png");
+  CHECK(images[0].points.empty());
+  REQUIRE(images[1].points.size() == 2);
+  CHECK((images[1].points[1].x == 3 && images[1].points[1].y == 0.5));
+  // points.json wins, and WritePointsJson writes what ReadPointsDataset reads.
+  images[0].points.push_back({0.5, 0.5});
+  WritePointsJson(dir.path().string(), images);
+  auto again = ReadPointsDataset(dir.path().string());
+  REQUIRE(again.size() == 2);
+  CHECK(again[0].points.size() == 1);
+  CHECK(again[1].points.size() == 2);
+}
+
+TEST_CASE("malformed datasets name the file and entry", "[data]") {
+  ScratchDir dir("bad_points");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kNotFound,
+              {"neither points.json nor points.csv"});
+  WriteBytes(dir / "points.json", "{\"a.png\": [[1, 2], [3]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "image 'a.png'", "[x, y]"});
+  WriteBytes(dir / "points.json", "[1, 2");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not a JSON object"});
+  WriteBytes(dir / "points.json", "{}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"annotates no images"});
+  WriteBytes(dir / "points.json", "{\"gone.png\": []}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kNotFound,
+              {"'gone.png' does not exist"});
+  WriteBytes(dir / "points.json", "{\"../etc/passwd\": []}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"inside the dataset folder"});
+  std::filesystem::remove(dir / "points.json");
+  WriteBytes(dir / "points.csv", "image,x,y\na.png,1,oops\n");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.csv' line 2", "'oops' is not a finite number"});
+  WriteBytes(dir / "points.csv", "image,x,y\na.png,1\n");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"line 2", "expected 'image,x,y'"});
+}
