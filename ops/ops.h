@@ -5,6 +5,7 @@
 #include "ops/linalg.h"
 #include "ops/math.h"
 #include "ops/nn.h"
+#include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
