@@ -2,6 +2,7 @@
 #pragma once
 
 #include "graph/scope.h"
+#include "ops/batch_norm.h"
 #include "ops/linalg.h"
 #include "ops/math.h"
 #include "ops/nn.h"

@@ -78,11 +78,37 @@ void AddBiasCases(std::vector<GradCase>& c) {
   c.push_back({"BiasAddGrad", {{2, 2, 3, 5}}, bias_add_grad});
 }
 
+// x, scale and offset are fed; mean and variance are constants (they get
+// no gradient). Training reads neither; inference uses them.
+void AddBatchNormCases(std::vector<GradCase>& c) {
+  Tensor none = Tensor::FromVector<double>({});
+  c.push_back({"FusedBatchNorm", {{2, 3, 3, 2}, {2}, {2}}, [none](const Scope& s, const In& x) {
+                 return ops::FusedBatchNorm(s, x[0], x[1], x[2], none, none).y;
+               }});
+  // Every output at once, each weighted differently: the gradients arriving
+  // at the statistics outputs add to dx.
+  c.push_back({"FusedBatchNorm", {{1, 5, 5, 2}, {2}, {2}}, [none](const Scope& s, const In& x) {
+                 auto bn = ops::FusedBatchNorm(s, x[0], x[1], x[2], none, none, {.epsilon = 0.01});
+                 Output stats = ops::AddN(s, {ops::Mul(s, bn.batch_mean, 0.7),
+                                              ops::Mul(s, bn.batch_variance, 1.3),
+                                              ops::Mul(s, bn.reserve_space_1, -0.4),
+                                              ops::Mul(s, bn.reserve_space_2, 0.9)});
+                 return ops::Add(s, bn.y, stats);
+               }});
+  c.push_back({"FusedBatchNorm", {{2, 4, 6, 3}, {3}, {3}}, [](const Scope& s, const In& x) {
+                 auto mean = Tensor::FromVector<double>({0.2, -0.1, 0.3});
+                 auto var = Tensor::FromVector<double>({0.5, 1.3, 0.8});
+                 return ops::FusedBatchNorm(s, x[0], x[1], x[2], mean, var,
+                                            {.is_training = false}).y;
+               }});
+}
+
 }  // namespace
 
 void AddCnnCases(std::vector<GradCase>& cases) {
   AddPoolCases(cases);
   AddBiasCases(cases);
+  AddBatchNormCases(cases);
 }
 
 }  // namespace dflow::testing
