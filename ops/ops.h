@@ -3,6 +3,7 @@
 
 #include "graph/scope.h"
 #include "ops/batch_norm.h"
+#include "ops/image.h"
 #include "ops/linalg.h"
 #include "ops/math.h"
 #include "ops/nn.h"

@@ -103,12 +103,34 @@ void AddBatchNormCases(std::vector<GradCase>& c) {
                }});
 }
 
+// Linear maps: each case checks one coordinate mode; the Grad ops' rules
+// are the forward resizes.
+void AddResizeCases(std::vector<GradCase>& c) {
+  const std::vector<ops::ResizeAttrs> modes = {{false, true}, {true, false}, {false, false}};
+  for (const ops::ResizeAttrs& m : modes) {
+    c.push_back({"ResizeNearestNeighbor", {{1, 3, 4, 2}}, [m](const Scope& s, const In& x) {
+                   return ops::ResizeNearestNeighbor(s, x[0], {5, 3}, m);
+                 }});
+    c.push_back({"ResizeBilinear", {{2, 4, 3, 1}}, [m](const Scope& s, const In& x) {
+                   return ops::ResizeBilinear(s, x[0], {2, 5}, m);
+                 }});
+    c.push_back({"ResizeNearestNeighborGrad", {{1, 5, 3, 2}}, [m](const Scope& s, const In& x) {
+                   return ops::ResizeNearestNeighborGrad(s, x[0], {3, 4}, m);
+                 }});
+    c.push_back({"ResizeBilinearGrad", {{2, 2, 5, 1}}, [m](const Scope& s, const In& x) {
+                   Tensor original = Tensor::Zeros(DType::kFloat64, {2, 4, 3, 1});
+                   return ops::ResizeBilinearGrad(s, x[0], original, m);
+                 }});
+  }
+}
+
 }  // namespace
 
 void AddCnnCases(std::vector<GradCase>& cases) {
   AddPoolCases(cases);
   AddBiasCases(cases);
   AddBatchNormCases(cases);
+  AddResizeCases(cases);
 }
 
 }  // namespace dflow::testing
