@@ -46,22 +46,28 @@ inline int64_t OutputPixel(const PoolGeometry& g, int64_t n, int64_t i, int64_t 
 
 // For output pixel (n, i, j): best[c] = the largest x in the window and
 // where[c] = the element offset of its first occurrence (row-major), per
-// channel. The window is never empty (see MakeWindowDim).
+// channel. The window is never empty (see MakeWindowDim): the first tap
+// seeds both, later taps replace them only when strictly larger (selects,
+// not branches, so the channel loop vectorises).
 template <typename T>
 void WindowArgmax(const T* x, const PoolGeometry& g, int64_t n, int64_t i, int64_t j, T* best,
                   int64_t* where) {
   const int64_t channels = g.channels;
-  bool first = true;
-  for (int64_t h = g.rows.begin(i); h < g.rows.end(i); ++h)
-    for (int64_t w = g.cols.begin(j); w < g.cols.end(j); ++w) {
+  const int64_t h0 = g.rows.begin(i), w0 = g.cols.begin(j);
+  const int64_t first = InputPixel(g, n, h0, w0);
+  for (int64_t c = 0; c < channels; ++c) {
+    best[c] = x[first + c];
+    where[c] = first + c;
+  }
+  for (int64_t h = h0; h < g.rows.end(i); ++h)
+    for (int64_t w = h == h0 ? w0 + 1 : w0; w < g.cols.end(j); ++w) {
       const int64_t at = InputPixel(g, n, h, w);
       const T* p = x + at;
-      for (int64_t c = 0; c < channels; ++c)
-        if (first || p[c] > best[c]) {
-          best[c] = p[c];
-          where[c] = at + c;
-        }
-      first = false;
+      for (int64_t c = 0; c < channels; ++c) {
+        const bool larger = p[c] > best[c];
+        best[c] = larger ? p[c] : best[c];
+        where[c] = larger ? at + c : where[c];
+      }
     }
 }
 
