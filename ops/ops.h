@@ -2,9 +2,12 @@
 #pragma once
 
 #include "graph/scope.h"
+#include "ops/batch_norm.h"
+#include "ops/image.h"
 #include "ops/linalg.h"
 #include "ops/math.h"
 #include "ops/nn.h"
+#include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"

@@ -1,0 +1,163 @@
+// Pooling ops over NHWC images: declarations, shape functions, builders and
+// the window geometry. Kernels: ops/cpu/pool.cc (forward), ops/cpu/pool_grad.cc.
+#include "ops/pool.h"
+
+#include "ops/reduce.h"
+#include "ops/state.h"
+
+namespace dflow {
+
+WindowDim MakeWindowDim(int64_t in, int64_t size, int64_t stride, bool same) {
+  WindowDim d{in, -1, size, stride, 0};
+  if (in < 0) return d;
+  if (same) {
+    d.out = (in + stride - 1) / stride;
+    d.pad_before = std::max<int64_t>((d.out - 1) * stride + size - in, 0) / 2;
+  } else {
+    if (in < size)
+      Fail(Code::kInvalidArgument, "VALID padding needs the window (", size,
+           ") to fit in the input (", in, ")");
+    d.out = (in - size) / stride + 1;
+  }
+  return d;
+}
+
+namespace {
+
+void CheckWindowAttr(const std::vector<int64_t>& v, const char* name) {
+  if (v.size() != 4)
+    Fail(Code::kInvalidArgument, name, " must have 4 entries [1, rows, cols, 1], got ",
+         v.size());
+  for (int64_t x : v)
+    if (x < 1) Fail(Code::kInvalidArgument, name, " entries must be >= 1, got ", x);
+  if (v[0] != 1 || v[3] != 1)
+    Fail(Code::kInvalidArgument, name, " must be 1 on the batch and channel dims, got [", v[0],
+         ", ", v[1], ", ", v[2], ", ", v[3], "]");
+}
+
+}  // namespace
+
+PoolGeometry MakePoolGeometry(const Shape& input, const std::vector<int64_t>& ksize,
+                              const std::vector<int64_t>& strides, const std::string& padding) {
+  CheckWindowAttr(ksize, "ksize");
+  CheckWindowAttr(strides, "strides");
+  if (padding != "SAME" && padding != "VALID")
+    Fail(Code::kInvalidArgument, "padding must be SAME or VALID, got '", padding, "'");
+  Shape nhwc = input.unknown_rank() ? Shape{-1, -1, -1, -1} : input;
+  if (nhwc.rank() != 4)
+    Fail(Code::kInvalidArgument, "input must be NHWC (rank 4), got ", input.ToString());
+  bool same = padding == "SAME";
+  PoolGeometry g;
+  g.batch = nhwc.dim(0);
+  g.channels = nhwc.dim(3);
+  g.rows = MakeWindowDim(nhwc.dim(1), ksize[1], strides[1], same);
+  g.cols = MakeWindowDim(nhwc.dim(2), ksize[2], strides[2], same);
+  return g;
+}
+
+namespace {
+
+PoolGeometry GeometryOf(const InferenceContext& ctx, const Shape& input) {
+  return MakePoolGeometry(input, ctx.attr<std::vector<int64_t>>("ksize"),
+                          ctx.attr<std::vector<int64_t>>("strides"),
+                          ctx.attr<std::string>("padding"));
+}
+
+void PoolShape(InferenceContext& ctx) {
+  ctx.set_output(0, GeometryOf(ctx, ctx.input_shape(0)).output_shape());
+}
+
+// The pooled shape of `input` must agree with `grad` (input `grad_index`).
+void CheckGradShape(InferenceContext& ctx, const Shape& input, int grad_index) {
+  Shape pooled = GeometryOf(ctx, input).output_shape();
+  const Shape& grad = ctx.input_shape(grad_index);
+  if (!grad.IsCompatibleWith(pooled))
+    ctx.Fail("grad ", grad.ToString(), " does not match the pooled shape ", pooled.ToString());
+}
+
+// MaxPoolGrad: dx has orig_input's shape.
+void MaxPoolGradShape(InferenceContext& ctx) {
+  CheckGradShape(ctx, ctx.input_shape(0), 2);
+  ctx.set_output(0, ctx.input_shape(0));
+}
+// MaxPoolGradGrad: y has orig_output's (the pooled) shape.
+void MaxPoolGradGradShape(InferenceContext& ctx) {
+  const Shape& x = ctx.input_shape(0);
+  if (!ctx.input_shape(2).IsCompatibleWith(x))
+    ctx.Fail("grad ", ctx.input_shape(2).ToString(), " must have orig_input's shape ",
+             x.ToString());
+  ctx.set_output(0, GeometryOf(ctx, x).output_shape());
+}
+void AvgPoolGradShape(InferenceContext& ctx) {
+  Shape x = ctx.input_as_shape(0);
+  CheckGradShape(ctx, x, 1);
+  ctx.set_output(0, x);
+}
+
+OpDefBuilder PoolOp(const char* name) {
+  OpDefBuilder b(name);
+  b.attr<std::vector<int64_t>>("ksize").attr<std::vector<int64_t>>("strides")
+      .attr<std::string>("padding").type_attr("T", kFloatTypes);
+  return b;
+}
+
+const char* kWindowDoc =
+    " ksize and strides are [1, rows, cols, 1]; padding SAME gives out = ceil(in / stride) "
+    "with pad_before = pad_total / 2, VALID gives out = (in - k) / stride + 1.";
+
+[[maybe_unused]] const OpRegistrar kPoolOps[] = {
+    PoolOp("MaxPool").input("input", "T").output("output", "T").shape_fn(PoolShape)
+        .doc(std::string("Largest element of each window of an NHWC image.") + kWindowDoc),
+    PoolOp("AvgPool").input("value", "T").output("output", "T").shape_fn(PoolShape)
+        .doc(std::string("Mean of each window of an NHWC image over the elements inside the "
+                         "image (padding is not counted, as TensorFlow).") + kWindowDoc),
+    PoolOp("MaxPoolGrad").input("orig_input", "T").input("orig_output", "T")
+        .input("grad", "T").output("output", "T").shape_fn(MaxPoolGradShape)
+        .doc("MaxPool's backward pass: each grad element is added to the first maximum "
+             "(row-major within the window) of orig_input. Output: orig_input's shape."),
+    PoolOp("MaxPoolGradGrad").input("orig_input", "T").input("orig_output", "T")
+        .input("grad", "T").output("output", "T").shape_fn(MaxPoolGradGradShape)
+        .doc("The adjoint of MaxPoolGrad in `grad` (of orig_input's shape): output[o] = "
+             "grad[argmax of window o], a gather of orig_output's shape."),
+    PoolOp("AvgPoolGrad").input("orig_input_shape", DType::kInt32).input("grad", "T")
+        .output("output", "T").shape_fn(AvgPoolGradShape)
+        .doc("AvgPool's backward pass: each grad element divided evenly among the valid "
+             "elements of its window. orig_input_shape is an int32 [4] vector."),
+};
+
+AttrMap WindowAttrs(const ops::PoolWindow& w) {
+  return {{"ksize", w.ksize}, {"strides", w.strides}, {"padding", w.padding}};
+}
+
+}  // namespace
+
+namespace ops {
+
+Output MaxPool(const Scope& scope, const Input& input, const PoolWindow& window) {
+  return scope.AddOp("MaxPool", {input}, WindowAttrs(window));
+}
+Output AvgPool(const Scope& scope, const Input& input, const PoolWindow& window) {
+  return scope.AddOp("AvgPool", {input}, WindowAttrs(window));
+}
+Output MaxPoolGrad(const Scope& scope, const Input& orig_input, const Input& orig_output,
+                   const Input& grad, const PoolWindow& window) {
+  return scope.AddOp("MaxPoolGrad", {orig_input, orig_output, grad}, WindowAttrs(window));
+}
+Output MaxPoolGradGrad(const Scope& scope, const Input& orig_input, const Input& orig_output,
+                       const Input& grad, const PoolWindow& window) {
+  return scope.AddOp("MaxPoolGradGrad", {orig_input, orig_output, grad}, WindowAttrs(window));
+}
+Output AvgPoolGrad(const Scope& scope, const Input& orig_input_shape, const Input& grad,
+                   const PoolWindow& window) {
+  // Convert literals here: AddOp would give a literal shape grad's dtype.
+  Scope literals = scope.NewSubScope("");
+  return scope.AddOp("AvgPoolGrad",
+                     {orig_input_shape.ToOutput(literals, DType::kInt32), grad.ToOutput(literals)},
+                     WindowAttrs(window));
+}
+Output GlobalAvgPool(const Scope& scope, const Input& x, GlobalPoolAttrs attrs) {
+  return Mean(scope, x, {1, 2}, {.keep_dims = attrs.keep_dims});
+}
+
+}  // namespace ops
+}  // namespace dflow
