@@ -157,6 +157,7 @@ void AddArray(std::vector<GradCase>& c) {
 }  // namespace
 
 void AddArrayIndexCases(std::vector<GradCase>& cases);  // grad_cases_array.cc
+void AddConvCases(std::vector<GradCase>& cases);        // grad_cases_conv.cc
 
 const std::vector<GradCase>& GradCases() {
   static const auto* cases = [] {
@@ -168,6 +169,7 @@ const std::vector<GradCase>& GradCases() {
     AddReduce(*c);
     AddArray(*c);
     AddArrayIndexCases(*c);
+    AddConvCases(*c);
     return c;
   }();
   return *cases;
