@@ -14,3 +14,4 @@
 #include "ops/state.h"
 #include "ops/training.h"
 #include "ops/array.h"
+#include "ops/conv.h"

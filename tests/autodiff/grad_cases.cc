@@ -158,6 +158,7 @@ void AddArray(std::vector<GradCase>& c) {
 
 void AddArrayIndexCases(std::vector<GradCase>& cases);  // grad_cases_array.cc
 void AddCnnCases(std::vector<GradCase>& cases);         // grad_cases_cnn.cc
+void AddConvCases(std::vector<GradCase>& cases);        // grad_cases_conv.cc
 
 const std::vector<GradCase>& GradCases() {
   static const auto* cases = [] {
@@ -170,6 +171,7 @@ const std::vector<GradCase>& GradCases() {
     AddArray(*c);
     AddArrayIndexCases(*c);
     AddCnnCases(*c);
+    AddConvCases(*c);
     return c;
   }();
   return *cases;

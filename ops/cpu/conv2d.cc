@@ -1,0 +1,71 @@
+// CPU Conv2D kernel. Three paths:
+//   pointwise (1x1, stride 1, no padding, one group): y[NHW, O] = x[NHW, C] * w[C, O], one GEMM;
+//   depthwise (filter in-channels 1): a direct loop (conv2d_depthwise.cc);
+//   otherwise im2col: per chunk of output rows and per group g,
+//     y_g[(n, oh, ow), O/groups] = cols_g[(n, oh, ow), KH*KW*Cg] * w_g[KH*KW*Cg, O/groups],
+//   the chunks split over the thread pool (ops/cpu/conv_util.h).
+#include "ops/cpu/conv2d_depthwise.h"
+#include "ops/cpu/conv_util.h"
+#include "ops/cpu/matmul.h"
+
+namespace dflow {
+namespace cpu {
+
+template <typename T>
+void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y) {
+  const int64_t k = PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
+  const int64_t chunk = RowsPerChunk(g);
+  const auto filters = GroupFilters(g, w);
+  const int64_t cost_per_row = g.out_w * k * g.out_c;
+  ForBlocks(pool, NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
+            [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
+    const int64_t max_pixels = std::min(chunk, end - begin) * g.out_w;
+    std::vector<T> cols(max_pixels * k), out(g.groups > 1 ? max_pixels * og : 0);
+    for (int64_t r = begin; r < end; r += chunk) {
+      const int64_t r_end = std::min(end, r + chunk), pixels = (r_end - r) * g.out_w;
+      T* y_rows = y + r * g.out_w * g.out_c;
+      for (int64_t group = 0; group < g.groups; ++group) {
+        Im2Col(g, x, group, r, r_end, cols.data());
+        if (g.groups == 1) {
+          Gemm(gemm_pool, cols.data(), w, y_rows, pixels, k, g.out_c, false, false);
+          continue;
+        }
+        Gemm(gemm_pool, cols.data(), filters[group].data(), out.data(), pixels, k, og, false,
+             false);
+        ScatterColumns(out.data(), pixels, g.out_c, group * og, og, y_rows, false);
+      }
+    }
+  });
+}
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class Conv2DKernel : public OpKernel {
+ public:
+  explicit Conv2DKernel(const Node& node) : OpKernel(node), params_(ConvParamsOf(node)) {}
+
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    ConvGeometry g = cpu::KernelGeometry(node(), params_, x.shape(), w.shape());
+    Tensor& y = ctx.allocate_output(0, g.output_shape());
+    if (y.NumElements() == 0) return;
+    if (cpu::IsPointwise(g))
+      cpu::Gemm(&ctx.pool(), x.data<T>(), w.data<T>(), y.data<T>(), g.batch * g.in_h * g.in_w,
+                g.in_c, g.out_c, false, false);
+    else if (g.depthwise())
+      cpu::DepthwiseConv2D(ctx.pool(), g, x.data<T>(), w.data<T>(), y.data<T>());
+    else cpu::Conv2DIm2Col(ctx.pool(), g, x.data<T>(), w.data<T>(), y.data<T>());
+  }
+
+ private:
+  ConvParams params_;
+};
+
+REGISTER_KERNEL_FOR_TYPES("Conv2D", "CPU", Conv2DKernel, float, double);
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,70 @@
+// Shared pieces of the CPU convolution kernels (conv2d*.cc): geometry with
+// errors naming the node, im2col / col2im over chunks of output rows, group
+// column gathers, and the split of output rows over the thread pool.
+//
+// Output rows are counted over the whole batch: row r is image r / OH,
+// output row r % OH. The im2col matrix of rows [begin, end) and group g has
+// one row per output pixel and K = KH*KW*Cg columns:
+//   cols[(r, ow), (kh, kw, c)] = x[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*Cg + c]
+// (zero outside x), so group g's output is cols x filter_g, where filter_g
+// is columns g*O/groups .. (g+1)*O/groups of the filter seen as the matrix
+// [KH*KW*Cg, O].
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "graph/kernel.h"
+#include "ops/conv.h"
+
+namespace dflow::cpu {
+
+// MakeConvGeometry on run-time shapes, errors prefixed with the node.
+ConvGeometry KernelGeometry(const Node& node, const ConvParams& params, const Shape& input,
+                            const Shape& filter);
+// A sizes input (int32 [4], each >= 0) as a shape; errors name the node.
+Shape SizesInput(const Node& node, const Tensor& sizes, const char* name);
+// Throws naming the node unless out_backprop is the conv's output shape.
+void CheckKernelOutBackprop(const Node& node, const ConvGeometry& g, const Shape& input,
+                            const Shape& filter, const Shape& out_backprop);
+
+// A 1x1 filter at stride 1 without padding or groups: the conv is one GEMM
+// of the input as an [N*H*W, C] matrix by the filter as [C, O].
+bool IsPointwise(const ConvGeometry& g);
+// Columns of the im2col matrix: KH * KW * Cg.
+inline int64_t PatchSize(const ConvGeometry& g) { return g.k_h * g.k_w * g.filter_c; }
+// Output rows per im2col chunk, so that a chunk's buffer stays a few MB.
+int64_t RowsPerChunk(const ConvGeometry& g);
+
+// How many ranges to split `units` units of `cost_per_unit` multiply-adds
+// into: one per thread, fewer when the work is small.
+int64_t NumBlocks(ThreadPool& pool, int64_t units, int64_t cost_per_unit);
+// fn(block, begin, end, gemm_pool) over `blocks` equal ranges of [0, units),
+// in parallel. gemm_pool is the pool when there is a single block (so its
+// GEMMs split instead) and null otherwise.
+using BlockFn = std::function<void(int64_t, int64_t, int64_t, ThreadPool*)>;
+void ForBlocks(ThreadPool& pool, int64_t blocks, int64_t units, int64_t cost_per_unit,
+               const BlockFn& fn);
+
+// The im2col matrix of output rows [begin, end) and group `group` (see top).
+template <typename T>
+void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols);
+// The adjoint of Im2Col: dx[...] += cols[...] for every in-bounds entry.
+template <typename T>
+void Col2Im(const ConvGeometry& g, const T* cols, int64_t group, int64_t begin, int64_t end,
+            T* dx);
+// dst[r, j] = src[r, first + j] for a [rows, width] src and j < count.
+template <typename T>
+void GatherColumns(const T* src, int64_t rows, int64_t width, int64_t first, int64_t count,
+                   T* dst);
+// dst[r, first + j] = src[r, j] (accumulate: +=).
+template <typename T>
+void ScatterColumns(const T* src, int64_t rows, int64_t width, int64_t first, int64_t count,
+                    T* dst, bool accumulate);
+// The filter's [K, O/groups] block for each group, contiguous (one entry,
+// empty, when groups == 1: the filter itself is that matrix).
+template <typename T>
+std::vector<std::vector<T>> GroupFilters(const ConvGeometry& g, const T* filter);
+
+}  // namespace dflow::cpu
