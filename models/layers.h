@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "graph/scope.h"
 
@@ -26,5 +27,56 @@ struct DenseLayer {
 DenseLayer Dense(const Scope& scope, const Output& x, int64_t units, DenseOptions options = {});
 
 Output Activate(const Scope& scope, const Output& x, Activation activation);
+
+struct ConvOptions {
+  int64_t stride = 1;
+  // -1: "SAME"; otherwise this many zeros on every side (PyTorch's padding=p).
+  int64_t padding = -1;
+  int64_t groups = 1;  // in_channels: depthwise
+  bool bias = true;
+  Activation activation = Activation::kNone;
+};
+
+struct ConvLayer {
+  Output filter;  // [k, k, in / groups, filters], He-normal (truncated)
+  Output bias;    // [filters] zeros, when options.bias
+  Output output;
+};
+
+// A 2-D convolution layer over NHWC x (channels known while building).
+ConvLayer Conv2D(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
+                 ConvOptions options = {});
+
+struct ConvTransposeOptions {
+  int64_t stride = 2;
+  int64_t padding = 0;         // PyTorch's padding: out = (in-1)*stride - 2p + k + output_padding
+  int64_t output_padding = 0;
+  bool bias = true;
+  Activation activation = Activation::kNone;
+};
+
+// A transposed convolution (PyTorch's ConvTranspose2d) over NHWC x.
+ConvLayer Conv2DTranspose(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
+                          ConvTransposeOptions options = {});
+
+struct BatchNormOptions {
+  bool training = true;  // batch statistics and moving-average updates; else the moving ones
+  double momentum = 0.1;  // PyTorch's: moving = (1 - momentum) * moving + momentum * batch
+  double epsilon = 1e-5;
+};
+
+struct BatchNormLayer {
+  Output output;
+  Output gamma, beta, moving_mean, moving_variance;
+  // Training: the two moving-average updates, to run with each train step
+  // (group them with the optimizer's train op).
+  std::vector<Output> updates;
+};
+
+// Batch normalisation over the channels of NHWC x (FusedBatchNorm).
+BatchNormLayer BatchNorm(const Scope& scope, const Output& x, BatchNormOptions options = {});
+
+// Every element of the given variables, summed (a model's parameter count).
+int64_t CountParameters(const std::vector<Output>& variables);
 
 }  // namespace dflow::models

@@ -110,6 +110,24 @@ ops::Conv2DAttrs TransposeConvAttrs(const ops::Conv2DTransposeAttrs& a) {
 
 // The int32 [4] output size of a Conv2DTranspose of x by w: a Const when
 // x's batch is known, else [Shape(x)[0], OH, OW, O] computed at run time.
+// The transposed convolution's output [H, W, C] from x's height and width
+// and the filter's [KH, KW, O], all needed while building.
+std::vector<int32_t> TransposedHwc(const Output& x, const Output& w,
+                                   const ops::Conv2DTransposeAttrs& a) {
+  const Shape& in = x.shape();
+  const Shape& f = w.shape();
+  if (in.unknown_rank() || in.rank() != 4 || in.dim(1) < 0 || in.dim(2) < 0 ||
+      f.unknown_rank() || f.rank() != 4 || f.dim(0) < 0 || f.dim(1) < 0 || f.dim(2) < 0)
+    Fail(Code::kInvalidArgument, "Conv2DTranspose: needs the input's height and width and the "
+         "filter's [KH, KW, O] while building, or an explicit output_shape; input is ",
+         in.ToString(), ", filter ", f.ToString());
+  return {static_cast<int32_t>(TransposedSize(a, 0, in.dim(1), f.dim(0))),
+          static_cast<int32_t>(TransposedSize(a, 1, in.dim(2), f.dim(1))),
+          static_cast<int32_t>(f.dim(2))};
+}
+
+// input_sizes for Conv2DBackpropInput: a constant, unless the batch is known
+// only at run time.
 Output TransposeSizes(const Scope& s, const Output& x, const Output& w,
                       const ops::Conv2DTransposeAttrs& a) {
   if (!a.output_shape.empty()) {
@@ -118,18 +136,9 @@ Output TransposeSizes(const Scope& s, const Output& x, const Output& w,
            a.output_shape.size());
     return ops::Const(s, Tensor::FromVector<int32_t>({a.output_shape.begin(), a.output_shape.end()}));
   }
-  const Shape& in = x.shape();
-  const Shape& f = w.shape();
-  if (in.unknown_rank() || in.rank() != 4 || in.dim(1) < 0 || in.dim(2) < 0 ||
-      f.unknown_rank() || f.rank() != 4 || f.dim(0) < 0 || f.dim(1) < 0 || f.dim(2) < 0)
-    Fail(Code::kInvalidArgument, "Conv2DTranspose: needs the input's height and width and the "
-         "filter's [KH, KW, O] while building, or an explicit output_shape; input is ",
-         in.ToString(), ", filter ", f.ToString());
-  std::vector<int32_t> hwc = {static_cast<int32_t>(TransposedSize(a, 0, in.dim(1), f.dim(0))),
-                              static_cast<int32_t>(TransposedSize(a, 1, in.dim(2), f.dim(1))),
-                              static_cast<int32_t>(f.dim(2))};
-  if (in.dim(0) >= 0) {
-    hwc.insert(hwc.begin(), static_cast<int32_t>(in.dim(0)));
+  std::vector<int32_t> hwc = TransposedHwc(x, w, a);
+  if (x.shape().dim(0) >= 0) {
+    hwc.insert(hwc.begin(), static_cast<int32_t>(x.shape().dim(0)));
     return ops::Const(s, Tensor::FromVector<int32_t>(hwc));
   }
   Output batch = ops::Slice(s, ops::Shape(s, x), {0}, {1});
@@ -192,7 +201,15 @@ Output Conv2DTranspose(const Scope& scope, const Input& input, const Input& filt
   Scope helpers = scope.NewSubScope("");
   Output x = input.ToOutput(helpers);
   Output w = filter.ToOutput(helpers, x.dtype());
-  return Conv2DBackpropInput(scope, TransposeSizes(helpers, x, w, attrs), w, x, conv);
+  Output sizes = TransposeSizes(helpers, x, w, attrs);
+  if (KnownValue(sizes)) return Conv2DBackpropInput(scope, sizes, w, x, conv);
+  // The batch is known only at run time, so the sizes are computed and the
+  // shape function cannot see H, W and C. A Reshape to [-1, H, W, C] (no
+  // copy) gives the next layer the shape it needs while building.
+  Output y = Conv2DBackpropInput(helpers, sizes, w, x, conv);
+  std::vector<int32_t> dims = TransposedHwc(x, w, attrs);
+  dims.insert(dims.begin(), -1);
+  return Reshape(scope, y, Tensor::FromVector<int32_t>(dims));
 }
 
 }  // namespace ops

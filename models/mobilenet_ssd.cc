@@ -1,0 +1,85 @@
+// MobileNetV1-SSD; see mobilenet_ssd.h.
+#include "models/mobilenet_ssd.h"
+
+#include "models/layers.h"
+#include "ops/ops.h"
+
+namespace dflow::models {
+namespace {
+
+class Builder {
+ public:
+  Builder(MobileNetSsd& net, bool training) : net_(net), training_(training) {}
+
+  // conv (no bias) + batch norm + ReLU; padding 1 on every side as PyTorch's.
+  Output ConvBn(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
+                int64_t groups = 1) {
+    ConvLayer conv = Conv2D(s, x, filters, k,
+                            {.stride = stride, .padding = k / 2, .groups = groups, .bias = false});
+    BatchNormLayer bn = BatchNorm(s, conv.output, {.training = training_});
+    net_.variables.insert(net_.variables.end(), {conv.filter, bn.gamma, bn.beta});
+    net_.batch_norm_updates.insert(net_.batch_norm_updates.end(), bn.updates.begin(),
+                                   bn.updates.end());
+    return ops::Relu(s, bn.output);
+  }
+  // depthwise 3x3 (stride s) then pointwise 1x1, each with BN and ReLU.
+  Output ConvDw(const Scope& s, const Output& x, int64_t out, int64_t stride) {
+    int64_t in = x.shape().dim(3);
+    Output h = ConvBn(s.NewSubScope("depthwise"), x, in, 3, stride, in);
+    return ConvBn(s.NewSubScope("pointwise"), h, out, 1, 1);
+  }
+  // A convolution with bias (extras and heads).
+  Output Conv(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
+              int64_t padding, Activation activation) {
+    ConvLayer l = Conv2D(s, x, filters, k, {.stride = stride, .padding = padding,
+                                            .activation = activation});
+    net_.variables.insert(net_.variables.end(), {l.filter, l.bias});
+    return l.output;
+  }
+
+ private:
+  MobileNetSsd& net_;
+  bool training_;
+};
+
+// [N, H, W, C] -> [N, H*W*C], N known or not while building.
+Output Flatten(const Scope& s, const Output& x) {
+  Output batch = ops::Slice(s, ops::Shape(s, x), {0}, {1});
+  return ops::Reshape(s, x, ops::Concat(s, {batch, ops::Const(s, {-1})}, 0));
+}
+
+}  // namespace
+
+MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
+                               MobileNetSsdOptions options) {
+  MobileNetSsd net;
+  Builder b(net, options.training);
+  Output x = b.ConvBn(scope.NewSubScope("stem"), images, 32, 3, 2);
+  const int64_t blocks[][2] = {{64, 1}, {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2},
+                               {512, 1}, {512, 1}, {512, 1}, {512, 1}, {512, 1},
+                               {1024, 2}, {1024, 1}};
+  for (int i = 0; i < 13; ++i) {
+    x = b.ConvDw(scope.NewSubScope("block" + std::to_string(i + 1)), x, blocks[i][0], blocks[i][1]);
+    if (i == 10 || i == 12) net.features.push_back(x);  // 19x19x512 and 10x10x1024
+  }
+  const int64_t extras[][2] = {{256, 512}, {128, 256}, {128, 256}, {128, 256}};
+  for (int i = 0; i < 4; ++i) {
+    Scope s = scope.NewSubScope("extra" + std::to_string(i + 1));
+    x = b.Conv(s.NewSubScope("reduce"), x, extras[i][0], 1, 1, 0, Activation::kRelu);
+    x = b.Conv(s.NewSubScope("expand"), x, extras[i][1], 3, 2, 1, Activation::kRelu);
+    net.features.push_back(x);
+  }
+  std::vector<Input> boxes, classes;
+  for (size_t i = 0; i < net.features.size(); ++i) {
+    Scope s = scope.NewSubScope("head" + std::to_string(i + 1));
+    const Output& f = net.features[i];
+    boxes.push_back(Flatten(s, b.Conv(s.NewSubScope("boxes"), f, 6 * 4, 3, 1, 1, Activation::kNone)));
+    classes.push_back(Flatten(s, b.Conv(s.NewSubScope("classes"), f, 6 * options.num_classes, 3, 1,
+                                        1, Activation::kNone)));
+  }
+  net.boxes = ops::Concat(scope.WithOpName("boxes"), boxes, 1);
+  net.classes = ops::Concat(scope.WithOpName("classes"), classes, 1);
+  return net;
+}
+
+}  // namespace dflow::models
