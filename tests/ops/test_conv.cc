@@ -270,7 +270,9 @@ TEST_CASE("Conv2DTranspose reproduces PyTorch's ConvTranspose2d(k, 2, k/2, outpu
     auto y = ops::Conv2DTranspose(s.WithOpName("up"), x, wv,
                                   {.strides = {2, 2}, .padding = "EXPLICIT",
                                    .explicit_paddings = {p, p, p, p}, .output_padding = {1, 1}});
-    CHECK(y.shape() == Shape({-1, -1, -1, -1}));  // the batch is known only at run time
+    // The batch is known only at run time; height, width and channels are
+    // known while building, so a next layer can be built on y.
+    CHECK(y.shape() == Shape({-1, 10, 12, 3}));
     Session session(s);
     Tensor xv = RandomTensor(DType::kFloat64, {2, 5, 6, 4}, 1);
     Tensor got = session.Run({{x, xv}}, {y})[0];
