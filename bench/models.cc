@@ -1,0 +1,150 @@
+// The benchmark networks in dflow, measured the way
+// ../shared/reference/torch_models.py measures them in PyTorch, so that
+// bench/compare_torch can set the two side by side: train images/s (forward,
+// backward and optimizer step), inference images/s (forward, same batch,
+// batch norm in inference mode), batch-1 latency, and the process's peak RSS.
+// Prints one JSON line with the same keys.
+//   bench_models --model countnet --batch 8 --size 224 --threads 2 --steps 5
+#include <sys/resource.h>
+
+#include <chrono>
+#include <functional>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "autodiff/learning_rate.h"
+#include "autodiff/optimizers.h"
+#include "graph/session.h"
+#include "models/countnet.h"
+#include "models/layers.h"
+#include "models/mobilenet_ssd.h"
+#include "ops/ops.h"
+
+namespace {
+
+using namespace dflow;
+
+struct Settings {
+  std::string model = "countnet";
+  int64_t batch = 8, size = 224;
+  int threads = 2, steps = 5;
+};
+
+// A graph with its session and the step to time.
+struct Bench {
+  Scope scope = Scope::NewRootScope();
+  std::unique_ptr<Session> session;
+  std::function<void()> step;
+};
+
+Tensor Random(const Shape& shape, uint64_t seed) {
+  Tensor t(DType::kFloat32, shape);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (float& v : t.flat<float>()) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = static_cast<float>(x % 2001) / 1000.0f - 1.0f;
+  }
+  return t;
+}
+
+// Builds the network (training or inference) and the step that runs it.
+void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
+  Scope& scope = b.scope;
+  scope.graph().set_seed(1);
+  Shape shape{batch, s.size, s.size, 3};
+  auto images = ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, shape);
+  std::vector<Output> outputs, variables, updates;
+  Output loss;
+  if (s.model == "countnet") {
+    models::CountNet net = models::BuildCountNet(scope, images);
+    auto target = ops::Const(scope, Random({batch, s.size, s.size, 1}, 2));
+    loss = models::CountLoss(scope, net.density, target);
+    outputs = {net.density};
+    variables = net.variables;
+  } else {
+    models::MobileNetSsd net = models::BuildMobileNetSsd(scope, images, {.training = training});
+    loss = ops::Add(scope, ops::Mean(scope, ops::Square(scope, net.boxes), {0, 1}),
+                    ops::Mean(scope, ops::Square(scope, net.classes), {0, 1}));
+    outputs = {net.boxes, net.classes};
+    variables = net.variables;
+    updates = net.batch_norm_updates;
+  }
+  b.session = std::make_unique<Session>(scope, SessionOptions{.num_threads = s.threads});
+  FeedList feeds = {{images, Random(shape, 1)}};
+  if (!training) {
+    b.session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
+    std::vector<TensorName> fetches(outputs.begin(), outputs.end());
+    b.step = [&b, feeds, fetches] { b.session->Run(feeds, fetches); };
+    return;
+  }
+  Node* train;
+  if (s.model == "countnet") {  // as the reference: Adam(1e-5)
+    autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(scope, 1e-5));
+    train = adam.Minimize(scope, loss, variables);
+  } else {  // SGD(1e-3, momentum 0.9), batch-norm moving averages with each step
+    autodiff::MomentumOptimizer sgd(autodiff::ConstantLearningRate(scope, 1e-3), 0.9);
+    std::vector<Output> deps(updates);
+    deps.emplace_back(sgd.Minimize(scope, loss, variables));
+    train = ops::NoOp(scope.WithControlDependencies(deps).WithOpName("train_all"));
+  }
+  b.session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
+  b.step = [&b, feeds, loss, train] { b.session->Run(feeds, {loss}, {train}); };
+}
+
+// Seconds per call after two warm-up calls, as torch_models.py's timed().
+double Timed(const std::function<void()>& fn, int n) {
+  for (int i = 0; i < 2; ++i) fn();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
+}
+
+int64_t Parameters(const Graph& graph) {
+  int64_t total = 0;
+  for (Node* node : graph.nodes())
+    if (node->def().is_variable && node->name().find("/slots/") == std::string::npos &&
+        node->name().find("moving_") == std::string::npos && node->name() != "global_step")
+      total += node->output_shape(0).NumElements();
+  return total;
+}
+
+void Run(const Settings& s) {
+  Bench train;
+  Build(train, s, s.batch, true);
+  double train_s = Timed(train.step, s.steps);
+  int64_t params = Parameters(train.scope.graph());
+  train = Bench();  // free the training graph's memory, as PyTorch frees its grads
+  Bench infer, single;
+  Build(infer, s, s.batch, false);
+  double infer_s = Timed(infer.step, s.steps);
+  Build(single, s, 1, false);
+  double latency_s = Timed(single.step, 3 * s.steps);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::cout << "{\"model\": \"" << s.model << "\", \"batch\": " << s.batch << ", \"size\": " << s.size
+            << ", \"threads\": " << s.threads << ", \"params\": " << params
+            << ", \"train_img_per_s\": " << s.batch / train_s
+            << ", \"infer_img_per_s\": " << s.batch / infer_s
+            << ", \"latency_ms\": " << latency_s * 1000
+            << ", \"peak_rss_mb\": " << usage.ru_maxrss / 1024.0 << "}" << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  CLI::App app("Benchmark dflow's CountNet and MobileNetV1-SSD like torch_models.py.");
+  app.add_option("--model", s.model)->check(CLI::IsMember({"countnet", "mbv1ssd"}))->required();
+  app.add_option("--batch", s.batch)->check(CLI::PositiveNumber);
+  app.add_option("--size", s.size)->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads)->check(CLI::Range(1, 256));
+  app.add_option("--steps", s.steps)->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    Run(s);
+  } catch (const dflow::Error& e) {
+    std::cerr << "bench_models: " << e.what() << "\n";
+    return 1;
+  }
+}
