@@ -118,17 +118,18 @@ class GradientBuilder {
 
  private:
   void Visit(Node* node) {
+    bool any = false;
+    for (int i = 0; i < node->num_outputs(); ++i) any = any || pending_.count({node->id(), i});
+    if (!any) return;  // no gradient reached it: add no nodes, reserve no names
     Scope scope = NodeScope(node);
     std::vector<Output> dy(node->num_outputs());
-    bool any = false;
     for (int i = 0; i < node->num_outputs(); ++i) {
       auto it = pending_.find({node->id(), i});
       if (it == pending_.end()) continue;
       dy[i] = SumContributions(scope, it->second);
       summed_[{node->id(), i}] = dy[i];
-      any = true;
     }
-    if (!any || !HasInputOnPath(node)) return;
+    if (!HasInputOnPath(node)) return;
     GradientFn rule = RuleFor(node);
     if (!rule) return;  // declared without gradient: the path ends here
     for (int i = 0; i < node->num_outputs(); ++i)

@@ -36,6 +36,7 @@ struct Bench {
   Scope scope = Scope::NewRootScope();
   std::unique_ptr<Session> session;
   std::function<void()> step;
+  int64_t parameters = 0;  // the network's trainable parameters
 };
 
 Tensor Random(const Shape& shape, uint64_t seed) {
@@ -70,6 +71,7 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
     variables = net.variables;
     updates = net.batch_norm_updates;
   }
+  b.parameters = models::CountParameters(variables);
   b.session = std::make_unique<Session>(scope, SessionOptions{.num_threads = s.threads});
   FeedList feeds = {{images, Random(shape, 1)}};
   if (!training) {
@@ -100,20 +102,11 @@ double Timed(const std::function<void()>& fn, int n) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
 }
 
-int64_t Parameters(const Graph& graph) {
-  int64_t total = 0;
-  for (Node* node : graph.nodes())
-    if (node->def().is_variable && node->name().find("/slots/") == std::string::npos &&
-        node->name().find("moving_") == std::string::npos && node->name() != "global_step")
-      total += node->output_shape(0).NumElements();
-  return total;
-}
-
 void Run(const Settings& s) {
   Bench train;
   Build(train, s, s.batch, true);
   double train_s = Timed(train.step, s.steps);
-  int64_t params = Parameters(train.scope.graph());
+  int64_t params = train.parameters;
   train = Bench();  // free the training graph's memory, as PyTorch frees its grads
   Bench infer, single;
   Build(infer, s, s.batch, false);
