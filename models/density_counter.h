@@ -1,0 +1,61 @@
+// The counting app's model (seed 004): CountNet with its placeholders, the
+// seed's loss, an Adam train op and the per-image counts, in one graph that
+// serves training, evaluation and prediction; plus prediction on images of
+// any size by tiling, batching the tiles and stitching their density maps.
+//
+//   DensityCounter model = BuildDensityCounter(scope, {.tile_size = 224});
+//   Session session(scope);
+//   session.Run({}, {}, {model.init});
+//   session.Run({{model.images, batch.images}, {model.target, batch.density}},
+//               {model.loss}, {model.train});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/scope.h"
+#include "graph/session.h"
+
+namespace dflow::models {
+
+struct DensityCounterOptions {
+  int64_t tile_size = 224;      // a multiple of 4 (two pools, two x2 upsamplings)
+  double learning_rate = 1e-3;  // Adam
+  // Cosine-decay the learning rate to 5% over this many steps (0: constant).
+  int64_t decay_steps = 0;
+  // Multiplies the density maps the network learns (and divides its output
+  // back): a Gaussian of sigma 2 peaks at ~0.04, which the last layer's
+  // small initial weights reach slowly; a larger target scale trains faster.
+  double density_scale = 100.0;
+};
+
+struct DensityCounter {
+  Output images;   // float32 [N, S, S, 3] in [0, 1], fed
+  Output target;   // float32 [N, S, S, 1] ground-truth density, fed
+  Output density;  // float32 [N, S, S, 1] predicted density (unscaled)
+  Output counts;   // float32 [N]: the sum of each predicted map
+  Output loss;     // the seed's loss on the scaled maps
+  Output global_step;
+  Node* train = nullptr;  // one Adam step
+  Node* init = nullptr;   // initialises every variable
+  Output density_scale;   // float32 scalar variable, not trained
+  std::vector<Output> variables;  // the network's weights (trained)
+  int64_t tile_size = 0;
+
+  // What prediction needs from a checkpoint: the weights and the scale.
+  std::vector<std::string> ModelVariableNames() const;
+};
+
+DensityCounter BuildDensityCounter(const Scope& scope, const DensityCounterOptions& options);
+
+// The density map of a uint8 [H, W, 3] image of any size: the image is cut
+// into tiles (zero-padded at the right and bottom edges), run through the
+// network `batch` tiles at a time, and the maps stitched into float32 [H, W].
+Tensor PredictDensity(Session& session, const DensityCounter& model, const Tensor& image,
+                      int64_t batch = 8);
+
+// The image as float32 [H, W, 3] in [0, 1].
+Tensor ToUnitFloat(const Tensor& image);
+
+}  // namespace dflow::models
