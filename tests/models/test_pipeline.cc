@@ -343,6 +343,16 @@ TEST_CASE("destroying a pipeline returns promptly, whether its queue is full or 
   auto used = std::make_unique<InputPipeline>(index, options);
   Take(*used, 3);
   CHECK(SecondsToDestroy(std::move(used)) < 5);
+
+  // In the middle of decoding a batch of large images.
+  WritePng(dir / "large.png", Gradient(900, 1200));
+  TileIndex large = IndexTiles({{dir / "large.png", {}}, {dir / "large.png", {}}}, 64);
+  options.batch_size = 64;
+  for (int wait_ms : {0, 30}) {
+    auto busy = std::make_unique<InputPipeline>(large, options);
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    CHECK(SecondsToDestroy(std::move(busy)) < 5);
+  }
 }
 
 TEST_CASE("bad pipeline options are named errors", "[pipeline]") {
