@@ -58,7 +58,9 @@ struct PipelineOptions {
   std::vector<CountBin> bins = DefaultCountBins();
   bool flip = false;             // random horizontal flips (training)
   bool repeat = true;            // false: Next() ends after one epoch
-  bool drop_remainder = true;    // false: the epoch's last batch may be short
+  // false: the epoch's last batch may be short. true: every shard makes the
+  // batches of the smallest shard, so data-parallel workers stay in step.
+  bool drop_remainder = true;
   int num_parallel_calls = 2;    // decode threads
   int prefetch_batches = 3;      // ready batches kept ahead (the seed uses 3)
   int shard_index = 0, num_shards = 1;  // this worker reads examples i % n == k
