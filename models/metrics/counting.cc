@@ -88,6 +88,11 @@ std::string FormatCountReport(const CountReport& report) {
   std::string out = "  bin      images      MAE     RMSE      MRE\n";
   auto row = [&](const std::string& label, const CountErrors& e) {
     char line[128];
+    if (e.images == 0) {  // no errors to speak of, rather than errors of 0
+      std::snprintf(line, sizeof line, "  %-8s %6d        -        -        -\n", label.c_str(), 0);
+      out += line;
+      return;
+    }
     std::snprintf(line, sizeof line, "  %-8s %6lld %8.3f %8.3f ", label.c_str(),
                   static_cast<long long>(e.images), e.mae, e.rmse);
     out += line;

@@ -29,6 +29,8 @@ TEST_CASE("count errors overall and per bin", "[metrics]") {
   std::string table = FormatCountReport(r);
   CHECK(table.find("5-7") != std::string::npos);
   CHECK(table.find("all") != std::string::npos);
+  // Bin "2" is empty: dashes, not errors of zero.
+  CHECK(table.find("  2             0        -        -        -\n") != std::string::npos);
 }
 
 TEST_CASE("count bins parse and reject nonsense", "[metrics]") {

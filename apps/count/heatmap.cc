@@ -1,0 +1,47 @@
+// The density overlay; see heatmap.h.
+#include "apps/count/heatmap.h"
+
+#include <algorithm>
+#include <array>
+
+#include "graph/status.h"
+
+namespace dflow::count_app {
+namespace {
+
+// A "hot" ramp: black -> red -> yellow -> white over t in [0, 1].
+std::array<float, 3> Hot(float t) {
+  return {std::clamp(3 * t, 0.0f, 1.0f), std::clamp(3 * t - 1, 0.0f, 1.0f),
+          std::clamp(3 * t - 2, 0.0f, 1.0f)};
+}
+
+}  // namespace
+
+Tensor DensityOverlay(const Tensor& image, const Tensor& density) {
+  DFLOW_REQUIRE(image.dtype() == DType::kUInt8 && image.rank() == 3 && image.dim(2) == 3,
+                "DensityOverlay: expected a uint8 [H, W, 3] image, got ", image.SummaryString());
+  DFLOW_REQUIRE(density.dtype() == DType::kFloat32 && density.rank() == 2 &&
+                    density.dim(0) == image.dim(0) && density.dim(1) == image.dim(1),
+                "DensityOverlay: the map ", density.SummaryString(), " does not match the image ",
+                image.SummaryString());
+  auto values = density.flat<float>();
+  float peak = values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  float scale = peak > 0 ? 1 / peak : 0;
+  Tensor out(DType::kUInt8, image.shape());
+  const uint8_t* in = image.data<uint8_t>();
+  uint8_t* o = out.data<uint8_t>();
+  for (int64_t i = 0; i < density.NumElements(); ++i) {
+    float t = std::clamp(values[i] * scale, 0.0f, 1.0f);
+    std::array<float, 3> hot = Hot(t);
+    float grey = (in[3 * i] + in[3 * i + 1] + in[3 * i + 2]) / (3.0f * 255);
+    float alpha = std::min(1.0f, 2 * t);  // faint densities stay see-through
+    for (int c = 0; c < 3; ++c) {
+      // The background keeps some colour so the scene stays recognisable.
+      float base = 0.35f * (0.5f * grey + 0.5f * in[3 * i + c] / 255.0f);
+      o[3 * i + c] = static_cast<uint8_t>(255 * ((1 - alpha) * base + alpha * hot[c]) + 0.5f);
+    }
+  }
+  return out;
+}
+
+}  // namespace dflow::count_app

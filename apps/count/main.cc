@@ -1,0 +1,128 @@
+// dflow-count: density-map counting (seed 004) from images to counts and
+// heatmaps. Subcommands: generate, train, eval, predict (see --help).
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/count/commands.h"
+#include "graph/status.h"
+
+namespace {
+
+using namespace dflow::count_app;
+
+void AddGenerate(CLI::App& app, GenerateSettings& s) {
+  app.add_option("--out", s.out, "Directory to write the images and points.json to")->required();
+  app.add_option("--images", s.images, "Number of images")->check(CLI::PositiveNumber);
+  app.add_option("--width", s.width, "Image width, pixels")->check(CLI::PositiveNumber);
+  app.add_option("--height", s.height, "Image height, pixels")->check(CLI::PositiveNumber);
+  app.add_option("--max-flowers", s.max_flowers, "Flowers per image are uniform in [0, this]")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("!--no-distractors", s.distractors, "Leave out specular patches and road strips");
+  app.add_option("--seed", s.seed, "Seed: the same seed gives the same images");
+}
+
+// The options that fix a run; --resume takes them from RUN/config.json.
+std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
+  app.add_option("--data", s.data, "Dataset directory (points.json or points.csv)");
+  app.add_option("--out", s.out, "Run directory: config.json and checkpoints/")->required();
+  app.add_option("--steps", s.steps, "Training steps")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", s.epochs, "Training epochs (when --steps is not given)")
+      ->check(CLI::PositiveNumber);
+  std::vector<CLI::Option*> fixed = {
+      app.get_option("--data"),
+      app.add_option("--batch", s.batch, "Tiles per batch")->check(CLI::PositiveNumber),
+      app.add_option("--tile", s.tile, "Tile size, a multiple of 4")->check(CLI::PositiveNumber),
+      app.add_option("--sigma", s.sigma, "Ground-truth Gaussian sigma, pixels")
+          ->check(CLI::PositiveNumber),
+      app.add_option("--lr", s.learning_rate, "Adam learning rate (cosine-decayed to 5%)")
+          ->check(CLI::PositiveNumber),
+      app.add_option("--density-scale", s.density_scale, "Scale of the learned density maps")
+          ->check(CLI::PositiveNumber),
+      app.add_flag("!--no-balance", s.balance, "Do not balance the count bins"),
+      app.add_option("--bins", s.bins, "Count bins for balancing, e.g. 0,1,2,3,4,5-7,8+"),
+      app.add_flag("!--no-flip", s.flip, "No random horizontal flips"),
+      app.add_option("--seed", s.seed, "Seed of initialisation and data order"),
+  };
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  app.add_option("--decode-threads", s.decode_threads, "Input decode threads")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefetch", s.prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
+  return fixed;
+}
+
+void AddEval(CLI::App& app, EvalSettings& s) {
+  app.add_option("--data", s.data, "Dataset directory (points.json or points.csv)")->required();
+  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
+      ->required();
+  app.add_option("--bins", s.bins, "Count bins, e.g. 0,1,2,3,4,5-7,8+");
+  app.add_option("--metrics", s.metrics, "Where to write the metrics JSON");
+  app.add_option("--train-mean", s.train_mean_count,
+                 "The baseline's count per image (default: from the run's config.json)");
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+}
+
+void AddPredict(CLI::App& app, PredictSettings& s) {
+  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
+      ->required();
+  app.add_option("inputs", s.inputs, "Image files or directories of images")->required();
+  app.add_option("--heatmap", s.heatmap_dir, "Directory for density heatmaps (PNG)");
+  app.add_option("--csv", s.csv, "CSV file of the counts");
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+}
+
+// With --resume the run's own settings apply: only --steps/--epochs (a
+// longer run) and the resource options may be given.
+TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::Option*>& fixed) {
+  for (CLI::Option* option : fixed)
+    if (option->count() > 0)
+      dflow::Fail(dflow::Code::kInvalidArgument, "train --resume: ", option->get_name(),
+                  " is fixed by ", ConfigPath(given.out), "; leave it out");
+  TrainSettings s = ReadConfig(given.out);
+  s.out = given.out;
+  if (given.steps > 0 || given.epochs > 0) s.steps = given.steps, s.epochs = given.epochs;
+  s.threads = given.threads;
+  s.decode_threads = given.decode_threads;
+  s.prefetch = given.prefetch;
+  s.checkpoint_every = given.checkpoint_every;
+  s.keep = given.keep;
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("dflow-count: count objects with density maps (seed 004's flower counter)");
+  app.require_subcommand(1);
+  GenerateSettings generate;
+  AddGenerate(*app.add_subcommand("generate", "Write a synthetic field dataset"), generate);
+  TrainSettings train;
+  bool resume = false;
+  CLI::App* train_app = app.add_subcommand("train", "Train a counter");
+  std::vector<CLI::Option*> fixed = AddTrain(*train_app, train);
+  train_app->add_flag("--resume", resume, "Continue the run in --out from its last checkpoint");
+  EvalSettings eval;
+  AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a dataset"), eval);
+  PredictSettings predict;
+  AddPredict(*app.add_subcommand("predict", "Count images"), predict);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (app.got_subcommand("generate")) return Generate(generate);
+    if (app.got_subcommand("train")) {
+      if (resume) return Train(ResumeSettings(train, fixed), true);
+      DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
+      return Train(train, false);
+    }
+    if (app.got_subcommand("eval")) return Eval(eval);
+    return Predict(predict);
+  } catch (const dflow::Error& e) {
+    std::cerr << "dflow-count: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {  // filesystem errors name their paths too
+    std::cerr << "dflow-count: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,68 @@
+// The progress line; see progress.h.
+#include "apps/count/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace dflow::count_app {
+namespace {
+
+std::string Duration(double seconds) {
+  char buffer[32];
+  long s = static_cast<long>(seconds + 0.5);
+  std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
+  return buffer;
+}
+
+}  // namespace
+
+Progress::Progress(int64_t first_step, int64_t total_steps, int64_t every)
+    : first_step_(first_step),
+      total_steps_(total_steps),
+      every_(every < 1 ? 1 : every),
+      terminal_(isatty(STDOUT_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()) {}
+
+double Progress::images_per_second() const {
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return seconds > 0 ? static_cast<double>(images_) / seconds : 0;
+}
+
+void Progress::Update(int64_t step, int64_t images, double loss, double mae) {
+  // Rates count from the end of the first step, which also builds the executor.
+  if (seen_)
+    images_ += images;
+  else
+    start_ = std::chrono::steady_clock::now();
+  // A 0.9 moving average: single batches are noisy.
+  loss_ = seen_ ? 0.9 * loss_ + 0.1 * loss : loss;
+  mae_ = seen_ ? 0.9 * mae_ + 0.1 * mae : mae;
+  seen_ = true;
+  if (terminal_)
+    std::cout << "\r" << Line(step) << std::flush;
+  else if (step % every_ == 0 || step == total_steps_ || step == first_step_ + 1)
+    std::cout << Line(step) << "\n" << std::flush;
+}
+
+std::string Progress::Line(int64_t step) const {
+  constexpr int kWidth = 24;
+  int filled = total_steps_ > 0 ? static_cast<int>(kWidth * step / total_steps_) : 0;
+  std::string bar = std::string(filled, '=') + std::string(kWidth - filled, ' ');
+  double rate = images_per_second();
+  double steps_per_second = images_ > 0 ? rate * static_cast<double>(step - first_step_ - 1) /
+                                              static_cast<double>(images_) : 0;
+  double left = steps_per_second > 0 ? static_cast<double>(total_steps_ - step) / steps_per_second : 0;
+  char line[200];
+  std::snprintf(line, sizeof line, "step %lld/%lld [%s] loss %.3f  mae %.2f  %.1f img/s  eta %s",
+                static_cast<long long>(step), static_cast<long long>(total_steps_), bar.c_str(),
+                loss_, mae_, rate, Duration(left).c_str());
+  return line;
+}
+
+void Progress::Finish() {
+  if (terminal_) std::cout << "\n";
+}
+
+}  // namespace dflow::count_app

@@ -1,0 +1,30 @@
+// A trained density counter restored from a checkpoint, for eval and predict.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "graph/scope.h"
+#include "graph/session.h"
+#include "models/density_counter.h"
+
+namespace dflow::count_app {
+
+struct TrainedModel {
+  Scope scope = Scope::NewRootScope();
+  models::DensityCounter model;
+  std::unique_ptr<Session> session;
+  std::string checkpoint;  // the file restored
+};
+
+// `checkpoint` is a .safetensors file, a checkpoint directory (its latest
+// file) or a run directory (the latest file in RUN/checkpoints). Errors name
+// the path: kNotFound when there is no checkpoint, and a checkpoint without
+// the counter's variables (another model's) is kInvalidArgument saying so.
+std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads);
+
+// The run directory a checkpoint belongs to (RUN for RUN/checkpoints/x), or
+// empty when it has no config.json.
+std::string RunDirOf(const std::string& checkpoint_file);
+
+}  // namespace dflow::count_app

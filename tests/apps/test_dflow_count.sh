@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# dflow-count end to end on a tiny generated dataset: generate, train with
+# checkpoints, resume exactly, eval (table + metrics.json, last line JSON),
+# predict (counts, heatmaps, CSV), and bad input that must fail clearly
+# without writing anything half-way.
+# Usage: test_dflow_count.sh PATH/TO/dflow-count PATH/TO/spiral_mlp
+set -u
+EXE=${1:?usage: $0 PATH/TO/dflow-count PATH/TO/spiral_mlp}
+SPIRAL=${2:?usage: $0 PATH/TO/dflow-count PATH/TO/spiral_mlp}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# expect_error "what must appear" CMD...: CMD must fail and say it.
+expect_error() {
+  local want=$1
+  shift
+  if "$@" > "$TMP/err.txt" 2>&1; then cat "$TMP/err.txt"; fail "accepted: $*"; fi
+  grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
+}
+
+"$EXE" generate --out "$TMP/data" --images 6 --width 72 --height 40 --max-flowers 6 --seed 3 ||
+  fail "generate"
+[[ -s $TMP/data/points.json && -s $TMP/data/field_00005.png ]] || fail "generate wrote no dataset"
+"$EXE" generate --out "$TMP/test" --images 3 --width 40 --height 40 --max-flowers 6 --seed 4 > /dev/null
+
+# Small tiles and batches keep it fast; one thread keeps it deterministic.
+train=(--data "$TMP/data" --tile 32 --batch 2 --threads 1 --checkpoint-every 2 --keep 10)
+"$EXE" train "${train[@]}" --out "$TMP/full" --steps 6 > "$TMP/full.txt" || { cat "$TMP/full.txt"; fail "train"; }
+cat "$TMP/full.txt"
+for f in config.json checkpoints/model-2.safetensors checkpoints/model-6.safetensors; do
+  [[ -s $TMP/full/$f ]] || fail "train did not write $f"
+done
+grep -q "img/s" "$TMP/full.txt" || fail "no progress line"
+
+# A run that crashed after its step-4 checkpoint: the same run directory with
+# the index pointing at model-4. Resumed, it must end with the same weights
+# as the run that never stopped.
+cp -r "$TMP/full" "$TMP/resumed"
+rm "$TMP/resumed/checkpoints/model-6.safetensors"
+python3 - "$TMP/resumed/checkpoints/checkpoint.json" <<'PY'
+import json, sys
+index = json.load(open(sys.argv[1]))
+index["all"] = [f for f in index["all"] if f != "model-6.safetensors"]
+index["latest"] = "model-4.safetensors"
+json.dump(index, open(sys.argv[1], "w"))
+PY
+"$EXE" train --out "$TMP/resumed" --resume --threads 1 > "$TMP/resume.txt" ||
+  { cat "$TMP/resume.txt"; fail "resume"; }
+grep -q "at step 4" "$TMP/resume.txt" || { cat "$TMP/resume.txt"; fail "resume did not start at step 4"; }
+cmp "$TMP/full/checkpoints/model-6.safetensors" "$TMP/resumed/checkpoints/model-6.safetensors" ||
+  fail "resumed run differs from the uninterrupted one"
+expect_error "already holds a run" "$EXE" train "${train[@]}" --out "$TMP/full" --steps 2
+expect_error "--lr" "$EXE" train --out "$TMP/full" --resume --lr 0.1
+
+# eval: a table, metrics.json, and the JSON as the last line.
+(cd "$TMP" && "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/full" > "$TMP/eval.txt") ||
+  { cat "$TMP/eval.txt"; fail "eval"; }
+cat "$TMP/eval.txt"
+python3 - "$(tail -n 1 "$TMP/eval.txt")" "$TMP/metrics.json" <<'PY' || fail "eval JSON"
+import json, sys
+last = json.loads(sys.argv[1])
+saved = json.load(open(sys.argv[2]))
+for key in ("mae", "rmse", "mre", "baseline_mae"):
+    assert isinstance(last[key], (int, float)), key
+assert last == saved, "metrics.json differs from the printed line"
+assert [b["bin"] for b in last["bins"]] == ["0", "1", "2", "3", "4", "5-7", "8+"], last["bins"]
+for b in last["bins"]:  # an empty bin has no errors rather than errors of 0
+    assert (b["mae"] is None) == (b["images"] == 0), b
+PY
+
+# predict: a count per image, heatmaps and a CSV.
+"$EXE" predict --checkpoint "$TMP/full/checkpoints" "$TMP/test" --heatmap "$TMP/heat" \
+  --csv "$TMP/counts.csv" > "$TMP/predict.txt" || { cat "$TMP/predict.txt"; fail "predict"; }
+[[ $(wc -l < "$TMP/counts.csv") -eq 4 ]] || fail "CSV should have a header and 3 rows"
+head -n 1 "$TMP/counts.csv" | grep -qx "image,count" || fail "CSV header"
+[[ -s $TMP/heat/field_00002_heatmap.png ]] || fail "no heatmap"
+
+# Bad input: a clear message naming the culprit, nothing written half-way.
+cp -r "$TMP/test" "$TMP/corrupt"
+head -c 100 /dev/urandom > "$TMP/corrupt/field_00001.png"
+expect_error "field_00001.png" "$EXE" eval --data "$TMP/corrupt" --checkpoint "$TMP/full" \
+  --metrics "$TMP/corrupt-metrics.json"
+[[ ! -e $TMP/corrupt-metrics.json ]] || fail "eval wrote metrics for a failed run"
+expect_error "field_00001.png" "$EXE" predict --checkpoint "$TMP/full" "$TMP/corrupt" \
+  --csv "$TMP/corrupt.csv"
+[[ ! -e $TMP/corrupt.csv ]] || fail "predict wrote a CSV for a failed run"
+expect_error "field_00001.png" "$EXE" train --data "$TMP/corrupt" --out "$TMP/bad-run" --steps 1 --tile 32
+mkdir "$TMP/empty"
+expect_error "no image files in" "$EXE" predict --checkpoint "$TMP/full" "$TMP/empty"
+python3 - "$TMP/test/points.json" <<'PY'
+import json, sys
+points = json.load(open(sys.argv[1]))
+points["field_00000.png"] = [[500.0, 3.0]]
+json.dump(points, open(sys.argv[1], "w"))
+PY
+expect_error "outside" "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/full" --metrics "$TMP/m.json"
+"$SPIRAL" --steps 2 --out "$TMP/spiral" > /dev/null || fail "spiral_mlp"
+expect_error "not a checkpoint of the dflow-count model" "$EXE" predict --checkpoint "$TMP/spiral" \
+  "$TMP/data/field_00000.png"
+expect_error "config.json" "$EXE" train --out "$TMP/nothing" --resume --steps 3
+echo "PASS"
