@@ -37,7 +37,7 @@ Tensor DensityOverlay(const Tensor& image, const Tensor& density) {
     float alpha = std::min(1.0f, 2 * t);  // faint densities stay see-through
     for (int c = 0; c < 3; ++c) {
       // The background keeps some colour so the scene stays recognisable.
-      float base = 0.35f * (0.5f * grey + 0.5f * in[3 * i + c] / 255.0f);
+      float base = 0.6f * (0.5f * grey + 0.5f * in[3 * i + c] / 255.0f);
       o[3 * i + c] = static_cast<uint8_t>(255 * ((1 - alpha) * base + alpha * hot[c]) + 0.5f);
     }
   }
