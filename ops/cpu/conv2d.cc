@@ -45,23 +45,34 @@ void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
   });
 }
 
-// One GEMM over all pixels when there is nothing to fuse (it splits itself
-// over the pool); with an epilogue, one GEMM per block of pixels so each
-// block gets its bias and activation while hot.
+// Pointwise: y[pixels, O] = x[pixels, C] * w[C, O]. Without an epilogue,
+// or when the output is wide (fewer pixels than channels: the GEMM splits by
+// output columns, so each thread packs only its part of w), one GEMM over the
+// pool, then the epilogue on the small, still cached output. Otherwise each
+// thread takes a range of pixels and runs GEMM + epilogue per chunk of pixels,
+// so the epilogue reads what the GEMM has just written.
 template <typename T>
 void Conv2DPointwise(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
                      const ConvEpilogue<T>& epilogue) {
   const int64_t pixels = g.batch * g.in_h * g.in_w;
-  if (epilogue.empty()) {
+  if (epilogue.empty() || pixels < g.out_c) {
     Gemm(&pool, x, w, y, pixels, g.in_c, g.out_c, false, false);
+    if (!epilogue.empty())
+      pool.ParallelFor(pixels, g.out_c, [&](int64_t begin, int64_t end) {
+        epilogue.Apply(y + begin * g.out_c, end - begin, g.out_c);
+      });
     return;
   }
+  // About 256 KiB of output per chunk: GEMM-sized, and in L2 for the epilogue.
+  const int64_t chunk = std::max<int64_t>(64, (int64_t{1} << 16) / g.out_c);
   const int64_t cost_per_pixel = g.in_c * g.out_c;
   ForBlocks(pool, NumBlocks(pool, pixels, cost_per_pixel), pixels, cost_per_pixel,
             [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
-    Gemm(gemm_pool, x + begin * g.in_c, w, y + begin * g.out_c, end - begin, g.in_c, g.out_c,
-         false, false);
-    epilogue.Apply(y + begin * g.out_c, end - begin, g.out_c);
+    for (int64_t p = begin; p < end; p += chunk) {
+      const int64_t n = std::min(chunk, end - p);
+      Gemm(gemm_pool, x + p * g.in_c, w, y + p * g.out_c, n, g.in_c, g.out_c, false, false);
+      epilogue.Apply(y + p * g.out_c, n, g.out_c);
+    }
   });
 }
 

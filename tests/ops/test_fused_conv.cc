@@ -67,9 +67,12 @@ TEST_CASE("_FusedConv2D equals Conv2D, BiasAdd and the activation on every conv 
       // depthwise, multiplier 1 and 2
       {{2, 9, 10, 5}, {3, 3, 1, 5}, 2, 2, 1, 1, "SAME"},
       {{1, 8, 7, 3}, {3, 3, 1, 6}, 1, 1, 2, 2, "VALID"},
-      // pointwise: small, and enough pixels to split over the pool's threads
+      // pointwise: small; wide (fewer pixels than channels: one GEMM, then
+      // the epilogue); tall, split over the threads, in several chunks of pixels
       {{2, 13, 13, 8}, {1, 1, 8, 16}, 1, 1, 1, 1, "SAME"},
+      {{1, 5, 7, 24}, {1, 1, 24, 64}, 1, 1, 1, 1, "SAME"},
       {{1, 40, 40, 32}, {1, 1, 32, 48}, 1, 1, 1, 1, "VALID"},
+      {{1, 30, 31, 16}, {1, 1, 16, 512}, 1, 1, 1, 1, "SAME"},
       // im2col split over threads
       {{2, 33, 31, 16}, {3, 3, 16, 24}, 1, 1, 1, 1, "SAME"},
   };
