@@ -55,8 +55,10 @@ std::shared_ptr<Graph> FreezeGraph(Session& session, const std::vector<std::stri
       spec.op = "Const";
       spec.attrs = {{"value", value}, {"dtype", value.dtype()}};
     }
-    for (const NodeOut& in : node->inputs()) spec.inputs.push_back({copy_of[in.node->id()], in.index});
-    for (Node* control : node->control_inputs()) spec.control_inputs.push_back(copy_of[control->id()]);
+    for (const NodeOut& in : node->inputs())
+      spec.inputs.push_back({copy_of[in.node->id()], in.index});
+    for (Node* control : node->control_inputs())
+      spec.control_inputs.push_back(copy_of[control->id()]);
     copy_of[node->id()] = frozen->AddNode(std::move(spec));
   }
   return frozen;

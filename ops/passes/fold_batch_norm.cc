@@ -82,7 +82,8 @@ void Fold(Graph& graph, const BatchNormChain& c) {
   double epsilon = c.batch_norm->attr<double>("epsilon");
   auto [filter, bias] = c.filter.dtype() == DType::kFloat32 ? FoldedWeights<float>(c, epsilon)
                                                           : FoldedWeights<double>(c, epsilon);
-  graph.UpdateInput(c.conv, 1, {AddConst(graph, c.conv->name() + "/folded_filter", filter, *c.conv), 0});
+  Node* filter_const = AddConst(graph, c.conv->name() + "/folded_filter", filter, *c.conv);
+  graph.UpdateInput(c.conv, 1, {filter_const, 0});
   Node* bias_const = AddConst(graph, c.batch_norm->name() + "/folded_bias", bias, *c.conv);
   Node* bias_add = c.bias_add;
   if (bias_add) {

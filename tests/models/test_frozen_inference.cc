@@ -36,8 +36,8 @@ int CountOps(const Graph& graph, const std::vector<std::string>& fetches,
 }
 
 // Runs the frozen graph with and without the rewrites; outputs must agree.
-void ExpectSameOutputs(const std::shared_ptr<Graph>& frozen, const std::vector<std::string>& fetches,
-                       const Tensor& images, double tol) {
+void ExpectSameOutputs(const std::shared_ptr<Graph>& frozen,
+                       const std::vector<std::string>& fetches, const Tensor& images, double tol) {
   std::vector<TensorName> names(fetches.begin(), fetches.end());
   Session plain(frozen, {.passes = WithoutConvRewrites()});
   Session rewritten(frozen);
@@ -51,15 +51,16 @@ std::vector<Output> RandomizeBatchNorms(const Scope& s) {
   std::vector<Output> assigns;
   uint64_t seed = 50;
   auto ends_with = [](const std::string& name, const std::string& tail) {
-    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    return name.size() > tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   for (Node* node : s.graph().nodes()) {
     if (node->op() != "VariableV2") continue;
     const std::string& name = node->name();
     bool positive = ends_with(name, "/gamma") || ends_with(name, "/moving_variance");
     if (!positive && !ends_with(name, "/beta") && !ends_with(name, "/moving_mean")) continue;
-    Tensor value = RandomTensor(DType::kFloat32, node->output_shape(0), seed++, positive ? 0.5 : -0.5,
-                                positive ? 1.5 : 0.5);
+    Tensor value = RandomTensor(DType::kFloat32, node->output_shape(0), seed++,
+                                positive ? 0.5 : -0.5, positive ? 1.5 : 0.5);
     assigns.push_back(ops::Assign(s, Output(node), value));
   }
   return assigns;

@@ -99,7 +99,8 @@ TEST_CASE("ops::FusedConv2D builds the fused op with Conv2D's attrs", "[fused_co
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s, DType::kFloat32, {-1, 8, 8, 3});
   Output w = ops::Const(s, RandomTensor(DType::kFloat32, {3, 3, 3, 4}, 1));
-  Output y = ops::FusedConv2D(s.WithOpName("y"), x, w, ops::Const(s, Tensor::Zeros(DType::kFloat32, {4})),
+  Output bias = ops::Const(s, Tensor::Zeros(DType::kFloat32, {4}));
+  Output y = ops::FusedConv2D(s.WithOpName("y"), x, w, bias,
                               {.strides = {1, 2, 2, 1}, .padding = "VALID"}, "Relu6");
   CHECK(y.node()->op() == "_FusedConv2D");
   CHECK(y.node()->attr<std::string>("activation") == "Relu6");
