@@ -52,6 +52,9 @@ Grads Conv2DBackpropFilterGrad(const Scope& s, Node* op, const Grads& g) {
 REGISTER_GRADIENT("Conv2D", Conv2DGrad);
 REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
 REGISTER_GRADIENT("Conv2DBackpropFilter", Conv2DBackpropFilterGrad);
+// Only inference graph passes write _FusedConv2D, after any gradients were
+// built, so nothing ever differentiates it.
+REGISTER_NO_GRADIENT("_FusedConv2D");
 
 }  // namespace
 }  // namespace dflow::autodiff

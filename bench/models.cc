@@ -5,6 +5,10 @@
 // batch norm in inference mode), batch-1 latency, and the process's peak RSS.
 // Prints one JSON line with the same keys.
 //   bench_models --model countnet --batch 8 --size 224 --threads 2 --steps 5
+// For the inference graph passes: --freeze runs inference on the frozen
+// graph (variables as Consts, so batch norms can fold), --conv-rewrites off
+// turns the conv rewrites off, --latency-only skips training and batches:
+//   bench_models --model mbv1ssd --size 300 --latency-only --freeze --conv-rewrites off
 #include <sys/resource.h>
 
 #include <chrono>
@@ -15,6 +19,7 @@
 
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
+#include "graph/freeze.h"
 #include "graph/session.h"
 #include "models/countnet.h"
 #include "models/layers.h"
@@ -29,6 +34,9 @@ struct Settings {
   std::string model = "countnet";
   int64_t batch = 8, size = 224;
   int threads = 2, steps = 5;
+  bool latency_only = false;
+  bool freeze = false;        // inference on the frozen graph
+  bool conv_rewrites = true;  // PassOptions::fold_batch_norm and fuse_conv_bias_activation
 };
 
 // A graph with its session and the step to time.
@@ -72,11 +80,19 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
     updates = net.batch_norm_updates;
   }
   b.parameters = models::CountParameters(variables);
-  b.session = std::make_unique<Session>(scope, SessionOptions{.num_threads = s.threads});
+  SessionOptions options{.num_threads = s.threads};
+  if (!training)
+    options.passes.fold_batch_norm = options.passes.fuse_conv_bias_activation = s.conv_rewrites;
+  b.session = std::make_unique<Session>(scope, options);
   FeedList feeds = {{images, Random(shape, 1)}};
   if (!training) {
     b.session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
     std::vector<TensorName> fetches(outputs.begin(), outputs.end());
+    if (s.freeze) {
+      std::vector<std::string> names;
+      for (const Output& out : outputs) names.push_back(out.name());
+      b.session = std::make_unique<Session>(FreezeGraph(*b.session, names), options);
+    }
     b.step = [&b, feeds, fetches] { b.session->Run(feeds, fetches); };
     return;
   }
@@ -102,7 +118,19 @@ double Timed(const std::function<void()>& fn, int n) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
 }
 
+// Batch-1 latency only: {"model", "size", "threads", "freeze", "conv_rewrites", "latency_ms"}.
+void RunLatency(const Settings& s) {
+  Bench single;
+  Build(single, s, 1, false);
+  double latency_s = Timed(single.step, 3 * s.steps);
+  std::cout << "{\"model\": \"" << s.model << "\", \"size\": " << s.size
+            << ", \"threads\": " << s.threads << ", \"freeze\": " << s.freeze
+            << ", \"conv_rewrites\": " << s.conv_rewrites
+            << ", \"latency_ms\": " << latency_s * 1000 << "}" << std::endl;
+}
+
 void Run(const Settings& s) {
+  if (s.latency_only) return RunLatency(s);
   Bench train;
   Build(train, s, s.batch, true);
   double train_s = Timed(train.step, s.steps);
@@ -133,6 +161,10 @@ int main(int argc, char** argv) {
   app.add_option("--size", s.size)->check(CLI::PositiveNumber);
   app.add_option("--threads", s.threads)->check(CLI::Range(1, 256));
   app.add_option("--steps", s.steps)->check(CLI::PositiveNumber);
+  app.add_flag("--latency-only", s.latency_only, "only the batch-1 inference latency");
+  app.add_flag("--freeze", s.freeze, "run inference on the frozen graph (FreezeGraph)");
+  app.add_option("--conv-rewrites", s.conv_rewrites,
+                 "batch-norm folding and conv fusion in inference (on/off)");
   CLI11_PARSE(app, argc, argv);
   try {
     Run(s);

@@ -113,11 +113,4 @@ int PruneDeadNodes(Graph& graph, const std::set<std::string>& targets) {
   return removed;
 }
 
-void RunPasses(Graph& graph, Device& device, const PassOptions& options,
-               const std::set<std::string>& targets) {
-  if (options.constant_folding) FoldConstants(graph, device);
-  if (options.common_subexpression_elimination) EliminateCommonSubexpressions(graph, targets);
-  if (options.prune_dead_nodes) PruneDeadNodes(graph, targets);
-}
-
 }  // namespace dflow

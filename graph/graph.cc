@@ -252,6 +252,18 @@ void Graph::RemoveNode(Node* node) {
   --num_live_;
 }
 
+void Graph::RenameNode(Node* node, std::string name) {
+  if (name == node->name()) return;
+  if (!IsValidNodeName(name))
+    Fail(Code::kInvalidArgument, node->Describe(), ": cannot rename to invalid name '", name, "'");
+  if (by_name_.count(name))
+    Fail(Code::kAlreadyExists, node->Describe(), ": cannot rename to '", name,
+         "', a node of that name exists");
+  by_name_.erase(node->name_);
+  node->name_ = std::move(name);
+  by_name_[node->name_] = node;
+}
+
 void Graph::UpdateInput(Node* node, int i, NodeOut source) {
   if (source.node->output_dtype(source.index) != node->input_dtype(i))
     Fail(Code::kInternal, node->Describe(), ": rewiring input ", i, " to ", source.name(),

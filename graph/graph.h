@@ -101,6 +101,9 @@ class Graph {
   Node* AddNode(NodeSpec spec);
   // Removes a node that nothing consumes any more (for graph passes).
   void RemoveNode(Node* node);
+  // Gives `node` a name no other node has (for graph passes: a node that
+  // replaces others takes the replaced one's name, so traces still show it).
+  void RenameNode(Node* node, std::string name);
   // Rewires input i of `node` (for graph passes); dtypes must match.
   void UpdateInput(Node* node, int i, NodeOut source);
   void AddControlInput(Node* node, Node* source);

@@ -56,6 +56,18 @@ void BackpropFilterShape(InferenceContext& ctx) {
   ctx.set_output(0, filter);
 }
 
+// Conv2D's shape, and a bias [O] matching its channels.
+void FusedConv2DShape(InferenceContext& ctx) {
+  ParseConvActivation(ctx.attr<std::string>("activation"));
+  ConvGeometry g = MakeConvGeometry(ParamsOf(ctx), ctx.input_shape(0), ctx.input_shape(1));
+  const Shape& bias = ctx.input_shape(2);
+  if (!bias.unknown_rank() &&
+      (bias.rank() != 1 || (bias.dim(0) >= 0 && g.out_c >= 0 && bias.dim(0) != g.out_c)))
+    ctx.Fail("bias must be a vector of the ", g.out_c, " output channels, got shape ",
+             bias.ToString());
+  ctx.set_output(0, g.output_shape());
+}
+
 // An op declaration with Conv2D's attrs and dtype already added.
 OpDefBuilder ConvOp(std::string name) {
   OpDefBuilder b(std::move(name));
@@ -158,6 +170,18 @@ Output TransposeSizes(const Scope& s, const Output& x, const Output& w,
          "entries (N and C 1); padding SAME (OH = ceil(H / stride)), VALID or EXPLICIT "
          "(explicit_paddings: before, after per NHWC dim).");
 
+[[maybe_unused]] static OpRegistrar fused_conv2d_op = ConvOp("_FusedConv2D")
+    .input("input", "T")
+    .input("filter", "T")
+    .input("bias", "T")
+    .output("output", "T")
+    .attr<std::string>("activation", "")
+    .shape_fn(FusedConv2DShape)
+    .doc("Inference only: activation(Conv2D(input, filter) + bias), bias [O], in one kernel "
+         "that adds the bias and clamps each output block while it is in cache. activation is "
+         "\"\" (none), \"Relu\" or \"Relu6\"; the other attrs are Conv2D's. Written by the "
+         "FuseConvBiasActivation graph pass from Conv2D -> BiasAdd [-> Relu | Relu6].");
+
 [[maybe_unused]] static OpRegistrar conv2d_backprop_input_op = ConvOp("Conv2DBackpropInput")
     .input("input_sizes", DType::kInt32)
     .input("filter", "T")
@@ -181,6 +205,13 @@ namespace ops {
 
 Output Conv2D(const Scope& scope, const Input& input, const Input& filter, Conv2DAttrs attrs) {
   return scope.AddOp("Conv2D", {input, filter}, ConvAttrMap(attrs));
+}
+
+Output FusedConv2D(const Scope& scope, const Input& input, const Input& filter, const Input& bias,
+                   Conv2DAttrs attrs, const std::string& activation) {
+  AttrMap map = ConvAttrMap(attrs);
+  map["activation"] = activation;
+  return scope.AddOp("_FusedConv2D", {input, filter, bias}, std::move(map));
 }
 
 Output Conv2DBackpropInput(const Scope& scope, const Input& input_sizes, const Input& filter,

@@ -31,6 +31,13 @@ struct Conv2DAttrs {
 };
 Output Conv2D(const Scope& scope, const Input& input, const Input& filter, Conv2DAttrs attrs = {});
 
+// Inference only (no gradient): activation(Conv2D(input, filter) + bias) in
+// one kernel, bias [O], activation "" (none), "Relu" or "Relu6". The graph
+// pass FuseConvBiasActivation (ops/passes/inference_passes.h) writes these;
+// building one by hand is for tests.
+Output FusedConv2D(const Scope& scope, const Input& input, const Input& filter, const Input& bias,
+                   Conv2DAttrs attrs = {}, const std::string& activation = "");
+
 // The gradient of Conv2D with respect to its input, of shape input_sizes
 // (an int32 [4] vector): dx = sum over windows of out_backprop * filter.
 Output Conv2DBackpropInput(const Scope& scope, const Input& input_sizes, const Input& filter,
@@ -82,6 +89,11 @@ ConvParams ParseConvParams(const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& explicit_paddings);
 // Reads and checks a node's conv attrs.
 ConvParams ConvParamsOf(const Node& node);
+
+// What a _FusedConv2D applies after its bias (its attr "activation").
+enum class ConvActivation { kNone, kRelu, kRelu6 };
+// "" | "Relu" | "Relu6"; throws kInvalidArgument naming the others.
+ConvActivation ParseConvActivation(const std::string& name);
 
 // Every size of one convolution; -1 where the shapes leave it unknown.
 struct ConvGeometry {

@@ -135,4 +135,11 @@ void CheckOutBackprop(const ConvGeometry& g, const Shape& input, const Shape& fi
          expected.ToString());
 }
 
+ConvActivation ParseConvActivation(const std::string& name) {
+  if (name.empty()) return ConvActivation::kNone;
+  if (name == "Relu") return ConvActivation::kRelu;
+  if (name == "Relu6") return ConvActivation::kRelu6;
+  Fail(Code::kInvalidArgument, "activation must be \"\", \"Relu\" or \"Relu6\", got '", name, "'");
+}
+
 }  // namespace dflow

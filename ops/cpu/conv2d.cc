@@ -4,15 +4,21 @@
 //   otherwise im2col: per chunk of output rows and per group g,
 //     y_g[(n, oh, ow), O/groups] = cols_g[(n, oh, ow), KH*KW*Cg] * w_g[KH*KW*Cg, O/groups],
 //   the chunks split over the thread pool (ops/cpu/conv_util.h).
+// Each path runs a fused op's epilogue (ops/cpu/conv_epilogue.h) on the
+// output block it has just written.
+#include "ops/cpu/conv2d.h"
+
 #include "ops/cpu/conv2d_depthwise.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/matmul.h"
 
 namespace dflow {
 namespace cpu {
+namespace {
 
 template <typename T>
-void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y) {
+void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
+                  const ConvEpilogue<T>& epilogue) {
   const int64_t k = PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
   const int64_t chunk = RowsPerChunk(g);
   const auto filters = GroupFilters(g, w);
@@ -34,9 +40,56 @@ void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
              false);
         ScatterColumns(out.data(), pixels, g.out_c, group * og, og, y_rows, false);
       }
+      if (!epilogue.empty()) epilogue.Apply(y_rows, pixels, g.out_c);
     }
   });
 }
+
+// Pointwise: y[pixels, O] = x[pixels, C] * w[C, O]. Without an epilogue,
+// or when the output is wide (fewer pixels than channels: the GEMM splits by
+// output columns, so each thread packs only its part of w), one GEMM over the
+// pool, then the epilogue on the small, still cached output. Otherwise each
+// thread takes a range of pixels and runs GEMM + epilogue per chunk of pixels,
+// so the epilogue reads what the GEMM has just written.
+template <typename T>
+void Conv2DPointwise(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
+                     const ConvEpilogue<T>& epilogue) {
+  const int64_t pixels = g.batch * g.in_h * g.in_w;
+  if (epilogue.empty() || pixels < g.out_c) {
+    Gemm(&pool, x, w, y, pixels, g.in_c, g.out_c, false, false);
+    if (!epilogue.empty())
+      pool.ParallelFor(pixels, g.out_c, [&](int64_t begin, int64_t end) {
+        epilogue.Apply(y + begin * g.out_c, end - begin, g.out_c);
+      });
+    return;
+  }
+  // About 256 KiB of output per chunk: GEMM-sized, and in L2 for the epilogue.
+  const int64_t chunk = std::max<int64_t>(64, (int64_t{1} << 16) / g.out_c);
+  const int64_t cost_per_pixel = g.in_c * g.out_c;
+  ForBlocks(pool, NumBlocks(pool, pixels, cost_per_pixel), pixels, cost_per_pixel,
+            [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
+    for (int64_t p = begin; p < end; p += chunk) {
+      const int64_t n = std::min(chunk, end - p);
+      Gemm(gemm_pool, x + p * g.in_c, w, y + p * g.out_c, n, g.in_c, g.out_c, false, false);
+      epilogue.Apply(y + p * g.out_c, n, g.out_c);
+    }
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void Conv2DForward(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
+                   const ConvEpilogue<T>& epilogue) {
+  if (IsPointwise(g)) Conv2DPointwise(pool, g, x, w, y, epilogue);
+  else if (g.depthwise()) DepthwiseConv2D(pool, g, x, w, y, epilogue);
+  else Conv2DIm2Col(pool, g, x, w, y, epilogue);
+}
+
+template void Conv2DForward<float>(ThreadPool&, const ConvGeometry&, const float*, const float*,
+                                   float*, const ConvEpilogue<float>&);
+template void Conv2DForward<double>(ThreadPool&, const ConvGeometry&, const double*,
+                                    const double*, double*, const ConvEpilogue<double>&);
 
 }  // namespace cpu
 
@@ -53,12 +106,7 @@ class Conv2DKernel : public OpKernel {
     ConvGeometry g = cpu::KernelGeometry(node(), params_, x.shape(), w.shape());
     Tensor& y = ctx.allocate_output(0, g.output_shape());
     if (y.NumElements() == 0) return;
-    if (cpu::IsPointwise(g))
-      cpu::Gemm(&ctx.pool(), x.data<T>(), w.data<T>(), y.data<T>(), g.batch * g.in_h * g.in_w,
-                g.in_c, g.out_c, false, false);
-    else if (g.depthwise())
-      cpu::DepthwiseConv2D(ctx.pool(), g, x.data<T>(), w.data<T>(), y.data<T>());
-    else cpu::Conv2DIm2Col(ctx.pool(), g, x.data<T>(), w.data<T>(), y.data<T>());
+    cpu::Conv2DForward(ctx.pool(), g, x.data<T>(), w.data<T>(), y.data<T>());
   }
 
  private:

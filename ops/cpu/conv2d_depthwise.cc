@@ -68,13 +68,18 @@ int64_t SourceOf(int64_t i, int64_t k, int64_t stride, int64_t pad, int64_t dila
 }  // namespace
 
 template <typename T>
-void DepthwiseConv2D(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y) {
+void DepthwiseConv2D(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
+                     const ConvEpilogue<T>& epilogue) {
   const int64_t c = g.in_c, mult = g.out_c / g.in_c, rows = g.batch * g.out_h;
+  const int64_t row_size = g.out_w * g.out_c;
   pool.ParallelFor(rows, g.out_w * g.k_h * g.k_w * g.out_c, [&](int64_t begin, int64_t end) {
-    std::fill(y + begin * g.out_w * g.out_c, y + end * g.out_w * g.out_c, T(0));
-    ForEachOutputTap(g, begin, end, [&](int64_t in, int64_t tap, int64_t out) {
-      SpreadMultiply(x + in * c, w + tap * g.out_c, y + out * g.out_c, c, mult);
-    });
+    std::fill(y + begin * row_size, y + end * row_size, T(0));
+    for (int64_t r = begin; r < end; ++r) {
+      ForEachOutputTap(g, r, r + 1, [&](int64_t in, int64_t tap, int64_t out) {
+        SpreadMultiply(x + in * c, w + tap * g.out_c, y + out * g.out_c, c, mult);
+      });
+      if (!epilogue.empty()) epilogue.Apply(y + r * row_size, g.out_w, g.out_c);
+    }
   });
 }
 
@@ -127,7 +132,8 @@ void DepthwiseBackpropFilter(ThreadPool& pool, const ConvGeometry& g, const T* x
 }
 
 #define DFLOW_DEPTHWISE_INSTANTIATE(T)                                                           \
-  template void DepthwiseConv2D<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*);    \
+  template void DepthwiseConv2D<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*,     \
+                                   const ConvEpilogue<T>&);                                    \
   template void DepthwiseBackpropInput<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, \
                                           T*);                                                  \
   template void DepthwiseBackpropFilter<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, \

@@ -6,13 +6,16 @@
 
 #include "graph/thread_pool.h"
 #include "ops/conv.h"
+#include "ops/cpu/conv_epilogue.h"
 
 namespace dflow::cpu {
 
 // y[n, oh, ow, c*M + m] = sum_{kh, kw} x[n, ih, iw, c] * w[kh, kw, 0, c*M + m],
-// ih = oh*sh - pad_top + kh*dh, iw = ow*sw - pad_left + kw*dw.
+// ih = oh*sh - pad_top + kh*dh, iw = ow*sw - pad_left + kw*dw; the epilogue
+// runs on each output row right after it is summed.
 template <typename T>
-void DepthwiseConv2D(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y);
+void DepthwiseConv2D(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
+                     const ConvEpilogue<T>& epilogue = {});
 // dx[n, ih, iw, c] = sum_{kh, kw, m} dy[n, oh, ow, c*M + m] * w[kh, kw, 0, c*M + m] over
 // the (oh, ow) whose window puts tap (kh, kw) on (ih, iw).
 template <typename T>

@@ -207,6 +207,31 @@ expect_error "trace dir missing" "--trace 'no/such/t.json'" \
 expect_error "bad threads" "--threads" run g.json --feed x=feeds/xs.npy --fetch x --threads -2
 expect_error "dot missing file" "cannot open 'missing.json'" dot missing.json
 expect_error "dot bad graph" "not valid JSON" dot bad.json
+# --- dflow freeze: y = x * w with w a variable initialised to [1, 2, 3]
+cat > v.json << 'EOF'
+{"format": "dflow.graph/1", "seed": 0, "nodes": [
+  {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [-1, 3]}},
+  {"name": "w", "op": "VariableV2", "attrs": {"dtype": "float32", "shape": [3]}},
+  {"name": "w/value", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [3], "values": [1, 2, 3]}}},
+  {"name": "w/init", "op": "Assign", "inputs": ["w", "w/value"]},
+  {"name": "y", "op": "Mul", "inputs": ["x", "w"]}
+]}
+EOF
+expect_ok "freeze --init" freeze v.json --output y --init -o frozen.json
+expect_contains "freeze reports" out.txt "froze v.json to frozen.json: 3 nodes"
+checks=$((checks + 1))
+"$JSON_PYTHON" - frozen.json << 'EOF' || fail "frozen.json does not hold x, w as a Const, y"
+import json, sys
+nodes = {n["name"]: n for n in json.load(open(sys.argv[1]))["nodes"]}
+assert set(nodes) == {"x", "w", "y"}, nodes
+assert nodes["w"]["op"] == "Const", nodes["w"]
+assert nodes["w"]["attrs"]["value"]["values"] == [1, 2, 3], nodes["w"]
+EOF
+expect_error "freeze without values" "--init, --checkpoint FILE" freeze v.json --output y -o f.json
+expect_error "freeze without outputs" "at least one --output" freeze v.json --init -o f.json
+expect_error "freeze a missing output" "nope" freeze v.json --output nope --init -o f.json
+
 checks=$((checks + 1))
 "$DFLOW" --help > out.txt 2>&1 || fail "--help exits non-zero"
 

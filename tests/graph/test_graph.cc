@@ -225,6 +225,21 @@ TEST_CASE("Validate notices an input that was removed", "[core]") {
   ExpectError([&] { s.graph().Validate(); }, Code::kInternal, "Neg 'y': input 0 refers to a removed node");
 }
 
+TEST_CASE("RenameNode moves a node to a free, valid name", "[core]") {
+  Scope s = Scope::NewRootScope();
+  Output x = FloatPlaceholder(s, "x");
+  Output y = ops::Neg(s.WithOpName("y"), x);
+  s.graph().RenameNode(y.node(), "z");
+  CHECK(s.graph().FindNode("z") == y.node());
+  CHECK(s.graph().FindNode("y") == nullptr);
+  CHECK(y.node()->name() == "z");
+  ExpectError([&] { s.graph().RenameNode(y.node(), "x"); }, Code::kAlreadyExists,
+              "cannot rename to 'x'");
+  ExpectError([&] { s.graph().RenameNode(y.node(), "a b"); }, Code::kInvalidArgument,
+              "invalid name 'a b'");
+  CHECK(y.node()->name() == "z");
+}
+
 TEST_CASE("ParseOutput reads 'n', 'n:1' and '^n' and rejects malformed names", "[core]") {
   Scope s = Scope::NewRootScope();
   Output x = FloatPlaceholder(s, "x", {4, 2});
