@@ -15,6 +15,8 @@ void AddOpsCommand(CLI::App& app);  // dflow ops [--json] [OP...]
 void AddRunCommand(CLI::App& app);  // dflow run GRAPH.json --feed ... --fetch ... --out DIR
 void AddDotCommand(CLI::App& app);  // dflow dot GRAPH.json
 void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...] --steps N
+// dflow place GRAPH.json --cluster FILE|--devices LIST [--json]; dflow partition ... --out DIR
+void AddPlaceCommands(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);
