@@ -4,38 +4,7 @@
 # input exits 1 with "dflow: error: ...". Usage: test_dflow_place_cli.sh PATH/TO/dflow
 set -u
 DFLOW=${1:?usage: $0 PATH/TO/dflow}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-cd "$TMP" || exit 1
-failures=0
-checks=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect_ok() {
-  local desc=$1; shift
-  checks=$((checks + 1))
-  "$DFLOW" "$@" > out.txt 2> err.txt
-  local code=$?
-  [[ $code == 0 ]] || fail "$desc: exit $code, stderr: $(cat err.txt)"
-}
-
-expect_error() {
-  local desc=$1 message=$2; shift 2
-  checks=$((checks + 1))
-  "$DFLOW" "$@" > out.txt 2> err.txt
-  local code=$?
-  if [[ $code != 1 ]]; then
-    fail "$desc: expected exit 1, got $code; stderr: $(cat err.txt)"
-  elif ! grep -q "^dflow: error: " err.txt || ! grep -qF -- "$message" err.txt; then
-    fail "$desc: stderr lacks '$message': $(cat err.txt)"
-  fi
-}
-
-expect_contains() {
-  checks=$((checks + 1))
-  grep -qF -- "$3" "$2" || fail "$1: '$3' not in $2: $(head -c 2000 "$2")"
-}
+source "$(dirname "$(readlink -f "$0")")/cli_checks.sh"
 
 # A variable on the parameter server, updated from a worker's result.
 cat > g.json << 'EOF'
@@ -101,5 +70,4 @@ expect_error "request not in cluster" "VariableV2 'w' requests device '/job:ps' 
 expect_error "partial device in list" "device '/job:worker' is not a full device name" place g.json --devices /job:worker
 expect_error "partition needs out" "--out" partition g.json --cluster cluster.json
 
-echo "$((checks - failures)) of $checks checks passed"
-[[ $failures == 0 ]]
+cli_summary
