@@ -1,5 +1,6 @@
 // Ops that no gradient flows through: constants, placeholders, variables
-// and their updates (Assign, the optimizers' apply ops), random numbers, and the executor's own _Arg/_Retval.
+// and their updates (Assign, the optimizers' apply ops), random numbers, the
+// executor's own _Arg/_Retval, and the partitioner's _Send/_Recv.
 // A variable's *value* is differentiable (AddGradients with the variable's
 // output as an x); the ops that create or change state are not.
 #include "autodiff/gradients.h"
@@ -26,6 +27,9 @@ REGISTER_NO_GRADIENT("ApplyRMSProp");
 REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
 REGISTER_NO_GRADIENT("_Arg");
 REGISTER_NO_GRADIENT("_Retval");
+// dist::Partition adds these after gradients exist; a gradient never crosses them.
+REGISTER_NO_GRADIENT("_Send");
+REGISTER_NO_GRADIENT("_Recv");
 
 }  // namespace
 }  // namespace dflow::autodiff

@@ -12,8 +12,9 @@ namespace {
 constexpr const char* kPalette[] = {"#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6",
                                     "#fb9a99", "#ffff99", "#8dd3c7", "#bebada"};
 
-// A DOT double-quoted string; "\n" in `text` stays a DOT line break.
-std::string Quote(std::string_view text) {
+}  // namespace
+
+std::string DotQuote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '\n') {
@@ -26,8 +27,6 @@ std::string Quote(std::string_view text) {
   return out + "\"";
 }
 
-}  // namespace
-
 std::string ToDot(const Graph& graph) {
   std::ostringstream out;
   out << "digraph dflow {\n"
@@ -39,11 +38,11 @@ std::string ToDot(const Graph& graph) {
   for (const Node* node : graph.nodes()) {
     const std::string& device =
         node->assigned_device().empty() ? node->requested_device() : node->assigned_device();
-    out << "  " << Quote(node->name()) << " [label=" << Quote(node->name() + "\n" + node->op());
+    out << "  " << DotQuote(node->name()) << " [label=" << DotQuote(node->name() + "\n" + node->op());
     if (!device.empty()) {
       auto [it, added] = colours.emplace(device, nullptr);
       if (added) it->second = kPalette[(colours.size() - 1) % std::size(kPalette)];
-      out << ", fillcolor=\"" << it->second << "\", tooltip=" << Quote(device);
+      out << ", fillcolor=\"" << it->second << "\", tooltip=" << DotQuote(device);
     }
     out << "];\n";
   }
@@ -52,11 +51,11 @@ std::string ToDot(const Graph& graph) {
       std::string label = StrCat(DTypeName(in.node->output_dtype(in.index)),
                                  in.node->output_shape(in.index).ToString());
       if (in.index != 0) label = StrCat(":", in.index, " ", label);
-      out << "  " << Quote(in.node->name()) << " -> " << Quote(node->name())
-          << " [label=" << Quote(label) << "];\n";
+      out << "  " << DotQuote(in.node->name()) << " -> " << DotQuote(node->name())
+          << " [label=" << DotQuote(label) << "];\n";
     }
     for (const Node* control : node->control_inputs())
-      out << "  " << Quote(control->name()) << " -> " << Quote(node->name())
+      out << "  " << DotQuote(control->name()) << " -> " << DotQuote(node->name())
           << " [style=dashed];\n";
   }
   out << "}\n";

@@ -40,5 +40,7 @@ std::string DescribeJson(const nlohmann::ordered_json& value);
 // Graphviz DOT: one box per node labelled "name\nOp", filled by device; data
 // edges labelled with dtype and shape, control edges dashed.
 std::string ToDot(const Graph& graph);
+// A DOT double-quoted string; "\n" in `text` stays a DOT line break.
+std::string DotQuote(std::string_view text);
 
 }  // namespace dflow

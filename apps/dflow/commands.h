@@ -16,6 +16,8 @@ void AddRunCommand(CLI::App& app);  // dflow run GRAPH.json --feed ... --fetch .
 void AddDotCommand(CLI::App& app);  // dflow dot GRAPH.json
 void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...] --steps N
 void AddFreezeCommand(CLI::App& app);  // dflow freeze GRAPH.json --output ... --init -o OUT.json
+// dflow place GRAPH.json --cluster FILE|--devices LIST [--json]; dflow partition ... --out DIR
+void AddPlaceCommands(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);

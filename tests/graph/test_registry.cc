@@ -2,6 +2,7 @@
 // only libdflow (no test files that register ops of their own), so "every op"
 // means every op a user of the library can build.
 #include <algorithm>
+#include <set>
 
 #include <catch2/catch.hpp>
 
@@ -28,6 +29,11 @@ void ExpectError(Fn fn, Code code, const std::string& substring) {
 
 }  // namespace
 
+// Ops whose kernels do not exist yet, each with where they will come from.
+const std::set<std::string> kNoKernelYet = {
+    "_Send", "_Recv",  // dist/send_recv_ops.cc: kernels come with the rendezvous (issue 7)
+};
+
 TEST_CASE("every op has a CPU kernel and a doc string", "[core]") {
   std::vector<const OpDef*> all = OpRegistry::Global().All();
   CHECK(all.size() > 50);
@@ -35,7 +41,7 @@ TEST_CASE("every op has a CPU kernel and a doc string", "[core]") {
     INFO(def->name);
     CHECK_FALSE(def->doc.empty());
     if (def->name == "_Arg" || def->name == "_Retval") continue;
-    CHECK(KernelRegistry::Global().Has(def->name, "CPU"));
+    CHECK(KernelRegistry::Global().Has(def->name, "CPU") != kNoKernelYet.count(def->name));
   }
   CHECK(std::is_sorted(all.begin(), all.end(),
                        [](const OpDef* a, const OpDef* b) { return a->name < b->name; }));
