@@ -39,7 +39,8 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
           ->check(CLI::PositiveNumber),
       app.add_option("--density-scale", s.density_scale, "Scale of the learned density maps")
           ->check(CLI::PositiveNumber),
-      app.add_flag("!--no-balance", s.balance, "Do not balance the count bins"),
+      app.add_flag("--balance", s.balance,
+                   "Balance the count bins as seed 004 does (for datasets skewed to few counts)"),
       app.add_option("--bins", s.bins, "Count bins for balancing, e.g. 0,1,2,3,4,5-7,8+"),
       app.add_flag("!--no-flip", s.flip, "No random horizontal flips"),
       app.add_option("--seed", s.seed, "Seed of initialisation and data order"),

@@ -24,7 +24,7 @@ expect_error() {
 "$EXE" generate --out "$TMP/test" --images 3 --width 40 --height 40 --max-flowers 6 --seed 4 > /dev/null
 
 # Small tiles and batches keep it fast; one thread keeps it deterministic.
-train=(--data "$TMP/data" --tile 32 --batch 2 --threads 1 --checkpoint-every 2 --keep 10)
+train=(--data "$TMP/data" --tile 32 --batch 2 --threads 1 --checkpoint-every 2 --keep 10 --balance)
 "$EXE" train "${train[@]}" --out "$TMP/full" --steps 6 > "$TMP/full.txt" || { cat "$TMP/full.txt"; fail "train"; }
 cat "$TMP/full.txt"
 for f in config.json checkpoints/model-2.safetensors checkpoints/model-6.safetensors; do
