@@ -15,6 +15,7 @@
 
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
+#include "graph/run_metadata.h"
 #include "graph/session.h"
 #include "models/countnet.h"
 #include "models/layers.h"
@@ -29,6 +30,7 @@ struct Settings {
   std::string model = "countnet";
   int64_t batch = 8, size = 224;
   int threads = 2, steps = 5;
+  int profile = 0;  // > 0: trace this many training steps and print where the time goes
 };
 
 // A graph with its session and the step to time.
@@ -36,6 +38,7 @@ struct Bench {
   Scope scope = Scope::NewRootScope();
   std::unique_ptr<Session> session;
   std::function<void()> step;
+  std::function<void(RunMetadata*)> traced_step;  // a training step with tracing on
   int64_t parameters = 0;  // the network's trainable parameters
 };
 
@@ -92,20 +95,47 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
   }
   b.session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
   b.step = [&b, feeds, loss, train] { b.session->Run(feeds, {loss}, {train}); };
+  b.traced_step = [&b, feeds, loss, train](RunMetadata* metadata) {
+    b.session->Run(feeds, {loss}, {train}, RunOptions{.trace = true}, metadata);
+  };
 }
 
-// Seconds per call after two warm-up calls, as torch_models.py's timed().
-double Timed(const std::function<void()>& fn, int n) {
+// Traces `steps` training steps after two warm-up steps and prints the
+// per-node and per-op summary (each node's mean over the steps) to stderr.
+void Profile(const Bench& b, int steps) {
+  for (int i = 0; i < 2; ++i) b.step();
+  std::vector<RunMetadata> traced(steps);
+  for (RunMetadata& m : traced) b.traced_step(&m);
+  std::cerr << "training step, mean of " << steps << " traced steps:\n"
+            << TraceSummary(MeanOfSteps(traced), 400);
+}
+
+// The process's CPU time (user + system, all threads) in seconds.
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// Seconds per call after two warm-up calls, as torch_models.py's timed();
+// cpu_s (if given) gets the CPU seconds per call, which a loaded machine
+// inflates much less than the wall time (the pool's threads sleep, never spin).
+double Timed(const std::function<void()>& fn, int n, double* cpu_s = nullptr) {
   for (int i = 0; i < 2; ++i) fn();
+  double cpu_start = CpuSeconds();
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) fn();
+  if (cpu_s) *cpu_s = (CpuSeconds() - cpu_start) / n;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
 }
 
 void Run(const Settings& s) {
   Bench train;
   Build(train, s, s.batch, true);
-  double train_s = Timed(train.step, s.steps);
+  if (s.profile > 0) Profile(train, s.profile);
+  double train_cpu_s = 0;
+  double train_s = Timed(train.step, s.steps, &train_cpu_s);
   int64_t params = train.parameters;
   train = Bench();  // free the training graph's memory, as PyTorch frees its grads
   Bench infer, single;
@@ -120,6 +150,7 @@ void Run(const Settings& s) {
             << ", \"train_img_per_s\": " << s.batch / train_s
             << ", \"infer_img_per_s\": " << s.batch / infer_s
             << ", \"latency_ms\": " << latency_s * 1000
+            << ", \"train_cpu_ms_per_step\": " << train_cpu_s * 1000
             << ", \"peak_rss_mb\": " << usage.ru_maxrss / 1024.0 << "}" << std::endl;
 }
 
@@ -133,6 +164,9 @@ int main(int argc, char** argv) {
   app.add_option("--size", s.size)->check(CLI::PositiveNumber);
   app.add_option("--threads", s.threads)->check(CLI::Range(1, 256));
   app.add_option("--steps", s.steps)->check(CLI::PositiveNumber);
+  app.add_option("--profile", s.profile,
+                 "Also trace this many training steps first and print the top nodes and ops "
+                 "to stderr.")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     Run(s);
