@@ -5,8 +5,12 @@
 //     dw_g[KH*KW*Cg, O/groups] += cols_g[(n, oh, ow), KH*KW*Cg]^T * dy_g[(n, oh, ow), O/groups].
 //   Each thread sums its rows into its own partial dw; the partials are added
 //   in block order at the end.
+//   float without groups: per tap instead, with no im2col copy (ByTap below).
+#include <type_traits>
+
 #include "ops/cpu/conv2d_depthwise.h"
 #include "ops/cpu/conv_util.h"
+#include "ops/cpu/gemm_long_k.h"
 #include "ops/cpu/matmul.h"
 
 namespace dflow {
@@ -45,9 +49,49 @@ void Conv2DBackpropFilterIm2Col(ThreadPool& pool, const ConvGeometry& g, const T
     for (int64_t i = 0; i < size; ++i) dw[i] += partial[b][i];
 }
 
+// For each tap (kh, kw) of a conv without groups,
+//   dw[kh, kw] ([C, O]) = sum over output pixels (n, oh, ow) whose tap falls inside x of
+//                         x[n, ih, iw, :]^T dy[n, oh, ow, :],
+// one GemmLongK over those (input pixel, output pixel) row pairs. Against
+// im2col this skips writing and re-reading KH*KW copies of x, and GemmLongK
+// sees every pixel of the batch as one long sum.
+void Conv2DBackpropFilterByTap(ThreadPool& pool, const ConvGeometry& g, const float* x,
+                               const float* dy, float* dw) {
+  std::vector<int64_t> pairs;  // x pixel, dy pixel, x pixel, ...
+  for (int64_t kh = 0; kh < g.k_h; ++kh)
+    for (int64_t kw = 0; kw < g.k_w; ++kw) {
+      pairs.clear();
+      for (int64_t n = 0; n < g.batch; ++n)
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          if (ih < 0 || ih >= g.in_h) continue;
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (iw < 0 || iw >= g.in_w) continue;
+            pairs.push_back((n * g.in_h + ih) * g.in_w + iw);
+            pairs.push_back((n * g.out_h + oh) * g.out_w + ow);
+          }
+        }
+      auto rows = [&](int64_t first, int64_t count, const float** a, const float** b) {
+        for (int64_t q = 0; q < count; ++q) {
+          a[q] = x + pairs[2 * (first + q)] * g.in_c;
+          b[q] = dy + pairs[2 * (first + q) + 1] * g.out_c;
+        }
+      };
+      float* tap = dw + (kh * g.k_w + kw) * g.in_c * g.out_c;
+      const int64_t k = static_cast<int64_t>(pairs.size()) / 2;
+      if (k == 0) std::fill(tap, tap + g.in_c * g.out_c, 0.0f);
+      else GemmLongK(&pool, rows, tap, g.in_c, k, g.out_c);
+    }
+}
+
 }  // namespace cpu
 
 namespace {
+
+// Below this many input channels a tap's rows are too short for GemmLongK's
+// tiles of 12 and im2col (rows of KH*KW*C) does better.
+constexpr int64_t kMinChannelsByTap = 12;
 
 template <typename T>
 class Conv2DBackpropFilterKernel : public OpKernel {
@@ -69,6 +113,9 @@ class Conv2DBackpropFilterKernel : public OpKernel {
                 g.out_c, true, false);
     else if (g.depthwise())
       cpu::DepthwiseBackpropFilter(ctx.pool(), g, x.data<T>(), dy.data<T>(), out);
+    else if (std::is_same_v<T, float> && g.groups == 1 && g.in_c >= kMinChannelsByTap)
+      cpu::Conv2DBackpropFilterByTap(ctx.pool(), g, x.data<float>(), dy.data<float>(),
+                                     dw.data<float>());
     else cpu::Conv2DBackpropFilterIm2Col(ctx.pool(), g, x.data<T>(), dy.data<T>(), out);
   }
 

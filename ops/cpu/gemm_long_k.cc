@@ -6,8 +6,9 @@
 // wide that copying costs about as much as the arithmetic (~10-25 GFLOP/s
 // against ~60 for square products on one core). Here nothing is repacked:
 // a row of a^T b's tile is one broadcast a[p, i] times a row of b, and both
-// read straight from the row-major inputs (b is copied only when n is not a
-// whole number of vectors, to pad its rows).
+// read straight from the inputs, found through per-row pointers so that the
+// rows need not be one dense matrix (b is copied only when n is not a whole
+// number of vectors, to pad its rows).
 //
 // Blocking: k is cut into chunks of kc rows, small enough that the chunk of
 // b stays in L2 while every tile of 12 output rows passes over it; a tile of
@@ -37,62 +38,68 @@ Vec Load(const float* p) {
 }
 void Store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 
-// c[Rows, Vecs*16] (row stride ldc) += sum_{p < kc} a[p*lda + i] * b[p*ldb + j].
+// c[Rows, Vecs*16] (row stride ldc) += sum_{p < kc} a[p][i] * b[p][j]: a[p]
+// and b[p] point at row p's first entries of this tile.
 template <int Rows, int Vecs>
-void Tile(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t kc, float* c,
-          int64_t ldc) {
+void Tile(const float* const* a, int64_t i, const float* const* b, int64_t j, int64_t kc,
+          float* c, int64_t ldc) {
   Vec acc[Rows][Vecs];
-  for (int i = 0; i < Rows; ++i)
-    for (int v = 0; v < Vecs; ++v) acc[i][v] = Load(c + i * ldc + v * kLanes);
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Vecs; ++v) acc[r][v] = Load(c + r * ldc + v * kLanes);
   for (int64_t p = 0; p < kc; ++p) {
+    const float* a_row = a[p] + i;
+    const float* b_row = b[p] + j;
     Vec row[Vecs];
-    for (int v = 0; v < Vecs; ++v) row[v] = Load(b + p * ldb + v * kLanes);
-    for (int i = 0; i < Rows; ++i) {
-      const float s = a[p * lda + i];
-      for (int v = 0; v < Vecs; ++v) acc[i][v] += s * row[v];
+    for (int v = 0; v < Vecs; ++v) row[v] = Load(b_row + v * kLanes);
+    for (int r = 0; r < Rows; ++r) {
+      const float s = a_row[r];
+      for (int v = 0; v < Vecs; ++v) acc[r][v] += s * row[v];
     }
   }
-  for (int i = 0; i < Rows; ++i)
-    for (int v = 0; v < Vecs; ++v) Store(c + i * ldc + v * kLanes, acc[i][v]);
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Vecs; ++v) Store(c + r * ldc + v * kLanes, acc[r][v]);
 }
 
 // Tile<rows, Vecs> for a run-time rows in [1, kTileRows].
 template <int Vecs, int Rows = kTileRows>
-void TileOfRows(int rows, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t kc,
-                float* c, int64_t ldc) {
+void TileOfRows(int rows, const float* const* a, int64_t i, const float* const* b, int64_t j,
+                int64_t kc, float* c, int64_t ldc) {
   if constexpr (Rows > 1) {
-    if (rows < Rows) return TileOfRows<Vecs, Rows - 1>(rows, a, lda, b, ldb, kc, c, ldc);
+    if (rows < Rows) return TileOfRows<Vecs, Rows - 1>(rows, a, i, b, j, kc, c, ldc);
   }
-  Tile<Rows, Vecs>(a, lda, b, ldb, kc, c, ldc);
+  Tile<Rows, Vecs>(a, i, b, j, kc, c, ldc);
 }
 
-// acc[m, ldb] += a[kc, m]^T * b[kc, ldb] (a's row stride m; ldb a multiple of 16).
-void Chunk(const float* a, int64_t m, const float* b, int64_t ldb, int64_t kc, float* acc) {
+// acc[m, npad] += sum_{p < kc} a[p][0:m]^T b[p][0:npad] (npad a multiple of 16).
+void Chunk(const float* const* a, const float* const* b, int64_t kc, int64_t m, int64_t npad,
+           float* acc) {
   for (int64_t i = 0; i < m; i += kTileRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i));
-    for (int64_t j = 0; j < ldb; j += 2 * kLanes) {
-      float* c = acc + i * ldb + j;
-      if (j + 2 * kLanes <= ldb) TileOfRows<2>(rows, a + i, m, b + j, ldb, kc, c, ldb);
-      else TileOfRows<1>(rows, a + i, m, b + j, ldb, kc, c, ldb);
+    for (int64_t j = 0; j < npad; j += 2 * kLanes) {
+      float* c = acc + i * npad + j;
+      if (j + 2 * kLanes <= npad) TileOfRows<2>(rows, a, i, b, j, kc, c, npad);
+      else TileOfRows<1>(rows, a, i, b, j, kc, c, npad);
     }
   }
 }
 
-// acc[m, npad] = a[begin:end, :]^T * b[begin:end, :], n padded to npad columns.
-void SumRows(const float* a, const float* b, int64_t m, int64_t n, int64_t npad, int64_t begin,
+// acc[m, npad] = sum over p in [begin, end) of rows(p)'s a^T b, n padded to npad.
+void SumRows(const RowPairs& rows, int64_t m, int64_t n, int64_t npad, int64_t begin,
              int64_t end, float* acc) {
   // ~256 KB of b per chunk: it stays in L2 while all the tiles pass over it.
   const int64_t kc = std::clamp<int64_t>((int64_t{1} << 16) / npad, 16, 512);
+  std::vector<const float*> a_rows(kc), b_rows(kc);
   std::vector<float> padded(n == npad ? 0 : kc * npad, 0.0f);
   std::fill(acc, acc + m * npad, 0.0f);
   for (int64_t p = begin; p < end; p += kc) {
     const int64_t len = std::min(kc, end - p);
-    const float* rows = b + p * n;
-    if (n != npad) {
-      for (int64_t q = 0; q < len; ++q) std::copy_n(b + (p + q) * n, n, padded.data() + q * npad);
-      rows = padded.data();
-    }
-    Chunk(a + p * m, m, rows, npad, len, acc);
+    rows(p, len, a_rows.data(), b_rows.data());
+    if (n != npad)
+      for (int64_t q = 0; q < len; ++q) {
+        std::copy_n(b_rows[q], n, padded.data() + q * npad);
+        b_rows[q] = padded.data() + q * npad;
+      }
+    Chunk(a_rows.data(), b_rows.data(), len, m, npad, acc);
   }
 }
 
@@ -104,7 +111,7 @@ bool LongKPays(int64_t m, int64_t k, int64_t n) {
   return k >= 64 && m * n <= k * std::max(m, n);
 }
 
-void GemmLongK(ThreadPool* pool, const float* a, const float* b, float* c, int64_t m, int64_t k,
+void GemmLongK(ThreadPool* pool, const RowPairs& rows, float* c, int64_t m, int64_t k,
                int64_t n) {
   if (m == 0 || n == 0) return;
   const int64_t npad = (n + kLanes - 1) / kLanes * kLanes, work = m * n * k;
@@ -115,7 +122,7 @@ void GemmLongK(ThreadPool* pool, const float* a, const float* b, float* c, int64
   std::vector<std::vector<float>> partial(blocks, std::vector<float>(m * npad));
   auto run = [&](int64_t first, int64_t last) {
     for (int64_t block = first; block < last; ++block)
-      SumRows(a, b, m, n, npad, k * block / blocks, k * (block + 1) / blocks,
+      SumRows(rows, m, n, npad, k * block / blocks, k * (block + 1) / blocks,
               partial[block].data());
   };
   if (blocks == 1) run(0, 1);
@@ -128,6 +135,16 @@ void GemmLongK(ThreadPool* pool, const float* a, const float* b, float* c, int64
       for (int64_t j = 0; j < n; ++j) out[j] += in[j];
     }
   }
+}
+
+void GemmLongK(ThreadPool* pool, const float* a, const float* b, float* c, int64_t m, int64_t k,
+               int64_t n) {
+  GemmLongK(pool, [&](int64_t first, int64_t count, const float** a_rows, const float** b_rows) {
+    for (int64_t q = 0; q < count; ++q) {
+      a_rows[q] = a + (first + q) * m;
+      b_rows[q] = b + (first + q) * n;
+    }
+  }, c, m, k, n);
 }
 
 }  // namespace dflow::cpu

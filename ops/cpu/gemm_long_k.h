@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "graph/thread_pool.h"
 
@@ -20,5 +21,14 @@ bool LongKPays(int64_t m, int64_t k, int64_t n);
 // (deterministic for a given thread count). pool may be null.
 void GemmLongK(ThreadPool* pool, const float* a, const float* b, float* c, int64_t m, int64_t k,
                int64_t n);
+
+// The same sum over rows that need not form matrices: rows(first, count,
+// a_rows, b_rows) sets a_rows[q] (m floats) and b_rows[q] (n floats) to the
+// rows numbered first + q of a and b, q < count. A convolution's filter
+// gradient for one tap is such a sum over (input pixel, output pixel) pairs,
+// with no im2col copy.
+using RowPairs = std::function<void(int64_t first, int64_t count, const float** a_rows,
+                                    const float** b_rows)>;
+void GemmLongK(ThreadPool* pool, const RowPairs& rows, float* c, int64_t m, int64_t k, int64_t n);
 
 }  // namespace dflow::cpu
