@@ -3,8 +3,12 @@
 // bench/compare_torch can set the two side by side: train images/s (forward,
 // backward and optimizer step), inference images/s (forward, same batch,
 // batch norm in inference mode), batch-1 latency, and the process's peak RSS.
-// Prints one JSON line with the same keys.
+// Prints one JSON line with the same keys, plus train_cpu_ms_per_step (the
+// process's CPU time per training step: on a shared, loaded machine a steadier
+// A/B figure than the wall time). --profile N first traces N training steps
+// and prints the slowest nodes and the time per op to stderr.
 //   bench_models --model countnet --batch 8 --size 224 --threads 2 --steps 5
+//   bench_models --model mbv1ssd --batch 4 --size 300 --threads 2 --profile 3
 #include <sys/resource.h>
 
 #include <chrono>
