@@ -3,12 +3,16 @@
 // bench/compare_torch can set the two side by side: train images/s (forward,
 // backward and optimizer step), inference images/s (forward, same batch,
 // batch norm in inference mode), batch-1 latency, and the process's peak RSS.
-// Prints one JSON line with the same keys.
+// Prints one JSON line with the same keys, plus train_cpu_ms_per_step (the
+// process's CPU time per training step: on a shared, loaded machine a steadier
+// A/B figure than the wall time). --profile N first traces N training steps
+// and prints the slowest nodes and the time per op to stderr.
 //   bench_models --model countnet --batch 8 --size 224 --threads 2 --steps 5
 // For the inference graph passes: --freeze runs inference on the frozen
 // graph (variables as Consts, so batch norms can fold), --conv-rewrites off
 // turns the conv rewrites off, --latency-only skips training and batches:
 //   bench_models --model mbv1ssd --size 300 --latency-only --freeze --conv-rewrites off
+//   bench_models --model mbv1ssd --batch 4 --size 300 --threads 2 --profile 3
 #include <sys/resource.h>
 
 #include <chrono>
@@ -20,6 +24,7 @@
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "graph/freeze.h"
+#include "graph/run_metadata.h"
 #include "graph/session.h"
 #include "models/countnet.h"
 #include "models/layers.h"
@@ -37,6 +42,7 @@ struct Settings {
   bool latency_only = false;
   bool freeze = false;        // inference on the frozen graph
   bool conv_rewrites = true;  // PassOptions::fold_batch_norm and fuse_conv_bias_activation
+  int profile = 0;  // > 0: trace this many training steps and print where the time goes
 };
 
 // A graph with its session and the step to time.
@@ -44,6 +50,7 @@ struct Bench {
   Scope scope = Scope::NewRootScope();
   std::unique_ptr<Session> session;
   std::function<void()> step;
+  std::function<void(RunMetadata*)> traced_step;  // a training step with tracing on
   int64_t parameters = 0;  // the network's trainable parameters
 };
 
@@ -108,13 +115,38 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
   }
   b.session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
   b.step = [&b, feeds, loss, train] { b.session->Run(feeds, {loss}, {train}); };
+  b.traced_step = [&b, feeds, loss, train](RunMetadata* metadata) {
+    b.session->Run(feeds, {loss}, {train}, RunOptions{.trace = true}, metadata);
+  };
 }
 
-// Seconds per call after two warm-up calls, as torch_models.py's timed().
-double Timed(const std::function<void()>& fn, int n) {
+// Traces `steps` training steps after two warm-up steps and prints the
+// per-node and per-op summary (each node's mean over the steps) to stderr.
+void Profile(const Bench& b, int steps) {
+  for (int i = 0; i < 2; ++i) b.step();
+  std::vector<RunMetadata> traced(steps);
+  for (RunMetadata& m : traced) b.traced_step(&m);
+  std::cerr << "training step, mean of " << steps << " traced steps:\n"
+            << TraceSummary(MeanOfSteps(traced), 400);
+}
+
+// The process's CPU time (user + system, all threads) in seconds.
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// Seconds per call after two warm-up calls, as torch_models.py's timed();
+// cpu_s (if given) gets the CPU seconds per call, which a loaded machine
+// inflates much less than the wall time (the pool's threads sleep, never spin).
+double Timed(const std::function<void()>& fn, int n, double* cpu_s = nullptr) {
   for (int i = 0; i < 2; ++i) fn();
+  double cpu_start = CpuSeconds();
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) fn();
+  if (cpu_s) *cpu_s = (CpuSeconds() - cpu_start) / n;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
 }
 
@@ -133,7 +165,9 @@ void Run(const Settings& s) {
   if (s.latency_only) return RunLatency(s);
   Bench train;
   Build(train, s, s.batch, true);
-  double train_s = Timed(train.step, s.steps);
+  if (s.profile > 0) Profile(train, s.profile);
+  double train_cpu_s = 0;
+  double train_s = Timed(train.step, s.steps, &train_cpu_s);
   int64_t params = train.parameters;
   train = Bench();  // free the training graph's memory, as PyTorch frees its grads
   Bench infer, single;
@@ -148,6 +182,7 @@ void Run(const Settings& s) {
             << ", \"train_img_per_s\": " << s.batch / train_s
             << ", \"infer_img_per_s\": " << s.batch / infer_s
             << ", \"latency_ms\": " << latency_s * 1000
+            << ", \"train_cpu_ms_per_step\": " << train_cpu_s * 1000
             << ", \"peak_rss_mb\": " << usage.ru_maxrss / 1024.0 << "}" << std::endl;
 }
 
@@ -165,6 +200,9 @@ int main(int argc, char** argv) {
   app.add_flag("--freeze", s.freeze, "run inference on the frozen graph (FreezeGraph)");
   app.add_option("--conv-rewrites", s.conv_rewrites,
                  "batch-norm folding and conv fusion in inference (on/off)");
+  app.add_option("--profile", s.profile,
+                 "Also trace this many training steps first and print the top nodes and ops "
+                 "to stderr.")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     Run(s);

@@ -5,8 +5,13 @@
 //     dw_g[KH*KW*Cg, O/groups] += cols_g[(n, oh, ow), KH*KW*Cg]^T * dy_g[(n, oh, ow), O/groups].
 //   Each thread sums its rows into its own partial dw; the partials are added
 //   in block order at the end.
+//   float without groups or column dilation: per filter row instead, with no
+//   im2col copy (ByRow below).
+#include <type_traits>
+
 #include "ops/cpu/conv2d_depthwise.h"
 #include "ops/cpu/conv_util.h"
+#include "ops/cpu/gemm_long_k.h"
 #include "ops/cpu/matmul.h"
 
 namespace dflow {
@@ -45,6 +50,57 @@ void Conv2DBackpropFilterIm2Col(ThreadPool& pool, const ConvGeometry& g, const T
     for (int64_t i = 0; i < size; ++i) dw[i] += partial[b][i];
 }
 
+// For each filter row kh of a conv without groups and with dilation_w 1,
+//   dw[kh] ([KW*C, O]) = sum over output pixels (n, oh, ow) whose row ih is inside x of
+//                        x[n, ih, iw0 : iw0 + KW, :]^T dy[n, oh, ow, :],  iw0 = ow*sw - pad_left,
+// one GemmLongK over those (input span, output pixel) row pairs. The KW*C
+// entries of a span are contiguous in x, so they are read in place; only
+// spans that hang over the left or right edge are copied, zero-filled, into
+// `edges`. Against im2col this skips writing and re-reading KH copies of x
+// (KH*KW*C floats per pixel), and GemmLongK sees the whole batch as one sum.
+void Conv2DBackpropFilterByRow(ThreadPool& pool, const ConvGeometry& g, const float* x,
+                               const float* dy, float* dw) {
+  const int64_t span = g.k_w * g.in_c;
+  std::vector<const float*> a_rows, b_rows;
+  std::vector<float> edges;
+  for (int64_t kh = 0; kh < g.k_h; ++kh) {
+    a_rows.clear();
+    b_rows.clear();
+    std::vector<int64_t> edge_rows;  // indices into a_rows of spans copied into edges
+    edges.clear();
+    for (int64_t n = 0; n < g.batch; ++n)
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        const float* x_row = x + (n * g.in_h + ih) * g.in_w * g.in_c;
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          const int64_t iw0 = ow * g.stride_w - g.pad_left;
+          b_rows.push_back(dy + ((n * g.out_h + oh) * g.out_w + ow) * g.out_c);
+          if (iw0 >= 0 && iw0 + g.k_w <= g.in_w) {
+            a_rows.push_back(x_row + iw0 * g.in_c);
+            continue;
+          }
+          edge_rows.push_back(static_cast<int64_t>(a_rows.size()));
+          a_rows.push_back(nullptr);  // set below, once edges stops growing
+          edges.resize(edges.size() + span, 0.0f);
+          float* copy = edges.data() + edges.size() - span;
+          for (int64_t kw = 0; kw < g.k_w; ++kw)
+            if (iw0 + kw >= 0 && iw0 + kw < g.in_w)
+              std::copy_n(x_row + (iw0 + kw) * g.in_c, g.in_c, copy + kw * g.in_c);
+        }
+      }
+    for (size_t e = 0; e < edge_rows.size(); ++e) a_rows[edge_rows[e]] = edges.data() + e * span;
+    auto rows = [&](int64_t first, int64_t count, const float** a, const float** b) {
+      std::copy_n(a_rows.data() + first, count, a);
+      std::copy_n(b_rows.data() + first, count, b);
+    };
+    float* out = dw + kh * span * g.out_c;
+    const int64_t k = static_cast<int64_t>(a_rows.size());
+    if (k == 0) std::fill(out, out + span * g.out_c, 0.0f);
+    else GemmLongK(&pool, rows, out, span, k, g.out_c);
+  }
+}
+
 }  // namespace cpu
 
 namespace {
@@ -69,6 +125,9 @@ class Conv2DBackpropFilterKernel : public OpKernel {
                 g.out_c, true, false);
     else if (g.depthwise())
       cpu::DepthwiseBackpropFilter(ctx.pool(), g, x.data<T>(), dy.data<T>(), out);
+    else if (std::is_same_v<T, float> && g.groups == 1 && g.dilation_w == 1)
+      cpu::Conv2DBackpropFilterByRow(ctx.pool(), g, x.data<float>(), dy.data<float>(),
+                                     dw.data<float>());
     else cpu::Conv2DBackpropFilterIm2Col(ctx.pool(), g, x.data<T>(), dy.data<T>(), out);
   }
 

@@ -89,10 +89,54 @@ void ForEachTap(const ConvGeometry& g, T* x, int64_t group, int64_t begin, int64
   }
 }
 
+// The same walk for groups == 1 and dilation_w == 1, where the KW*C entries
+// of an im2col row for one filter row kh are contiguous in x as well: calls
+// visit(col, src, length) once per such span (src null: a padding row), and
+// per tap only where the span hangs over the left or right edge. For few
+// channels (a 9x9 filter on 3 channels) this is 9 copies per pixel, not 81.
+template <typename T, typename Visit>
+void ForEachSpan(const ConvGeometry& g, T* x, int64_t begin, int64_t end, Visit visit) {
+  const int64_t c = g.in_c, span = g.k_w * c, k = PatchSize(g);
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t n = r / g.out_h, oh = r % g.out_h;
+    T* image = x + n * g.in_h * g.in_w * c;
+    for (int64_t ow = 0; ow < g.out_w; ++ow) {
+      const int64_t iw0 = ow * g.stride_w - g.pad_left;
+      const bool inside = iw0 >= 0 && iw0 + g.k_w <= g.in_w;
+      for (int64_t kh = 0; kh < g.k_h; ++kh) {
+        const int64_t col = ((r - begin) * g.out_w + ow) * k + kh * span;
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.in_h) {
+          visit(col, nullptr, span);
+          continue;
+        }
+        T* row = image + ih * g.in_w * c;
+        if (inside) {
+          visit(col, row + iw0 * c, span);
+          continue;
+        }
+        for (int64_t kw = 0; kw < g.k_w; ++kw) {
+          const int64_t iw = iw0 + kw;
+          visit(col + kw * c, iw >= 0 && iw < g.in_w ? row + iw * c : nullptr, c);
+        }
+      }
+    }
+  }
+}
+
+bool HasSpans(const ConvGeometry& g) { return g.groups == 1 && g.dilation_w == 1; }
+
 }  // namespace
 
 template <typename T>
 void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols) {
+  if (HasSpans(g)) {
+    ForEachSpan(g, x, begin, end, [&](int64_t col, const T* src, int64_t length) {
+      if (src) std::copy_n(src, length, cols + col);
+      else std::fill_n(cols + col, length, T(0));
+    });
+    return;
+  }
   const int64_t cg = g.filter_c;
   ForEachTap(g, x, group, begin, end, PatchSize(g), [&](int64_t col, const T* src) {
     if (src) std::copy_n(src, cg, cols + col);
@@ -103,6 +147,13 @@ void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int
 template <typename T>
 void Col2Im(const ConvGeometry& g, const T* cols, int64_t group, int64_t begin, int64_t end,
             T* dx) {
+  if (HasSpans(g)) {
+    ForEachSpan(g, dx, begin, end, [&](int64_t col, T* dst, int64_t length) {
+      if (dst)
+        for (int64_t i = 0; i < length; ++i) dst[i] += cols[col + i];
+    });
+    return;
+  }
   const int64_t cg = g.filter_c;
   ForEachTap(g, dx, group, begin, end, PatchSize(g), [&](int64_t col, T* dst) {
     if (!dst) return;

@@ -4,13 +4,17 @@
 // single-threaded Eigen product run by ctx.pool(). Splitting by output rows
 // means every block packs all of op(b) once: O(k*n) extra copying against
 // O(m*n*k/threads) arithmetic, negligible for the sizes that get split.
+// Float products a^T * b with a long k and a small output (convolution filter
+// gradients) go to GemmLongK instead (ops/cpu/gemm_long_k.h).
 #define EIGEN_DONT_PARALLELIZE  // never let Eigen start threads of its own
 #include "ops/cpu/matmul.h"
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 
 #include "graph/kernel.h"
+#include "ops/cpu/gemm_long_k.h"
 
 namespace dflow {
 namespace cpu {
@@ -66,6 +70,9 @@ void Gemm(ThreadPool* pool, const T* a, const T* b, T* c, int64_t m, int64_t k, 
   if (k == 0) {  // an empty sum: all zeros
     std::fill(c, c + m * n, T(0));
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (transpose_a && !transpose_b && LongKPays(m, k, n)) return GemmLongK(pool, a, b, c, m, k, n);
   }
   MatrixView<T> lhs{a, m, k, transpose_a ? m : k, !transpose_a};
   MatrixView<T> rhs{b, k, n, transpose_b ? k : n, !transpose_b};

@@ -246,6 +246,24 @@ TEST_CASE("shapes: partial dims, compatibility, merge, strides", "[core]") {
   CHECK(Strides(Shape{}).empty());
 }
 
+TEST_CASE("the host allocator reuses a large freed block for the same size", "[core]") {
+  Allocator* allocator = CpuAllocator();
+  AllocatorStats before = allocator->stats();
+  const size_t bytes = (size_t{3} << 20) + 100;  // large, not a whole number of pages
+  void* first = allocator->Allocate(bytes);
+  std::memset(first, 1, bytes);
+  allocator->Deallocate(first, bytes);
+  void* again = allocator->Allocate(bytes - 50);  // same pages: the cached block
+  CHECK(again == first);
+  CHECK(reinterpret_cast<uintptr_t>(again) % Allocator::kAlignment == 0);
+  void* other = allocator->Allocate(bytes);  // the cached block is taken: a new one
+  CHECK(other != again);
+  CHECK(allocator->stats().bytes_in_use == before.bytes_in_use + 2 * static_cast<int64_t>(bytes) - 50);
+  allocator->Deallocate(again, bytes - 50);
+  allocator->Deallocate(other, bytes);
+  CHECK(allocator->stats().bytes_in_use == before.bytes_in_use);
+}
+
 TEST_CASE("the host allocator counts bytes, allocations and the peak", "[core]") {
   Allocator* allocator = CpuAllocator();
   CHECK(allocator->name() == "cpu");

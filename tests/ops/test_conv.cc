@@ -145,6 +145,13 @@ TEST_CASE("Conv2D and its backprops match naive loops", "[conv]") {
       {3, 9, 8, 4, 3, 3, 4, 8, 3, 2, 1, 2, "SAME"},
       {1, 8, 6, 5, 3, 2, 5, 2, 2, 2, 1, 1, "SAME"},
       {2, 20, 300, 32, 3, 3, 32, 4, 1, 1, 1, 1, "SAME"},            // im2col in chunks, threads
+      // float filter gradients per filter row: tile and vector edges, strides,
+      // row dilation, padding, filter rows that never land inside x
+      {2, 9, 11, 13, 3, 3, 13, 17, 2, 1, 2, 1, "SAME"},
+      {2, 30, 29, 3, 9, 7, 3, 16, 1, 2, 1, 1, "SAME"},
+      {1, 3, 3, 12, 3, 3, 12, 33, 1, 1, 1, 1, "EXPLICIT", {3, 0, 0, 2}},
+      {2, 1, 1, 12, 3, 3, 12, 5, 1, 1, 1, 1, "SAME"},
+      {3, 19, 19, 25, 3, 3, 25, 54, 1, 1, 1, 1, "SAME"},
   };
   uint64_t seed = 1;
   for (const ConvCase& c : cases)

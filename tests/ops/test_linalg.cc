@@ -2,6 +2,7 @@
 // sizes, every transpose flag, batch broadcasting and zero-size dims.
 #include <catch2/catch.hpp>
 
+#include "ops/cpu/gemm_long_k.h"
 #include "ops/ops.h"
 #include "tests/ops/op_test_util.h"
 
@@ -103,6 +104,38 @@ TEST_CASE("MatMul splits big products over threads by rows and by columns", "[li
       CheckMatMul(DType::kFloat32, 301, 203, 157, ta, tb, 7);  // tall: row blocks
       CheckMatMul(DType::kFloat64, 21, 129, 517, ta, tb, 9);   // wide: column blocks
     }
+}
+
+TEST_CASE("GemmLongK matches a naive a^T b on odd sizes and thread counts", "[linalg]") {
+  // Rows of 12 and vectors of 16 floats: sizes on both sides of each edge;
+  // k long enough for several chunks and blocks.
+  const int64_t sizes[][3] = {{1, 1, 1},     {5, 64, 3},     {12, 300, 16}, {13, 257, 17},
+                              {25, 1000, 33}, {37, 2600, 70}, {3, 5000, 48}, {40, 700, 1}};
+  ThreadPool two(2, "test2"), three(3, "test3");
+  uint64_t seed = 11;
+  for (auto& s : sizes)
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
+      const int64_t m = s[0], k = s[1], n = s[2];
+      INFO("m=" << m << " k=" << k << " n=" << n << " threads="
+                << (pool ? pool->num_threads() : 0));
+      Tensor a = RandomTensor(DType::kFloat32, {k, m}, seed += 2);
+      Tensor b = RandomTensor(DType::kFloat32, {k, n}, seed + 1);
+      Tensor c(DType::kFloat32, {m, n});
+      cpu::GemmLongK(pool, a.data<float>(), b.data<float>(), c.data<float>(), m, k, n);
+      // float sums of k products of values in [-1, 1]
+      ExpectClose(c, ReferenceMatMul(a, b, true, false), 1e-4, 2e-7 * static_cast<double>(k));
+    }
+}
+
+TEST_CASE("MatMul with transpose_a and a long inner dimension (filter gradient shape)",
+          "[linalg]") {
+  for (bool tb : {false, true}) {
+    Tensor a = RandomTensor(DType::kFloat32, {3001, 19}, 5);
+    Tensor b = RandomTensor(DType::kFloat32, tb ? Shape{35, 3001} : Shape{3001, 35}, 6);
+    Tensor got = RunOp1({.op = "MatMul", .inputs = {a, b},
+                         .attrs = {{"transpose_a", true}, {"transpose_b", tb}}});
+    ExpectClose(got, ReferenceMatMul(a, b, true, tb), 1e-4, 1e-3);
+  }
 }
 
 TEST_CASE("MatMul reports mismatched shapes when the graph is built", "[linalg]") {
