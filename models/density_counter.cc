@@ -67,7 +67,7 @@ Tensor PredictDensity(Session& session, const DensityCounter& model, const Tenso
                 "PredictDensity: expected a uint8 [H, W, 3] image, got ", image.SummaryString());
   DFLOW_REQUIRE(batch > 0, "PredictDensity: batch must be positive, got ", batch);
   int64_t t = model.tile_size, h = image.dim(0), w = image.dim(1);
-  std::vector<TileSpec> tiles = TileGrid(h, w, t);
+  std::vector<TileSpec> tiles = CoveringTiles(h, w, t);
   std::vector<Tensor> maps;
   size_t pixels = static_cast<size_t>(t * t);
   for (size_t first = 0; first < tiles.size(); first += static_cast<size_t>(batch)) {

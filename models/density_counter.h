@@ -50,8 +50,10 @@ struct DensityCounter {
 DensityCounter BuildDensityCounter(const Scope& scope, const DensityCounterOptions& options);
 
 // The density map of a uint8 [H, W, 3] image of any size: the image is cut
-// into tiles (zero-padded at the right and bottom edges), run through the
-// network `batch` tiles at a time, and the maps stitched into float32 [H, W].
+// into tiles (CoveringTiles: the last row and column overlap their
+// neighbours rather than run into zero padding, which the network would
+// answer with false density along the edge), run through the network
+// `batch` tiles at a time, and the maps stitched into float32 [H, W].
 Tensor PredictDensity(Session& session, const DensityCounter& model, const Tensor& image,
                       int64_t batch = 8);
 

@@ -15,6 +15,15 @@ std::vector<TileSpec> TileGrid(int64_t height, int64_t width, int64_t size) {
   return tiles;
 }
 
+std::vector<TileSpec> CoveringTiles(int64_t height, int64_t width, int64_t size) {
+  std::vector<TileSpec> tiles = TileGrid(height, width, size);
+  for (TileSpec& tile : tiles) {
+    tile.top = std::max<int64_t>(0, std::min(tile.top, height - size));
+    tile.left = std::max<int64_t>(0, std::min(tile.left, width - size));
+  }
+  return tiles;
+}
+
 Tensor CropTile(const Tensor& image, const TileSpec& tile, int64_t size) {
   DFLOW_REQUIRE(image.rank() == 3, "CropTile: expected an [H, W, C] image, got ",
                 image.shape().ToString());

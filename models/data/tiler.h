@@ -20,6 +20,13 @@ struct TileSpec {
 // The tiles covering a height x width image: ceil(h/size) x ceil(w/size).
 std::vector<TileSpec> TileGrid(int64_t height, int64_t width, int64_t size);
 
+// Tiles for prediction: the grid of TileGrid with its last row and column
+// moved back to end at the image's edge, overlapping their neighbours, so no
+// tile runs past the image (except along a side shorter than a tile). A
+// network that never saw zero padding then never sees it; StitchTiles keeps
+// the later tile's values where two overlap.
+std::vector<TileSpec> CoveringTiles(int64_t height, int64_t width, int64_t size);
+
 // The size x size x C window of `image` ([H, W, C], any dtype) at `tile`,
 // zero outside the image.
 Tensor CropTile(const Tensor& image, const TileSpec& tile, int64_t size);
@@ -28,8 +35,9 @@ Tensor CropTile(const Tensor& image, const TileSpec& tile, int64_t size);
 std::vector<Point> PointsInTile(const std::vector<Point>& points, const TileSpec& tile,
                                 int64_t size);
 
-// Writes each tile's float32 [size, size] map into a height x width map
-// (parts that fall outside the image are dropped).
+// Writes each tile's float32 [size, size] map into a height x width map, in
+// order (parts that fall outside the image are dropped; where tiles overlap,
+// the later one wins).
 Tensor StitchTiles(const std::vector<Tensor>& maps, const std::vector<TileSpec>& tiles,
                    int64_t height, int64_t width);
 

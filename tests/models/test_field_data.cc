@@ -67,3 +67,24 @@ TEST_CASE("tiles cover an image exactly and stitch back", "[data]") {
   ExpectError([&] { CropTile(image, {9, 0}, 3); }, Code::kInvalidArgument, {"outside"});
   ExpectError([&] { StitchTiles(maps, {tiles[0]}, 5, 7); }, Code::kInvalidArgument, {"6 maps"});
 }
+
+TEST_CASE("covering tiles stay inside the image and the later tile wins overlaps", "[data]") {
+  auto tiles = CoveringTiles(5, 7, 3);
+  REQUIRE(tiles.size() == 6);  // the grid of TileGrid, moved back from the edges
+  CHECK((tiles[2].top == 0 && tiles[2].left == 4));  // not 6: ends at column 7
+  CHECK((tiles[5].top == 2 && tiles[5].left == 4));
+  for (const TileSpec& t : tiles) CHECK((t.top + 3 <= 5 && t.left + 3 <= 7));
+  std::vector<Tensor> maps;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    Tensor m(DType::kFloat32, {3, 3});
+    for (float& v : m.flat<float>()) v = static_cast<float>(i);
+    maps.push_back(m);
+  }
+  Tensor stitched = StitchTiles(maps, tiles, 5, 7);
+  CHECK(stitched.data<float>()[0 * 7 + 3] == 1);  // only tile 1 covers column 3
+  CHECK(stitched.data<float>()[0 * 7 + 4] == 2);  // tiles 1 and 2 overlap: 2 wins
+  CHECK(stitched.data<float>()[2 * 7 + 0] == 3);  // rows 2 of tiles 0 and 3: 3 wins
+  // A side shorter than a tile cannot avoid padding: the tile starts at 0.
+  auto small = CoveringTiles(2, 7, 3);
+  CHECK((small[0].top == 0 && small.back().left == 4));
+}
