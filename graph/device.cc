@@ -86,8 +86,7 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice(int index, ThreadPool* pool)
-      : Device(StrCat("/device:CPU:", index), "CPU"), pool_(pool) {}
+  CpuDevice(std::string name, ThreadPool* pool) : Device(std::move(name), "CPU"), pool_(pool) {}
   Allocator* allocator() override { return CpuAllocator(); }
   ThreadPool* compute_pool() override { return pool_; }
 
@@ -98,7 +97,11 @@ class CpuDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> NewCpuDevice(int index, ThreadPool* pool) {
-  return std::make_unique<CpuDevice>(index, pool);
+  return std::make_unique<CpuDevice>(StrCat("/device:CPU:", index), pool);
+}
+
+std::unique_ptr<Device> NewCpuDevice(std::string name, ThreadPool* pool) {
+  return std::make_unique<CpuDevice>(std::move(name), pool);
 }
 
 }  // namespace dflow

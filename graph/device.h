@@ -44,5 +44,8 @@ class Device {
 
 // The host CPU as a device; kernels split work over `pool`.
 std::unique_ptr<Device> NewCpuDevice(int index, ThreadPool* pool);
+// The same under a full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
+// for a session with several CPU devices.
+std::unique_ptr<Device> NewCpuDevice(std::string name, ThreadPool* pool);
 
 }  // namespace dflow

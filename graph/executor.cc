@@ -28,9 +28,9 @@ struct Executor::Step {
   std::atomic<int> outstanding{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
-  std::condition_variable done;
-  bool finished = false;
   std::optional<Error> error;
+  Done done;
+  RunMetadata* metadata = nullptr;
   StepContext context;
   bool trace = false;
   std::chrono::steady_clock::time_point start;
@@ -56,7 +56,17 @@ std::atomic<int64_t> next_step_id{1};
 
 }  // namespace
 
-Executor::Executor(std::unique_ptr<Graph> graph, Device* device, ResourceStore* resources)
+int64_t NewStepId() { return next_step_id++; }
+
+// An asynchronous kernel's context, kept alive until its done callback.
+struct AsyncCall {
+  std::vector<Tensor*> inputs;
+  std::unique_ptr<bool[]> forwardable;
+  std::optional<OpKernelContext> ctx;
+  int64_t start_ns = 0;
+};
+
+Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* resources)
     : graph_(std::move(graph)), device_(device), resources_(resources) {
   std::vector<Node*> order = graph_->TopologicalOrder();
   std::vector<int> item_of(graph_->id_bound(), -1);
@@ -68,8 +78,14 @@ Executor::Executor(std::unique_ptr<Graph> graph, Device* device, ResourceStore* 
     item.first_output_slot = num_slots_;
     num_slots_ += order[i]->num_outputs();
     item.kernel = KernelRegistry::Global().Create(*order[i], device_->type());
-    if (order[i]->op() == "_Arg") ++num_args_;
-    if (order[i]->op() == "_Retval") ++num_retvals_;
+    if (order[i]->op() == "_Arg") {
+      ++num_args_;
+      arg_bound_ = std::max(arg_bound_, order[i]->attr<int64_t>("index") + 1);
+    }
+    if (order[i]->op() == "_Retval") {
+      ++num_retvals_;
+      retval_bound_ = std::max(retval_bound_, order[i]->attr<int64_t>("index") + 1);
+    }
   }
   slot_readers_.assign(num_slots_, 0);
   for (Item& item : items_) {
@@ -104,65 +120,154 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& args, const RunOpti
   if (static_cast<int>(args.size()) != num_args_)
     Fail(Code::kInvalidArgument, "executor expects ", num_args_, " fed values, got ", args.size());
   std::vector<Tensor> retvals(num_retvals_);
-  Step step;
-  step.values.resize(num_slots_);
-  step.pending.reset(new std::atomic<int>[items_.size()]);
-  step.readers_left.reset(new std::atomic<int>[num_slots_]);
-  for (size_t i = 0; i < items_.size(); ++i) step.pending[i].store(items_[i].num_in_edges, std::memory_order_relaxed);
-  for (int s = 0; s < num_slots_; ++s) step.readers_left[s].store(slot_readers_[s], std::memory_order_relaxed);
-  step.context = {next_step_id++, resources_, &args, &retvals};
-  step.trace = options.trace && metadata;
-  if (step.trace) step.stats.resize(items_.size());
-  if (metadata) device_->allocator()->ResetPeak();
-  step.start = std::chrono::steady_clock::now();
-
-  if (!roots_.empty()) {
-    step.outstanding.store(static_cast<int>(roots_.size()));
-    for (size_t r = 1; r < roots_.size(); ++r) {
-      int root = roots_[r];
-      device_->compute_pool()->Schedule([this, root, &step] { Process(root, step); });
-    }
-    Process(roots_[0], step);
-    std::unique_lock<std::mutex> lock(step.mu);
-    step.done.wait(lock, [&] { return step.finished; });
+  std::mutex mu;
+  std::condition_variable finished_cv;
+  bool finished = false;
+  std::optional<Error> error;
+  // The calling thread runs the first root's chain itself (a small graph
+  // then never touches the pool) and waits for the rest.
+  Start({NewStepId(), &args, &retvals, nullptr}, options, metadata,
+        [&](std::optional<Error> result) {
+          // Notify under the lock: Run returns, destroying these, once it sees finished.
+          std::lock_guard<std::mutex> lock(mu);
+          error = std::move(result);
+          finished = true;
+          finished_cv.notify_all();
+        },
+        /*caller_runs_first_root=*/true);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    finished_cv.wait(lock, [&] { return finished; });
   }
-
-  if (metadata) {
-    metadata->step_ns = NanosSince(step.start);
-    metadata->peak_bytes = device_->allocator()->stats().peak_bytes_in_use;
-    metadata->step_stats.clear();
-    for (int i : step.completion_order) metadata->step_stats.push_back(std::move(step.stats[i]));
-  }
-  if (step.error) throw *step.error;
+  if (error) throw *error;
   for (int i = 0; i < num_retvals_; ++i)
     if (!retvals[i].valid()) Fail(Code::kInternal, "fetch ", i, " was not produced");
   return retvals;
 }
 
+void Executor::RunAsync(const ExecutorStep& request, const RunOptions& options,
+                        RunMetadata* metadata, Done done) const {
+  Start(request, options, metadata, std::move(done), /*caller_runs_first_root=*/false);
+}
+
+void Executor::Start(const ExecutorStep& request, const RunOptions& options, RunMetadata* metadata,
+                     Done done, bool caller_runs_first_root) const {
+  if (!request.args || static_cast<int64_t>(request.args->size()) < arg_bound_ || !request.retvals ||
+      static_cast<int64_t>(request.retvals->size()) < retval_bound_)
+    Fail(Code::kInvalidArgument, "executor on ", device_->name(), " needs ", arg_bound_,
+         " fed values and room for ", retval_bound_, " fetches, got ",
+         request.args ? request.args->size() : 0, " and ",
+         request.retvals ? request.retvals->size() : 0);
+  auto step = std::make_unique<Step>();
+  step->values.resize(num_slots_);
+  step->pending.reset(new std::atomic<int>[items_.size()]);
+  step->readers_left.reset(new std::atomic<int>[num_slots_]);
+  for (size_t i = 0; i < items_.size(); ++i)
+    step->pending[i].store(items_[i].num_in_edges, std::memory_order_relaxed);
+  for (int s = 0; s < num_slots_; ++s)
+    step->readers_left[s].store(slot_readers_[s], std::memory_order_relaxed);
+  step->context = {request.step_id, resources_, request.args, request.retvals, request.rendezvous};
+  step->trace = options.trace && metadata;
+  step->metadata = metadata;
+  step->done = std::move(done);
+  if (step->trace) step->stats.resize(items_.size());
+  if (metadata) device_->allocator()->ResetPeak();
+  step->start = std::chrono::steady_clock::now();
+  if (roots_.empty()) {
+    step->outstanding.store(1);
+    return FinishOne(*step.release());
+  }
+  // RunAsync sends every root to the pool: its caller may be starting
+  // several partitions and must not run one of them to the end first.
+  Step& running = *step.release();  // deleted by the last FinishOne
+  running.outstanding.store(static_cast<int>(roots_.size()));
+  size_t first_pooled = caller_runs_first_root ? 1 : 0;
+  for (size_t r = first_pooled; r < roots_.size(); ++r) {
+    int root = roots_[r];
+    device_->compute_pool()->Schedule([this, root, &running] { Process(root, running); });
+  }
+  if (caller_runs_first_root) Process(roots_[0], running);
+}
+
 // Runs `item`, then keeps running one of the consumers it made ready while
-// handing the others to the pool.
+// handing the others to the pool. An asynchronous kernel ends the chain: its
+// completion picks the chain up again.
 void Executor::Process(int item, Step& step) const {
   for (int current = item; current >= 0;) {
-    RunKernel(current, step);
-    ReleaseInputs(current, step);
-    int next = -1;
-    for (int consumer : items_[current].out_edges) {
-      if (step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-      if (next < 0) {
-        next = consumer;
-      } else {
-        step.outstanding.fetch_add(1, std::memory_order_relaxed);
-        device_->compute_pool()->Schedule([this, consumer, &step] { Process(consumer, step); });
-      }
+    if (items_[current].kernel->AsAsync() && !step.failed.load(std::memory_order_relaxed)) {
+      StartAsync(current, step);
+      break;
     }
-    current = next;
+    RunKernel(current, step);
+    current = PropagateOutputs(current, step);
   }
-  if (step.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    // Notify under the lock: Run may destroy `step` as soon as it sees finished.
-    std::lock_guard<std::mutex> lock(step.mu);
-    step.finished = true;
-    step.done.notify_all();
+  FinishOne(step);
+}
+
+// Releases `item`'s inputs and counts down its consumers; schedules all but
+// one of those that became ready and returns that one (or -1).
+int Executor::PropagateOutputs(int item, Step& step) const {
+  ReleaseInputs(item, step);
+  int next = -1;
+  for (int consumer : items_[item].out_edges) {
+    if (step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (next < 0) {
+      next = consumer;
+    } else {
+      step.outstanding.fetch_add(1, std::memory_order_relaxed);
+      device_->compute_pool()->Schedule([this, consumer, &step] { Process(consumer, step); });
+    }
   }
+  return next;
+}
+
+void Executor::StartAsync(int index, Step& step) const {
+  const Item& item = items_[index];
+  const Node& node = *item.node;
+  auto call = std::make_shared<AsyncCall>();
+  call->forwardable.reset(new bool[node.num_inputs() + 1]());
+  for (int i = 0; i < node.num_inputs(); ++i) call->inputs.push_back(&step.values[item.input_slots[i]]);
+  Tensor* outputs = node.num_outputs() ? &step.values[item.first_output_slot] : nullptr;
+  call->ctx.emplace(node, *device_, step.context, call->inputs.data(), call->forwardable.get(),
+                    outputs);
+  call->start_ns = step.trace ? NanosSince(step.start) : 0;
+  step.outstanding.fetch_add(1, std::memory_order_relaxed);  // released by the continuation
+  auto resume = [this, index, &step, call](std::optional<Error> error) {
+    // The callback may run on a sender's thread: hop to this device's pool so
+    // the sender returns at once.
+    device_->compute_pool()->Schedule([this, index, &step, call, error = std::move(error)] {
+      if (error)
+        RecordError(items_[index], step, error->code(), error->message());
+      else
+        CheckOutputs(index, step, call->start_ns);
+      int next = PropagateOutputs(index, step);
+      if (next >= 0) return Process(next, step);
+      FinishOne(step);
+    });
+  };
+  try {
+    item.kernel->AsAsync()->ComputeAsync(*call->ctx, resume);
+  } catch (const Error& e) {
+    resume(e);
+  } catch (const std::exception& e) {
+    resume(Error(Code::kInternal, e.what()));
+  }
+}
+
+// Counts one chain as ended; the last one reports the step.
+void Executor::FinishOne(Step& step) const {
+  if (step.outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::unique_ptr<Step> owned(&step);
+  if (RunMetadata* metadata = owned->metadata) {
+    metadata->step_ns = NanosSince(owned->start);
+    metadata->peak_bytes = device_->allocator()->stats().peak_bytes_in_use;
+    metadata->step_stats.clear();
+    for (int i : owned->completion_order) metadata->step_stats.push_back(std::move(owned->stats[i]));
+  }
+  Done done = std::move(owned->done);
+  std::optional<Error> error = std::move(owned->error);
+  owned.reset();
+  done(std::move(error));
 }
 
 void Executor::RecordError(const Item& item, Step& step, Code code, const std::string& message) const {
@@ -174,9 +279,14 @@ void Executor::RecordError(const Item& item, Step& step, Code code, const std::s
   }
   std::string full = StrCat(message, "\n  [[node ", node.name(), " (", node.op(), ") on ",
                             device_->name(), ", inputs: ", inputs, "]]");
-  std::lock_guard<std::mutex> lock(step.mu);
-  if (!step.error) step.error.emplace(code, std::move(full));
-  step.failed.store(true);
+  Error error(code, std::move(full));
+  {
+    std::lock_guard<std::mutex> lock(step.mu);
+    if (!step.error) step.error.emplace(error);
+    step.failed.store(true);
+  }
+  // Wakes the step's other partitions; a no-op when another error came first.
+  if (step.context.rendezvous) step.context.rendezvous->StartAbort(error);
 }
 
 void Executor::RunKernel(int index, Step& step) const {
@@ -221,6 +331,14 @@ void Executor::RunKernel(int index, Step& step) const {
   } catch (const std::exception& e) {
     return RecordError(item, step, Code::kInternal, e.what());
   }
+  CheckOutputs(index, step, start_ns);
+}
+
+// Checks that the kernel set its outputs, records its trace, and drops the
+// outputs nobody reads.
+void Executor::CheckOutputs(int index, Step& step, int64_t start_ns) const {
+  const Item& item = items_[index];
+  const Node& node = *item.node;
   for (int o = 0; o < node.num_outputs(); ++o) {
     int slot = item.first_output_slot + o;
     if (!step.values[slot].valid() && !node.def().is_variable)

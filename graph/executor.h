@@ -9,10 +9,15 @@
 // hand-off for a chain) and schedules the rest on the thread pool. Each
 // output slot counts its remaining readers and drops its tensor when the
 // last one has run, so memory is returned as early as the graph allows. The
-// first error cancels the step: later nodes are skipped and Run throws it.
+// first error cancels the step: later nodes are skipped and Run throws it;
+// when the step has a rendezvous, the error also aborts it, which wakes the
+// step's other partitions. An asynchronous kernel (_Recv) holds no thread
+// while it waits: its completion schedules the rest of its chain on the pool.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "graph/graph.h"
@@ -21,11 +26,25 @@
 
 namespace dflow {
 
+// What one step gives one partition. A step of several partitions shares
+// `args`, `retvals`, `step_id` and `rendezvous` among them.
+struct ExecutorStep {
+  int64_t step_id = 0;
+  const std::vector<Tensor>* args = nullptr;  // every feed of the step; _Arg reads its index
+  std::vector<Tensor>* retvals = nullptr;     // every fetch of the step; _Retval writes its index
+  Rendezvous* rendezvous = nullptr;           // null when the partition is the whole step
+};
+
+// A fresh id for a step; unique within the process.
+int64_t NewStepId();
+
 class Executor {
  public:
+  using Done = std::function<void(std::optional<Error> error)>;
+
   // `graph` holds only nodes placed on `device`; its _Arg nodes receive the
   // feeds and its _Retval nodes hand back the fetches, by their index attr.
-  Executor(std::unique_ptr<Graph> graph, Device* device, ResourceStore* resources);
+  Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* resources);
   ~Executor();
 
   int num_args() const { return num_args_; }
@@ -34,16 +53,28 @@ class Executor {
 
   std::vector<Tensor> Run(const std::vector<Tensor>& args, const RunOptions& options = {},
                           RunMetadata* metadata = nullptr) const;
+  // Starts one step and returns; calls `done` (on a pool thread, or here for
+  // an empty graph) when every node has run or been skipped. `step`'s
+  // pointers and `metadata` must outlive that call. Throws kInvalidArgument
+  // when `args` or `retvals` is too short for the graph's indices.
+  void RunAsync(const ExecutorStep& step, const RunOptions& options, RunMetadata* metadata,
+                Done done) const;
 
  private:
   struct Item;
   struct Step;
+  void Start(const ExecutorStep& step, const RunOptions& options, RunMetadata* metadata, Done done,
+             bool caller_runs_first_root) const;
   void Process(int item, Step& step) const;
+  void StartAsync(int item, Step& step) const;
+  void FinishOne(Step& step) const;
+  int PropagateOutputs(int item, Step& step) const;
   void RunKernel(int item, Step& step) const;
+  void CheckOutputs(int item, Step& step, int64_t start_ns) const;
   void ReleaseInputs(int item, Step& step) const;
   void RecordError(const Item& item, Step& step, Code code, const std::string& message) const;
 
-  std::unique_ptr<Graph> graph_;
+  std::shared_ptr<Graph> graph_;
   Device* device_;
   ResourceStore* resources_;
   std::vector<Item> items_;
@@ -52,6 +83,8 @@ class Executor {
   int num_slots_ = 0;
   int num_args_ = 0;
   int num_retvals_ = 0;
+  int64_t arg_bound_ = 0;     // 1 + the largest _Arg index
+  int64_t retval_bound_ = 0;  // 1 + the largest _Retval index
 };
 
 }  // namespace dflow

@@ -86,3 +86,11 @@ std::vector<DType> KernelRegistry::RegisteredTypes(const std::string& op,
 }
 
 }  // namespace dflow
+
+namespace dflow {
+
+void AsyncOpKernel::Compute(OpKernelContext& ctx) const {
+  Fail(Code::kInternal, node().Describe(), " is asynchronous: run it with ComputeAsync");
+}
+
+}  // namespace dflow

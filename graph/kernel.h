@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@
 
 #include "graph/device.h"
 #include "graph/graph.h"
+#include "graph/rendezvous.h"
 #include "graph/resource.h"
 
 namespace dflow {
@@ -29,6 +31,7 @@ struct StepContext {
   ResourceStore* resources = nullptr;
   const std::vector<Tensor>* args = nullptr;  // fed values, read by _Arg
   std::vector<Tensor>* retvals = nullptr;     // fetched values, written by _Retval
+  Rendezvous* rendezvous = nullptr;           // cut edges to the step's other partitions, if any
 };
 
 class OpKernelContext {
@@ -74,9 +77,26 @@ class OpKernel {
   virtual ~OpKernel() = default;
   virtual void Compute(OpKernelContext& ctx) const = 0;
   const Node& node() const { return node_; }
+  // Non-null for a kernel that waits without holding a thread (_Recv).
+  virtual const class AsyncOpKernel* AsAsync() const { return nullptr; }
 
  private:
   const Node& node_;
+};
+
+// A kernel whose work finishes later, on another thread (a _Recv waiting for
+// its tensor). The executor hands it a context that lives until `done` and
+// goes on with the step when `done` is called; no pool thread waits meanwhile,
+// so a step cannot deadlock however small the pools are.
+class AsyncOpKernel : public OpKernel {
+ public:
+  // Called exactly once: with nothing once the outputs are set, or with the error.
+  using Done = std::function<void(std::optional<Error> error)>;
+
+  using OpKernel::OpKernel;
+  virtual void ComputeAsync(OpKernelContext& ctx, Done done) const = 0;
+  const AsyncOpKernel* AsAsync() const final { return this; }
+  void Compute(OpKernelContext& ctx) const final;  // fails: the executor calls ComputeAsync
 };
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const Node&)>;

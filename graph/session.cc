@@ -1,9 +1,13 @@
 #include "graph/session.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <set>
+
 namespace dflow {
 
 struct Session::Executable {
-  std::unique_ptr<Executor> executor;
+  std::vector<std::unique_ptr<Executor>> partitions;  // one per device used
   std::vector<std::string> feed_names;
   std::vector<DType> feed_dtypes;
   std::vector<Shape> feed_shapes;
@@ -13,8 +17,22 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
   if (!graph_) Fail(Code::kInvalidArgument, "Session needs a graph");
   int threads = options_.num_threads > 0 ? options_.num_threads : ThreadPool::DefaultNumThreads();
-  pool_ = std::make_unique<ThreadPool>(threads, "dflow-cpu");
-  device_ = NewCpuDevice(0, pool_.get());
+  if (options_.devices.empty()) {
+    pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-cpu"));
+    devices_.push_back(NewCpuDevice(0, pools_.back().get()));
+    return;
+  }
+  std::set<std::string> seen;
+  for (const std::string& name : options_.devices) {
+    DeviceName parsed = DeviceName::Parse(name);
+    if (parsed.type != "CPU" || !parsed.index)
+      Fail(Code::kInvalidArgument, "session device '", name,
+           "' is not a full CPU device name (e.g. /job:localhost/replica:0/task:0/device:CPU:1)");
+    if (!seen.insert(name).second)
+      Fail(Code::kInvalidArgument, "session device '", name, "' is listed twice");
+    pools_.push_back(std::make_unique<ThreadPool>(threads, StrCat("dflow-cpu", *parsed.index)));
+    devices_.push_back(NewCpuDevice(name, pools_.back().get()));
+  }
 }
 
 Session::Session(const Scope& scope, SessionOptions options) : Session(scope.graph_ptr(), options) {}
@@ -27,6 +45,22 @@ size_t Session::num_cached_executors() const {
 }
 
 namespace {
+
+SessionPartitioner& RegisteredPartitioner() {
+  static SessionPartitioner partitioner;
+  return partitioner;
+}
+
+// Run's metadata for a step of several partitions: every partition's node
+// stats, the largest peak, and the step's wall time.
+void MergeMetadata(std::vector<RunMetadata>& parts, int64_t step_ns, RunMetadata& merged) {
+  merged = {};
+  merged.step_ns = step_ns;
+  for (RunMetadata& part : parts) {
+    merged.peak_bytes = std::max(merged.peak_bytes, part.peak_bytes);
+    for (NodeExecStats& stats : part.step_stats) merged.step_stats.push_back(std::move(stats));
+  }
+}
 
 NodeOut Resolve(const Graph& graph, const TensorName& name, std::string_view role) {
   try {
@@ -54,15 +88,16 @@ std::string SignatureKey(const FeedList& feeds, const std::vector<TensorName>& f
 // Every node goes on this session's one device. A request for another
 // device is an error unless soft placement is allowed.
 void Session::Place(Graph& graph) const {
-  DeviceName here = DeviceName::Parse(device_->name());
+  const Device& device = *devices_.front();
+  DeviceName here = DeviceName::Parse(device.name());
   for (Node* node : graph.nodes()) {
     const std::string& requested = node->requested_device();
     if (!requested.empty() && !DeviceName::Parse(requested).Matches(here) &&
         !options_.allow_soft_placement)
       Fail(Code::kInvalidArgument, node->Describe(), " requests device '", requested,
-           "' but this session has only ", device_->name(),
+           "' but this session has only ", device.name(),
            " (set allow_soft_placement to run it there instead)");
-    node->set_assigned_device(device_->name());
+    node->set_assigned_device(device.name());
   }
 }
 
@@ -89,10 +124,80 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
     executable->feed_shapes.push_back(feed.node->output_shape(feed.index));
   }
   std::unique_ptr<Graph> graph = ExtractForExecution(*graph_, feed_outs, fetch_outs, target_nodes);
-  RunPasses(*graph, *device_, options_.passes, target_names);
-  Place(*graph);
-  executable->executor = std::make_unique<Executor>(std::move(graph), device_.get(), &resources_);
+  RunPasses(*graph, *devices_.front(), options_.passes, target_names);
+  AddExecutors(std::move(graph), *executable);
   return executable;
+}
+
+void RegisterSessionPartitioner(SessionPartitioner partitioner) {
+  RegisteredPartitioner() = std::move(partitioner);
+}
+
+// One device: every node goes there (Place) and the graph is the one
+// partition. Several: the registered partitioner places and cuts it.
+void Session::AddExecutors(std::unique_ptr<Graph> graph, Executable& executable) {
+  if (devices_.size() == 1) {
+    Place(*graph);
+    executable.partitions.push_back(
+        std::make_unique<Executor>(std::move(graph), devices_.front().get(), &resources_));
+    return;
+  }
+  const SessionPartitioner& partitioner = RegisteredPartitioner();
+  if (!partitioner.partition || !partitioner.new_rendezvous)
+    Fail(Code::kFailedPrecondition, "a session with several devices needs a partitioner, and none is "
+         "registered (dist/session_partitioner.cc registers one in libdflow)");
+  auto partitions = partitioner.partition(*graph, options_.devices, options_.allow_soft_placement);
+  for (auto& [name, part] : partitions) {
+    auto device = std::find_if(devices_.begin(), devices_.end(),
+                               [&](const auto& d) { return d->name() == name; });
+    if (device == devices_.end())
+      Fail(Code::kInternal, "the partitioner made a partition for '", name, "', not a session device");
+    executable.partitions.push_back(std::make_unique<Executor>(part, device->get(), &resources_));
+  }
+}
+
+// Starts every partition on its own pool with one step id and rendezvous,
+// and waits for all of them. The first error anywhere aborts the rendezvous
+// (the executor does that), which fails every Recv still waiting, so each
+// partition finishes; that first error is the one thrown.
+void Session::RunPartitions(const Executable& executable, const std::vector<Tensor>& args,
+                            std::vector<Tensor>& retvals, const RunOptions& options,
+                            RunMetadata* metadata) const {
+  std::unique_ptr<Rendezvous> rendezvous = RegisteredPartitioner().new_rendezvous();
+  ExecutorStep step{NewStepId(), &args, &retvals, rendezvous.get()};
+  std::vector<RunMetadata> part_metadata(executable.partitions.size());
+  auto start = std::chrono::steady_clock::now();
+  std::mutex mu;
+  std::condition_variable all_done;
+  size_t running = executable.partitions.size();
+  std::optional<Error> first_error;
+  auto finish_one = [&](std::optional<Error> error) {
+    std::lock_guard<std::mutex> lock(mu);  // notify under the lock: the waiter owns these
+    if (error && !first_error) first_error = std::move(error);
+    if (--running == 0) all_done.notify_all();
+  };
+  for (size_t p = 0; p < executable.partitions.size(); ++p) {
+    try {
+      RunMetadata* part = metadata ? &part_metadata[p] : nullptr;
+      executable.partitions[p]->RunAsync(step, options, part, finish_one);
+    } catch (const Error& e) {
+      rendezvous->StartAbort(e);
+      finish_one(e);
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    all_done.wait(lock, [&] { return running == 0; });
+  }
+  if (metadata) {
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    int64_t step_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+    MergeMetadata(part_metadata, step_ns, *metadata);
+  }
+  // The rendezvous holds the first error of all (a partition's own error may
+  // be just its Recv being aborted).
+  if (std::optional<Error> origin = rendezvous->abort_error()) throw *origin;
+  if (first_error) throw *first_error;
 }
 
 std::shared_ptr<Session::Executable> Session::GetExecutable(const FeedList& feeds,
@@ -126,7 +231,13 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Tensor
            executable->feed_shapes[i].ToString(), ", got ", value.SummaryString());
     args.push_back(value);
   }
-  return executable->executor->Run(args, options, metadata);
+  if (executable->partitions.size() == 1)  // no rendezvous needed: the caller's thread joins in
+    return executable->partitions.front()->Run(args, options, metadata);
+  std::vector<Tensor> retvals(fetches.size());
+  RunPartitions(*executable, args, retvals, options, metadata);
+  for (size_t i = 0; i < retvals.size(); ++i)
+    if (!retvals[i].valid()) Fail(Code::kInternal, "fetch '", fetches[i].name, "' was not produced");
+  return retvals;
 }
 
 }  // namespace dflow

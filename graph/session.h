@@ -4,8 +4,15 @@
 // builds an Executor; the result is cached per signature, so later calls with
 // the same feeds/fetches/targets go straight to the executor. Variables keep
 // their values across Run calls. Run may be called from several threads.
+//
+// With several devices the graph is placed and cut into one partition per
+// device by the partitioner dist/ registers (dist::Place, dist::Partition);
+// each step runs every partition's Executor at once with a fresh step id and
+// one rendezvous, and the first error in any partition aborts the step in all
+// of them and is what Run throws. One device is the one-partition case.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,17 +22,34 @@
 
 #include "graph/executor.h"
 #include "graph/passes.h"
+#include "graph/rendezvous.h"
 #include "graph/scope.h"
 
 namespace dflow {
 
 struct SessionOptions {
-  int num_threads = 0;  // worker threads; 0 = one per hardware thread
+  int num_threads = 0;  // worker threads per device; 0 = one per hardware thread
   PassOptions passes;
   // A node that asks for a device this session lacks runs on the CPU instead
   // of failing (TensorFlow's allow_soft_placement).
   bool allow_soft_placement = false;
+  // CPU devices by full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
+  // each with its own thread pool. Empty: one "/device:CPU:0".
+  std::vector<std::string> devices;
 };
+
+// How a Session with several devices cuts a graph and joins the pieces at run
+// time. dist/ registers the real one (graph/ may not use dist/):
+// `partition` assigns every node a device and returns one graph per device
+// used, `new_rendezvous` makes the rendezvous of one step.
+struct SessionPartitioner {
+  using Partitions = std::vector<std::pair<std::string, std::shared_ptr<Graph>>>;
+  std::function<Partitions(const Graph& graph, const std::vector<std::string>& devices,
+                           bool allow_soft_placement)>
+      partition;
+  std::function<std::unique_ptr<Rendezvous>()> new_rendezvous;
+};
+void RegisterSessionPartitioner(SessionPartitioner partitioner);
 
 // Names a tensor for feeds and fetches: "node", "node:1", or an Output.
 struct TensorName {
@@ -53,7 +77,8 @@ class Session {
   std::vector<Tensor> Run(const std::vector<TensorName>& fetches) { return Run({}, fetches); }
 
   const Graph& graph() const { return *graph_; }
-  Device& device() const { return *device_; }
+  Device& device() const { return *devices_.front(); }  // the first device
+  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
   ResourceStore& resources() { return resources_; }
   // Executors built so far (one per distinct signature).
   size_t num_cached_executors() const;
@@ -66,11 +91,15 @@ class Session {
   std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                     const std::vector<TensorName>& targets);
   void Place(Graph& graph) const;
+  void AddExecutors(std::unique_ptr<Graph> graph, Executable& executable);
+  void RunPartitions(const Executable& executable, const std::vector<Tensor>& args,
+                     std::vector<Tensor>& retvals, const RunOptions& options,
+                     RunMetadata* metadata) const;
 
   std::shared_ptr<Graph> graph_;
   SessionOptions options_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<Device> device_;
+  std::vector<std::unique_ptr<ThreadPool>> pools_;  // one per device
+  std::vector<std::unique_ptr<Device>> devices_;
   ResourceStore resources_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Executable>> cache_;

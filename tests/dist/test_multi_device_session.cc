@@ -1,0 +1,237 @@
+// A Session over two CPU devices of one process: placement, partitioning,
+// Send/Recv through one LocalRendezvous per step. Checked against the
+// one-device run of the same graph, for errors that must abort every
+// partition (and name where they came from), for executor reuse across steps,
+// and for control edges that cross devices.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "autodiff/learning_rate.h"
+#include "autodiff/optimizers.h"
+#include "graph/kernel.h"
+#include "ops/ops.h"
+#include "tests/ops/op_test_util.h"
+
+using namespace dflow;
+using namespace dflow::testing;
+
+namespace {
+
+const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+
+SessionOptions TwoDevices(int threads_per_device) {
+  SessionOptions options;
+  options.num_threads = threads_per_device;
+  options.devices = {kCpu0, kCpu1};
+  return options;
+}
+
+// Runs `fn` on its own thread and fails the test program when it takes more
+// than `seconds`: a hung step must not hang the suite.
+template <typename Fn>
+auto WithDeadline(Fn fn, int seconds = 30) {
+  auto result = std::async(std::launch::async, std::move(fn));
+  if (result.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
+    std::fprintf(stderr, "step did not finish within %d s: a partition hangs\n", seconds);
+    std::_Exit(3);  // the future's destructor would wait forever
+  }
+  return result.get();
+}
+
+// A 2-layer MLP, y = relu(x w1 + b1) w2 + b2, with a squared-error loss and
+// Adam; with `split`, layer 1 asks for CPU:0 and layer 2 for CPU:1.
+struct Mlp {
+  Scope s = Scope::NewRootScope();
+  Output x, target, loss;
+  std::vector<Output> variables;
+  Node* train = nullptr;
+
+  explicit Mlp(bool split) {
+    Scope layer1 = split ? s.WithDevice("/device:CPU:0") : s;
+    Scope layer2 = split ? s.WithDevice("/device:CPU:1") : s;
+    x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape({8, 5}));
+    target = ops::Placeholder(s.WithOpName("target"), DType::kFloat32, Shape({8, 3}));
+    auto w1 = ops::Variable(layer1.WithOpName("w1"), RandomTensor(DType::kFloat32, Shape({5, 16}), 1));
+    auto b1 = ops::Variable(layer1.WithOpName("b1"), RandomTensor(DType::kFloat32, Shape({16}), 2));
+    auto w2 = ops::Variable(layer2.WithOpName("w2"), RandomTensor(DType::kFloat32, Shape({16, 3}), 3));
+    auto b2 = ops::Variable(layer2.WithOpName("b2"), RandomTensor(DType::kFloat32, Shape({3}), 4));
+    auto hidden = ops::Relu(layer1, ops::Add(layer1, ops::MatMul(layer1, x, w1), b1));
+    auto y = ops::Add(layer2, ops::MatMul(layer2, hidden, w2), b2);
+    loss = ops::Mean(s.WithOpName("loss"), ops::Square(s, ops::Sub(s, y, target)), {0, 1});
+    variables = {w1, b1, w2, b2};
+    autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(s, 0.01));
+    train = adam.Minimize(s, loss);
+  }
+
+  // The losses of `steps` training steps, then the variables' final values.
+  std::vector<Tensor> Train(Session& session, int steps) {
+    session.Run({}, {}, {ops::GlobalVariablesInitializer(s)});
+    std::vector<Tensor> results;
+    for (int i = 0; i < steps; ++i) {
+      FeedList feeds = {{x, RandomTensor(DType::kFloat32, Shape({8, 5}), 100 + i)},
+                        {target, RandomTensor(DType::kFloat32, Shape({8, 3}), 200 + i)}};
+      results.push_back(session.Run(feeds, {loss}, {train})[0]);
+    }
+    std::vector<TensorName> fetches(variables.begin(), variables.end());
+    for (Tensor& value : session.Run(fetches)) results.push_back(value);
+    return results;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("an MLP trained with Adam on two devices equals the one-device run bit for bit",
+          "[multi_device]") {
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads per device");
+    Mlp one(false), two(true);
+    Session single(one.s, {.num_threads = threads});
+    Session split(two.s, TwoDevices(threads));
+    std::vector<Tensor> expected = one.Train(single, 5);
+    std::vector<Tensor> actual = WithDeadline([&] { return two.Train(split, 5); });
+    REQUIRE(actual.size() == expected.size());
+    // Same kernels on the same inputs in the same order: only where they run
+    // changed, so the floats must be identical, not just close.
+    for (size_t i = 0; i < expected.size(); ++i) ExpectEqual(actual[i], expected[i]);
+  }
+}
+
+TEST_CASE("the layers really run on their two devices", "[multi_device]") {
+  Mlp two(true);
+  Session split(two.s, TwoDevices(1));
+  split.Run({}, {}, {ops::GlobalVariablesInitializer(two.s)});
+  RunMetadata metadata;
+  FeedList feeds = {{two.x, RandomTensor(DType::kFloat32, Shape({8, 5}), 1)},
+                    {two.target, RandomTensor(DType::kFloat32, Shape({8, 3}), 2)}};
+  split.Run(feeds, {two.loss}, {two.train}, {.trace = true}, &metadata);
+  std::map<std::string, std::string> device_of;
+  for (const NodeExecStats& stats : metadata.step_stats) device_of[stats.node] = stats.device;
+  CHECK(device_of.at("w1") == kCpu0);
+  CHECK(device_of.at("w2") == kCpu1);
+  int sends = 0, recvs = 0;
+  for (const NodeExecStats& stats : metadata.step_stats) {
+    sends += stats.op == "_Send";
+    recvs += stats.op == "_Recv";
+  }
+  CHECK(sends > 0);
+  CHECK(sends == recvs);
+}
+
+TEST_CASE("many steps reuse the partitions' executors", "[multi_device]") {
+  Scope s = Scope::NewRootScope();
+  auto counter = ops::Variable(s.WithOpName("counter").WithDevice("/device:CPU:0"), 0.0f);
+  auto add = ops::AssignAdd(s.WithDevice("/device:CPU:0"), counter, 1.0f);
+  auto doubled = ops::Mul(s.WithOpName("doubled").WithDevice("/device:CPU:1"), add, 2.0f);
+  Session session(s, TwoDevices(1));
+  session.Run({}, {}, {ops::GlobalVariablesInitializer(s)});
+  WithDeadline([&] {
+    for (int step = 1; step <= 50; ++step)
+      ExpectEqual(session.Run({doubled})[0], Tensor::Scalar(2.0f * step));
+    return 0;
+  });
+  CHECK(session.num_cached_executors() == 2);  // the initializer's and the step's
+}
+
+TEST_CASE("an error in one partition aborts the step everywhere and names its origin",
+          "[multi_device]") {
+  // x feeds a MatMul on CPU:1 whose result CPU:0 waits for: a bad x fails
+  // CPU:1, and CPU:0's waiting Recv must be woken, not left hanging.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32);
+  auto product = ops::MatMul(s.WithOpName("product").WithDevice("/device:CPU:1"), x,
+                             Tensor::FromVector<float>({1, 2, 3, 4}).Reshaped(Shape({2, 2})));
+  auto relu = ops::Relu(s.WithOpName("relu").WithDevice("/device:CPU:0"), product);
+  Session session(s, TwoDevices(1));
+  Tensor bad = Tensor::FromVector<float>({1, 2, 3});  // rank 1: MatMul wants a matrix
+  Tensor good = Tensor::FromVector<float>({1, -1}).Reshaped(Shape({1, 2}));
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    bool threw = WithDeadline([&] {
+      try {
+        session.Run({{x, bad}}, {relu});
+      } catch (const Error& e) {
+        std::string message = e.message();
+        INFO(message);
+        CHECK(e.code() == Code::kInvalidArgument);
+        CHECK(message.find("node product (MatMul) on " + kCpu1) != std::string::npos);
+        return true;
+      }
+      return false;
+    });
+    CHECK(threw);
+    // The session stays usable: the next good step runs on the same executors.
+    ExpectEqual(WithDeadline([&] { return session.Run({{x, good}}, {relu})[0]; }),
+                Tensor::FromVector<float>({0, 0}).Reshaped(Shape({1, 2})));
+  }
+  CHECK(session.num_cached_executors() == 1);
+}
+
+namespace {
+
+// A test op that sleeps, then appends its label to a shared log: whether a
+// control edge was honoured shows in the log's order.
+std::mutex log_mu;
+std::vector<std::string> order_log;
+
+REGISTER_OP("TestAppendLabel")
+    .attr<std::string>("label")
+    .attr<int64_t>("sleep_ms", 0)
+    .stateful()
+    .doc("Test only: sleeps sleep_ms, then appends `label` to a log.");
+
+class AppendLabelKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(node().attr<int64_t>("sleep_ms")));
+    std::lock_guard<std::mutex> lock(log_mu);
+    order_log.push_back(node().attr<std::string>("label"));
+  }
+};
+REGISTER_KERNEL("TestAppendLabel", "CPU", AppendLabelKernel);
+
+Node* AppendLabel(const Scope& scope, const std::string& label, int64_t sleep_ms) {
+  return scope.WithOpName(label).AddOp("TestAppendLabel", {}, {{"label", label}, {"sleep_ms", sleep_ms}});
+}
+
+}  // namespace
+
+TEST_CASE("a control edge across devices orders its nodes", "[multi_device]") {
+  Scope s = Scope::NewRootScope();
+  Node* first = AppendLabel(s.WithDevice("/device:CPU:0"), "first", 50);
+  Node* second = AppendLabel(s.WithDevice("/device:CPU:1").WithControlDependencies({first}), "second", 0);
+  Session session(s, TwoDevices(1));
+  for (int step = 0; step < 3; ++step) {
+    {
+      std::lock_guard<std::mutex> lock(log_mu);
+      order_log.clear();
+    }
+    WithDeadline([&] { return session.Run({}, {}, {second}); });
+    std::lock_guard<std::mutex> lock(log_mu);
+    CHECK(order_log == std::vector<std::string>{"first", "second"});
+  }
+}
+
+TEST_CASE("a multi-device session rejects bad device lists", "[multi_device]") {
+  Scope s = Scope::NewRootScope();
+  ops::Const(s, 1.0f);
+  SessionOptions twice = TwoDevices(1);
+  twice.devices[1] = kCpu0;
+  ExpectError([&] { Session session(s, twice); }, Code::kInvalidArgument, "listed twice");
+  SessionOptions partial = TwoDevices(1);
+  partial.devices[1] = "/job:localhost/device:GPU:0";
+  ExpectError([&] { Session session(s, partial); }, Code::kInvalidArgument, "not a full CPU device name");
+}
+
+TEST_CASE("a lone _Recv outside a multi-device step fails clearly", "[multi_device]") {
+  Scope s = Scope::NewRootScope();
+  Output recv = s.WithOpName("lonely").AddOp(
+      "_Recv", {}, {{"tensor_type", DType::kFloat32}, {"tensor_name", std::string("a:0")},
+                    {"send_device", kCpu0}, {"recv_device", kCpu1}});
+  Session session(s);
+  ExpectError([&] { WithDeadline([&] { return session.Run({recv}); }); }, Code::kFailedPrecondition,
+              "needs the step's rendezvous");
+}

@@ -1,0 +1,103 @@
+// LocalRendezvous: a tensor meets its Recv whichever comes first, each key
+// is used once, and StartAbort wakes every waiter with the first error.
+#include <catch2/catch.hpp>
+
+#include "dist/rendezvous.h"
+#include "tests/ops/op_test_util.h"
+
+using namespace dflow;
+using namespace dflow::testing;
+
+namespace {
+
+RendezvousKey Key(const std::string& tensor, int64_t step = 7) {
+  return {"/job:a/replica:0/task:0/device:CPU:0", 3, "/job:a/replica:0/task:0/device:CPU:1", tensor, step};
+}
+
+// What a RecvAsync callback saw.
+struct Received {
+  int calls = 0;
+  std::optional<Error> error;
+  Tensor value;
+  Rendezvous::RecvDone Callback() {
+    return [this](std::optional<Error> e, Tensor v) {
+      ++calls;
+      error = std::move(e);
+      value = std::move(v);
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a sent tensor meets its Recv whichever comes first", "[rendezvous]") {
+  dist::LocalRendezvous rendezvous;
+  Received early, late;
+  rendezvous.RecvAsync(Key("x:0"), early.Callback());
+  CHECK(early.calls == 0);
+  CHECK(rendezvous.num_pending() == 1);
+  rendezvous.Send(Key("x:0"), Tensor::FromVector<float>({1, 2}));
+  REQUIRE(early.calls == 1);
+  CHECK_FALSE(early.error);
+  ExpectEqual(early.value, Tensor::FromVector<float>({1, 2}));
+
+  rendezvous.Send(Key("y:0"), Tensor::FromVector<float>({3}));
+  rendezvous.RecvAsync(Key("y:0"), late.Callback());
+  REQUIRE(late.calls == 1);
+  ExpectEqual(late.value, Tensor::FromVector<float>({3}));
+  CHECK(rendezvous.num_pending() == 0);
+}
+
+TEST_CASE("rendezvous keys differ by every field, and each is used once", "[rendezvous]") {
+  dist::LocalRendezvous rendezvous;
+  rendezvous.Send(Key("x:0", 1), Tensor::FromVector<float>({1}));
+  Received other_step;
+  rendezvous.RecvAsync(Key("x:0", 2), other_step.Callback());
+  CHECK(other_step.calls == 0);  // step 2 does not take step 1's tensor
+  RendezvousKey other_incarnation = Key("x:0", 1);
+  other_incarnation.send_device_incarnation = 4;
+  Received restarted;
+  rendezvous.RecvAsync(other_incarnation, restarted.Callback());
+  CHECK(restarted.calls == 0);
+  ExpectError([&] { rendezvous.Send(Key("x:0", 1), Tensor::FromVector<float>({1})); },
+              Code::kInvalidArgument, "sent twice");
+  Received first, second;
+  rendezvous.RecvAsync(Key("x:0", 1), first.Callback());
+  rendezvous.RecvAsync(Key("x:0", 1), second.Callback());
+  CHECK_FALSE(first.error);
+  REQUIRE(second.error);
+  CHECK(second.error->message().find("received twice") != std::string::npos);
+}
+
+TEST_CASE("StartAbort wakes every waiter with the first error", "[rendezvous]") {
+  dist::LocalRendezvous rendezvous;
+  Received a, b, after;
+  rendezvous.RecvAsync(Key("a:0"), a.Callback());
+  rendezvous.RecvAsync(Key("b:0"), b.Callback());
+  rendezvous.StartAbort(Error(Code::kInvalidArgument, "bad shape on CPU:1"));
+  rendezvous.StartAbort(Error(Code::kCancelled, "a later error"));
+  for (Received* r : {&a, &b}) {
+    REQUIRE(r->calls == 1);
+    REQUIRE(r->error);
+    CHECK(r->error->code() == Code::kInvalidArgument);
+    CHECK(r->error->message() == "bad shape on CPU:1");
+  }
+  rendezvous.RecvAsync(Key("c:0"), after.Callback());
+  REQUIRE(after.error);
+  CHECK(after.error->message() == "bad shape on CPU:1");
+  ExpectError([&] { rendezvous.Send(Key("d:0"), Tensor::FromVector<float>({1})); },
+              Code::kInvalidArgument, "bad shape on CPU:1");
+  REQUIRE(rendezvous.abort_error());
+  CHECK(rendezvous.abort_error()->code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("a destroyed rendezvous fails the Recvs still waiting", "[rendezvous]") {
+  Received waiting;
+  {
+    dist::LocalRendezvous rendezvous;
+    rendezvous.RecvAsync(Key("a:0"), waiting.Callback());
+  }
+  REQUIRE(waiting.calls == 1);
+  REQUIRE(waiting.error);
+  CHECK(waiting.error->code() == Code::kCancelled);
+}
