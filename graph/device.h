@@ -45,4 +45,15 @@ class Device {
 // The host CPU as a device; kernels split work over `pool`.
 std::unique_ptr<Device> NewCpuDevice(int index, ThreadPool* pool);
 
+// The GPUs this process can use: how many, and when none, why not ("built
+// without CUDA", "no CUDA-capable device is detected", a driver error).
+struct GpuDiscovery {
+  int count = 0;
+  std::string reason;
+};
+GpuDiscovery DiscoverGpus();
+// "/device:GPU:<index>"; throws kUnavailable naming the reason when that GPU
+// is not visible. Kernels split host-side work over `pool`.
+std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool* pool);
+
 }  // namespace dflow

@@ -14,7 +14,14 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
   if (!graph_) Fail(Code::kInvalidArgument, "Session needs a graph");
   int threads = options_.num_threads > 0 ? options_.num_threads : ThreadPool::DefaultNumThreads();
   pool_ = std::make_unique<ThreadPool>(threads, "dflow-cpu");
-  device_ = NewCpuDevice(0, pool_.get());
+  DeviceName wanted = DeviceName::Parse(options_.device.empty() ? "/device:CPU:0" : options_.device);
+  if (wanted.type == "GPU")
+    device_ = NewGpuDevice(wanted.index.value_or(0), pool_.get());
+  else if (wanted.type.empty() || wanted.type == "CPU")
+    device_ = NewCpuDevice(wanted.index.value_or(0), pool_.get());
+  else
+    Fail(Code::kInvalidArgument, "SessionOptions.device '", options_.device,
+         "' names no device type this build has (CPU, GPU)");
 }
 
 Session::Session(const Scope& scope, SessionOptions options) : Session(scope.graph_ptr(), options) {}
@@ -66,6 +73,21 @@ void Session::Place(Graph& graph) const {
   }
 }
 
+// Fails before building an executor when an op has no kernel on this
+// session's device, naming the op and the device types that have one.
+void Session::RequireKernels(const Graph& graph) const {
+  const KernelRegistry& registry = KernelRegistry::Global();
+  for (const Node* node : graph.nodes()) {
+    if (registry.Has(node->op(), device_->type())) continue;
+    std::string elsewhere;
+    for (const std::string& type : registry.DeviceTypesWithKernels(node->op()))
+      elsewhere += StrCat(elsewhere.empty() ? "" : ", ", type);
+    Fail(Code::kUnimplemented, node->Describe(), ": op ", node->op(), " has no ", device_->type(),
+         " kernel, so the graph cannot run on ", device_->name(), " (kernels exist for: ",
+         elsewhere.empty() ? "no device" : elsewhere, ")");
+  }
+}
+
 std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
                                                     const std::vector<TensorName>& fetches,
                                                     const std::vector<TensorName>& targets) {
@@ -91,6 +113,7 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
   std::unique_ptr<Graph> graph = ExtractForExecution(*graph_, feed_outs, fetch_outs, target_nodes);
   RunPasses(*graph, *device_, options_.passes, target_names);
   Place(*graph);
+  RequireKernels(*graph);
   executable->executor = std::make_unique<Executor>(std::move(graph), device_.get(), &resources_);
   return executable;
 }

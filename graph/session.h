@@ -25,6 +25,10 @@ struct SessionOptions {
   // A node that asks for a device this session lacks runs on the CPU instead
   // of failing (TensorFlow's allow_soft_placement).
   bool allow_soft_placement = false;
+  // The device the whole graph runs on: "" or "/device:CPU:0" (the host),
+  // "/device:GPU:N" (feeds are copied to the GPU and fetches back). A GPU
+  // that is not visible, or an op without a kernel there, is an error.
+  std::string device;
 };
 
 // Names a tensor for feeds and fetches: "node", "node:1", or an Output.
@@ -66,6 +70,7 @@ class Session {
   std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                     const std::vector<TensorName>& targets);
   void Place(Graph& graph) const;
+  void RequireKernels(const Graph& graph) const;
 
   std::shared_ptr<Graph> graph_;
   SessionOptions options_;
