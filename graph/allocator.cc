@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+#include <cstring>
 
 #include "graph/status.h"
 
@@ -32,6 +33,10 @@ void Allocator::RecordAllocate(size_t bytes) {
 
 void Allocator::RecordDeallocate(size_t bytes) {
   bytes_in_use_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+}
+
+void Allocator::CopyWithin(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
 }
 
 namespace {

@@ -24,6 +24,11 @@ class Allocator {
   // Returns memory aligned to kAlignment; never null (throws on exhaustion).
   virtual void* Allocate(size_t bytes) = 0;
   virtual void Deallocate(void* ptr, size_t bytes) = 0;
+  // False for memory the host cannot dereference (a GPU's); such tensors
+  // are read through their device's copy functions.
+  virtual bool host_accessible() const { return true; }
+  // Copies `bytes` from src to dst, both blocks of this allocator's memory.
+  virtual void CopyWithin(void* dst, const void* src, size_t bytes);
 
   AllocatorStats stats() const;
   // Starts a new peak measurement from the current bytes in use.

@@ -48,4 +48,15 @@ std::unique_ptr<Device> NewCpuDevice(int index, ThreadPool* pool);
 // for a session with several CPU devices.
 std::unique_ptr<Device> NewCpuDevice(std::string name, ThreadPool* pool);
 
+// The GPUs this process can use: how many, and when none, why not ("built
+// without CUDA", "no CUDA-capable device is detected", a driver error).
+struct GpuDiscovery {
+  int count = 0;
+  std::string reason;
+};
+GpuDiscovery DiscoverGpus();
+// "/device:GPU:<index>"; throws kUnavailable naming the reason when that GPU
+// is not visible. Kernels split host-side work over `pool`.
+std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool* pool);
+
 }  // namespace dflow

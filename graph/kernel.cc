@@ -85,6 +85,14 @@ std::vector<DType> KernelRegistry::RegisteredTypes(const std::string& op,
   return types;
 }
 
+std::vector<std::string> KernelRegistry::DeviceTypesWithKernels(const std::string& op) const {
+  std::vector<std::string> types;
+  for (auto it = factories_.lower_bound({op, std::string(), DType::kInvalid});
+       it != factories_.end() && std::get<0>(it->first) == op; ++it)
+    if (types.empty() || types.back() != std::get<1>(it->first)) types.push_back(std::get<1>(it->first));
+  return types;
+}
+
 }  // namespace dflow
 
 namespace dflow {

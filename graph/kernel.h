@@ -111,6 +111,8 @@ class KernelRegistry {
   bool Has(const std::string& op, const std::string& device_type) const;
   // The dtypes registered for (op, device); kInvalid stands for "any".
   std::vector<DType> RegisteredTypes(const std::string& op, const std::string& device_type) const;
+  // The device types ("CPU", "GPU") with at least one kernel for `op`.
+  std::vector<std::string> DeviceTypesWithKernels(const std::string& op) const;
 
  private:
   std::map<std::tuple<std::string, std::string, DType>, KernelFactory> factories_;

@@ -24,6 +24,14 @@ std::vector<RewritePass> RegisteredRewrites() {
   return registry.passes;
 }
 
+// Constant folding evaluates on the host whatever the target device: the
+// folded values become Const attrs (host memory) anyway, and the host has
+// kernels for every dtype. Never destroyed, like the host allocator.
+Device& HostDeviceForFolding() {
+  static Device* host = NewCpuDevice(0, new ThreadPool(1, "dflow-fold")).release();
+  return *host;
+}
+
 }  // namespace
 
 void RegisterRewritePass(RewritePass pass) {
@@ -41,7 +49,8 @@ void RegisterRewritePass(RewritePass pass) {
 
 void RunPasses(Graph& graph, Device& device, const PassOptions& options,
                const std::set<std::string>& targets) {
-  if (options.constant_folding) FoldConstants(graph, device);
+  if (options.constant_folding)
+    FoldConstants(graph, device.type() == "CPU" ? device : HostDeviceForFolding());
   for (const RewritePass& pass : RegisteredRewrites())
     if (options.*pass.enabled) pass.run(graph, device, targets);
   if (options.common_subexpression_elimination) EliminateCommonSubexpressions(graph, targets);

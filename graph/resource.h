@@ -33,7 +33,7 @@ class Variable {
   void Update(Fn&& update) {
     std::lock_guard<std::mutex> lock(mu_);
     RequireInitialized();
-    if (value_.buffer_use_count() > 1) value_ = value_.Clone();
+    if (value_.buffer_use_count() > 1) value_ = value_.Clone(value_.allocator());
     update(value_);
   }
 

@@ -17,9 +17,19 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
   if (!graph_) Fail(Code::kInvalidArgument, "Session needs a graph");
   int threads = options_.num_threads > 0 ? options_.num_threads : ThreadPool::DefaultNumThreads();
+  if (!options_.devices.empty() && !options_.device.empty())
+    Fail(Code::kInvalidArgument, "SessionOptions: give `device` (one device) or `devices` (several "
+         "CPU devices), not both");
   if (options_.devices.empty()) {
     pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-cpu"));
-    devices_.push_back(NewCpuDevice(0, pools_.back().get()));
+    DeviceName wanted = DeviceName::Parse(options_.device.empty() ? "/device:CPU:0" : options_.device);
+    if (wanted.type == "GPU")
+      devices_.push_back(NewGpuDevice(wanted.index.value_or(0), pools_.back().get()));
+    else if (wanted.type.empty() || wanted.type == "CPU")
+      devices_.push_back(NewCpuDevice(wanted.index.value_or(0), pools_.back().get()));
+    else
+      Fail(Code::kInvalidArgument, "SessionOptions.device '", options_.device,
+           "' names no device type this build has (CPU, GPU)");
     return;
   }
   std::set<std::string> seen;
@@ -101,6 +111,21 @@ void Session::Place(Graph& graph) const {
   }
 }
 
+// Fails before building an executor when an op has no kernel on this
+// session's device, naming the op and the device types that have one.
+void Session::RequireKernels(const Graph& graph, const Device& device) const {
+  const KernelRegistry& registry = KernelRegistry::Global();
+  for (const Node* node : graph.nodes()) {
+    if (registry.Has(node->op(), device.type())) continue;
+    std::string elsewhere;
+    for (const std::string& type : registry.DeviceTypesWithKernels(node->op()))
+      elsewhere += StrCat(elsewhere.empty() ? "" : ", ", type);
+    Fail(Code::kUnimplemented, node->Describe(), ": op ", node->op(), " has no ", device.type(),
+         " kernel, so the graph cannot run on ", device.name(), " (kernels exist for: ",
+         elsewhere.empty() ? "no device" : elsewhere, ")");
+  }
+}
+
 std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
                                                     const std::vector<TensorName>& fetches,
                                                     const std::vector<TensorName>& targets) {
@@ -138,6 +163,7 @@ void RegisterSessionPartitioner(SessionPartitioner partitioner) {
 void Session::AddExecutors(std::unique_ptr<Graph> graph, Executable& executable) {
   if (devices_.size() == 1) {
     Place(*graph);
+    RequireKernels(*graph, *devices_.front());
     executable.partitions.push_back(
         std::make_unique<Executor>(std::move(graph), devices_.front().get(), &resources_));
     return;

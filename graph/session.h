@@ -36,6 +36,10 @@ struct SessionOptions {
   // CPU devices by full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
   // each with its own thread pool. Empty: one "/device:CPU:0".
   std::vector<std::string> devices;
+  // The device the whole graph runs on: "" or "/device:CPU:0" (the host),
+  // "/device:GPU:N" (feeds are copied to the GPU and fetches back). A GPU
+  // that is not visible, or an op without a kernel there, is an error.
+  std::string device;
 };
 
 // How a Session with several devices cuts a graph and joins the pieces at run
@@ -95,6 +99,7 @@ class Session {
   void RunPartitions(const Executable& executable, const std::vector<Tensor>& args,
                      std::vector<Tensor>& retvals, const RunOptions& options,
                      RunMetadata* metadata) const;
+  void RequireKernels(const Graph& graph, const Device& device) const;
 
   std::shared_ptr<Graph> graph_;
   SessionOptions options_;

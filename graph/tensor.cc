@@ -42,7 +42,16 @@ Tensor Tensor::Reshaped(Shape shape) const {
 
 Tensor Tensor::Clone(Allocator* allocator) const {
   Tensor t(dtype_, shape_, allocator);
-  if (TotalBytes()) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  Allocator* from = this->allocator();
+  if (from == allocator) {
+    allocator->CopyWithin(t.raw_data(), raw_data(), TotalBytes());
+  } else {
+    if ((from && !from->host_accessible()) || !allocator->host_accessible())
+      Fail(Code::kInvalidArgument, "cannot clone ", SummaryString(), " from ",
+           from ? from->name() : "nowhere", " to ", allocator->name(),
+           ": copies between host and device memory go through the device");
+    if (TotalBytes()) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  }
   return t;
 }
 

@@ -108,11 +108,12 @@ TEST_CASE("conflicting requests in a colocation group name the group", "[dist][p
 TEST_CASE("a request for a device without a kernel is an error unless soft", "[dist][placement]") {
   Scope s = Scope::NewRootScope();
   Output x = ZerosConst(s, "x", Shape({2, 2}));
-  ops::MatMul(s.WithOpName("mm").WithDevice("/device:GPU:0"), x, x);
+  // Sign has no GPU kernel (a CUDA build has GPU kernels for MatMul and Const).
+  ops::Sign(s.WithOpName("mm").WithDevice("/device:GPU:0"), x);
   const std::vector<std::string> devices = {kCpuTask, kGpuTask};
   ExpectError(
       [&] { Place(s.graph(), devices); }, Code::kInvalidArgument,
-      "MatMul 'mm' requests device '/device:GPU:0' but MatMul has no kernel for float32 there; "
+      "Sign 'mm' requests device '/device:GPU:0' but Sign has no kernel for float32 there; "
       "devices with a kernel: " +
           kCpuTask);
   PlacementOptions soft;
@@ -124,14 +125,15 @@ TEST_CASE("a request for a device without a kernel is an error unless soft", "[d
 
   ExpectError(
       [&] { Place(s.graph(), {kGpuTask}); }, Code::kUnimplemented,
-      "Const 'x': no device has a kernel for Const (float32); devices offered: " + kGpuTask);
+      "Sign 'mm': no device has a kernel for Sign (float32); devices offered: " + kGpuTask);
 }
 
 TEST_CASE("soft placement keeps the requested task when it can", "[dist][placement]") {
   Scope s = Scope::NewRootScope();
+  // A bool variable: the GPU kernels of VariableV2 and Assign are numeric only.
   Output v = ops::Variable(s.WithOpName("v").WithDevice("/job:w/task:1/device:GPU:0"), Shape({2}),
-                           DType::kFloat32);
-  ops::Assign(s.WithOpName("init"), v, ZerosConst(s, "zeros", Shape({2})));
+                           DType::kBool);
+  ops::Assign(s.WithOpName("init"), v, ops::Const(s.WithOpName("zeros"), Tensor::Zeros(DType::kBool, {2})));
   const std::vector<std::string> devices = {
       "/job:w/replica:0/task:0/device:CPU:0", "/job:w/replica:0/task:0/device:GPU:0",
       "/job:w/replica:0/task:1/device:CPU:0", "/job:w/replica:0/task:1/device:GPU:0"};

@@ -25,7 +25,9 @@ std::vector<Tensor> RunOp(const OpRun& run) {
   Node* node = root.WithOpName("op").WithDevice(run.device).AddOp(run.op, inputs, run.attrs);
   std::vector<TensorName> fetches;
   for (int o = 0; o < node->num_outputs(); ++o) fetches.push_back(Output(node, o));
-  Session session(root);
+  SessionOptions options;
+  options.device = run.device;  // the whole graph (feeds, op, fetches) on that device
+  Session session(root, options);
   std::vector<Tensor> outputs = session.Run(feeds, fetches);
   for (int o = 0; o < node->num_outputs(); ++o) {
     INFO(node->Describe() << " output " << o << ": inferred " << node->output_shape(o).ToString()

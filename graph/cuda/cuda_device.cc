@@ -1,0 +1,150 @@
+#include "graph/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "graph/cuda/cuda_check.h"
+#include "graph/status.h"
+
+namespace dflow {
+namespace {
+
+// cudaMalloc/cudaFree for one GPU; the caching allocator above it keeps
+// these calls out of the steady state.
+class CudaMemory final : public BackingAllocator {
+ public:
+  CudaMemory(int ordinal, cudaStream_t stream) : ordinal_(ordinal), stream_(stream) {}
+  std::string name() const override { return StrCat("gpu", ordinal_); }
+  bool host_accessible() const override { return false; }
+
+  void* Allocate(size_t bytes) override {
+    DFLOW_CUDA(cudaSetDevice(ordinal_), name());
+    void* ptr = nullptr;
+    cudaError_t status = cudaMalloc(&ptr, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    DFLOW_CUDA(status, StrCat(name(), " allocating ", bytes, " bytes"));
+    return ptr;
+  }
+
+  // cudaFree waits for the device, so no kernel still reads the block.
+  void Free(void* ptr) override {
+    cudaSetDevice(ordinal_);
+    cudaFree(ptr);  // errors here (a dead context at exit) leave nothing to recover
+  }
+
+  void Copy(void* dst, const void* src, size_t bytes) override {
+    DFLOW_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+               StrCat(name(), " copying ", bytes, " bytes"));
+  }
+
+ private:
+  int ordinal_;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
+GpuDiscovery DiscoverGpus() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return {0, StrCat("cudaGetDeviceCount failed: ", cudaGetErrorName(status), " (",
+                      cudaGetErrorString(status), ")")};
+  }
+  if (count == 0) return {0, "the CUDA runtime sees no device"};
+  return {count, ""};
+}
+
+std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool* pool) {
+  GpuDiscovery gpus = DiscoverGpus();
+  if (index < 0 || index >= gpus.count)
+    Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ",
+         gpus.count == 0 ? gpus.reason : StrCat("only ", gpus.count, " GPU(s) are visible"));
+  return std::make_unique<CudaDevice>(index, pool);
+}
+
+CudaDevice::CudaDevice(int ordinal, ThreadPool* pool)
+    : Device(StrCat("/device:GPU:", ordinal), "GPU"), ordinal_(ordinal), pool_(pool) {
+  const std::string& context = name();
+  DFLOW_CUDA(cudaSetDevice(ordinal_), context);
+  DFLOW_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), context);
+  DFLOW_CUDA(cublasCreate(&cublas_), context);
+  DFLOW_CUDA(cublasSetStream(cublas_, stream_), context);
+  allocator_ = std::make_unique<CachingAllocator>(std::make_unique<CudaMemory>(ordinal_, stream_));
+}
+
+CudaDevice::~CudaDevice() {
+  cudaSetDevice(ordinal_);
+  cudaStreamSynchronize(stream_);
+  allocator_.reset();
+  if (cublas_) cublasDestroy(cublas_);
+  if (staging_) cudaFreeHost(staging_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+cudaStream_t CudaDevice::Activate(std::string_view context) const {
+  DFLOW_CUDA(cudaSetDevice(ordinal_), context);
+  return stream_;
+}
+
+void CudaDevice::Synchronize(std::string_view context) const {
+  Activate(context);
+  DFLOW_CUDA(cudaStreamSynchronize(stream_), context);
+}
+
+void* CudaDevice::StagingBuffer(size_t bytes, std::string_view context) {
+  if (bytes <= staging_bytes_) return staging_;
+  if (staging_) DFLOW_CUDA(cudaFreeHost(staging_), context);
+  staging_ = nullptr;
+  staging_bytes_ = 0;
+  size_t grown = std::max(bytes, size_t{1} << 20);
+  DFLOW_CUDA(cudaHostAlloc(&staging_, grown, cudaHostAllocDefault), context);
+  staging_bytes_ = grown;
+  return staging_;
+}
+
+// host bytes -> pinned staging -> device; the wait keeps staging reusable.
+Tensor CudaDevice::CopyToDevice(const Tensor& host, std::string_view context) {
+  if (host.allocator() && !host.allocator()->host_accessible())
+    Fail(Code::kInternal, context, ": CopyToDevice got a tensor that is not in host memory");
+  Tensor out(host.dtype(), host.shape(), allocator());
+  size_t bytes = host.TotalBytes();
+  if (bytes == 0) return out;
+  cudaStream_t stream = Activate(context);
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  void* staging = StagingBuffer(bytes, context);
+  std::memcpy(staging, host.raw_data(), bytes);
+  DFLOW_CUDA(cudaMemcpyAsync(out.raw_data(), staging, bytes, cudaMemcpyHostToDevice, stream),
+             context);
+  DFLOW_CUDA(cudaStreamSynchronize(stream), context);
+  return out;
+}
+
+Tensor CudaDevice::CopyToHost(const Tensor& on_device, std::string_view context) {
+  Tensor out(on_device.dtype(), on_device.shape(), CpuAllocator());
+  size_t bytes = on_device.TotalBytes();
+  if (bytes == 0) return out;
+  if (on_device.allocator() != allocator())
+    Fail(Code::kInternal, context, ": CopyToHost got ", on_device.SummaryString(), " from ",
+         on_device.allocator() ? on_device.allocator()->name() : "nowhere", ", not from ", name());
+  cudaStream_t stream = Activate(context);
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  void* staging = StagingBuffer(bytes, context);
+  DFLOW_CUDA(cudaMemcpyAsync(staging, on_device.raw_data(), bytes, cudaMemcpyDeviceToHost, stream),
+             context);
+  DFLOW_CUDA(cudaStreamSynchronize(stream), context);
+  std::memcpy(out.raw_data(), staging, bytes);
+  return out;
+}
+
+CudaDevice& AsCudaDevice(Device& device) {
+  auto* gpu = dynamic_cast<CudaDevice*>(&device);
+  if (!gpu) Fail(Code::kInternal, "a CUDA kernel runs on ", device.name(), ", which is not a GPU");
+  return *gpu;
+}
+
+}  // namespace dflow

@@ -1,0 +1,67 @@
+// CudaDevice: one visible GPU behind the Device interface ("/device:GPU:N").
+// Kernels enqueue work on the device's stream and return; the stream keeps
+// them in order, so a tensor freed on the host can be handed to the next
+// kernel at once (both run in stream order). Host <-> device copies go
+// through a pinned staging buffer and wait for the stream.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "graph/caching_allocator.h"
+#include "graph/device.h"
+#include "graph/tensor.h"
+
+namespace dflow {
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(int ordinal, ThreadPool* pool);
+  ~CudaDevice() override;
+
+  Allocator* allocator() override { return allocator_.get(); }
+  ThreadPool* compute_pool() override { return pool_; }
+  CachingAllocator& caching_allocator() { return *allocator_; }
+
+  int ordinal() const { return ordinal_; }
+  // Makes this GPU current on the calling thread (executor threads vary)
+  // and returns its stream.
+  cudaStream_t Activate(std::string_view context) const;
+  // Runs fn(handle) with the cuBLAS handle bound to the stream, one caller at a time.
+  template <typename Fn>
+  void WithCublas(std::string_view context, Fn&& fn) {
+    Activate(context);
+    std::lock_guard<std::mutex> lock(cublas_mu_);
+    fn(cublas_);
+  }
+
+  // A new tensor in this GPU's memory holding `host`'s bytes.
+  Tensor CopyToDevice(const Tensor& host, std::string_view context);
+  // A new host tensor holding `on_device`'s bytes; waits for the stream.
+  Tensor CopyToHost(const Tensor& on_device, std::string_view context);
+  // Waits for everything enqueued so far.
+  void Synchronize(std::string_view context) const;
+
+ private:
+  // Pinned host memory of at least `bytes`, grown on demand; staging_mu_ held.
+  void* StagingBuffer(size_t bytes, std::string_view context);
+
+  int ordinal_;
+  ThreadPool* pool_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::mutex cublas_mu_;
+  std::unique_ptr<CachingAllocator> allocator_;
+  std::mutex staging_mu_;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+};
+
+// The CudaDevice behind a kernel's context; throws kInternal for another device.
+CudaDevice& AsCudaDevice(Device& device);
+
+}  // namespace dflow

@@ -1,0 +1,77 @@
+// CUDA kernels of the fused optimizer steps (float32). The hyper-parameters
+// stay on the device: every thread reads the same few scalars, so no step
+// waits for a copy to the host.
+#include <cstdint>
+
+#include "ops/cuda/launch.h"
+
+namespace dflow::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
+}
+
+#define DFLOW_GRID_STRIDE(i, n)                                                  \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);      \
+       i += int64_t{blockDim.x} * gridDim.x)
+
+// var -= alpha * delta
+__global__ void GradientDescentKernel(float* var, const float* alpha, const float* delta, int64_t n) {
+  float a = *alpha;
+  DFLOW_GRID_STRIDE(i, n) var[i] -= a * delta[i];
+}
+
+// accum = accum * momentum + grad; var -= lr * accum
+// (nesterov: var -= lr * grad + lr * momentum * accum)
+__global__ void MomentumKernel(float* var, float* accum, const float* lr, const float* grad,
+                               const float* momentum, bool nesterov, int64_t n) {
+  float l = *lr, mu = *momentum;
+  DFLOW_GRID_STRIDE(i, n) {
+    float acc = accum[i] * mu + grad[i];
+    accum[i] = acc;
+    var[i] -= nesterov ? l * grad[i] + l * mu * acc : l * acc;
+  }
+}
+
+// TensorFlow's Adam (epsilon outside the bias correction):
+//   lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   var -= lr_t * m / (sqrt(v) + eps)   (nesterov: beta1 m + (1 - beta1) g in place of m)
+__global__ void AdamKernel(float* var, float* m, float* v, const float* grad, AdamHyper hyper,
+                           bool nesterov, int64_t n) {
+  float beta1 = *hyper.beta1, beta2 = *hyper.beta2, epsilon = *hyper.epsilon;
+  float lr_t = *hyper.lr * sqrtf(1.0f - *hyper.beta2_power) / (1.0f - *hyper.beta1_power);
+  DFLOW_GRID_STRIDE(i, n) {
+    float g = grad[i];
+    float m_i = beta1 * m[i] + (1.0f - beta1) * g;
+    float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = m_i;
+    v[i] = v_i;
+    float direction = nesterov ? beta1 * m_i + (1.0f - beta1) * g : m_i;
+    var[i] -= lr_t * direction / (sqrtf(v_i) + epsilon);
+  }
+}
+
+}  // namespace
+
+void LaunchApplyGradientDescent(cudaStream_t stream, float* var, const float* alpha,
+                                const float* delta, int64_t n) {
+  if (n > 0) GradientDescentKernel<<<Blocks(n), kThreads, 0, stream>>>(var, alpha, delta, n);
+}
+
+void LaunchApplyMomentum(cudaStream_t stream, float* var, float* accum, const float* lr,
+                         const float* grad, const float* momentum, bool nesterov, int64_t n) {
+  if (n > 0)
+    MomentumKernel<<<Blocks(n), kThreads, 0, stream>>>(var, accum, lr, grad, momentum, nesterov, n);
+}
+
+void LaunchApplyAdam(cudaStream_t stream, float* var, float* m, float* v, const float* grad,
+                     const AdamHyper& hyper, bool nesterov, int64_t n) {
+  if (n > 0) AdamKernel<<<Blocks(n), kThreads, 0, stream>>>(var, m, v, grad, hyper, nesterov, n);
+}
+
+}  // namespace dflow::cuda

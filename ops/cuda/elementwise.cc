@@ -1,0 +1,314 @@
+// GPU OpKernels of the element-wise ops (float32): unary math, Relu,
+// broadcasting binary math, ReluGrad, AddN, BiasAdd, Fill, Cast. The CUDA
+// kernels are in elementwise.cu.
+#include <bit>
+#include <cstring>
+#include <optional>
+
+#include "graph/op_def.h"
+#include "ops/array_shapes.h"
+#include "ops/cuda/kernel_util.h"
+#include "ops/cuda/launch.h"
+
+namespace dflow {
+namespace {
+
+using cuda::BinaryFn;
+using cuda::UnaryFn;
+
+template <UnaryFn kFn>
+class GpuUnaryKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.forward_input_or_allocate_output(0, 0, x.shape());
+    cuda::LaunchUnary(cuda::Stream(ctx), kFn, x.data<float>(), y.data<float>(), x.NumElements());
+    cuda::CheckLaunch(ctx, "Unary");
+  }
+};
+
+// Strides of `shape` seen from the `rank`-dim broadcast output: 0 on the
+// dims it lacks (leading) or has as 1.
+void BroadcastStrides(const Shape& shape, const Shape& out, int64_t* strides) {
+  std::vector<int64_t> own = cuda::Strides(shape);
+  int offset = out.rank() - shape.rank();
+  for (int d = 0; d < out.rank(); ++d) {
+    int own_dim = d - offset;
+    strides[d] = own_dim < 0 || shape.dim(own_dim) == 1 ? 0 : own[own_dim];
+  }
+}
+
+template <BinaryFn kFn>
+class GpuBinaryKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& y = ctx.input(1);
+    Shape out_shape = BroadcastShapes(x.shape(), y.shape());
+    if (out_shape.rank() > cuda::kMaxRank)
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU kernel broadcasts up to rank ",
+           cuda::kMaxRank, ", got ", out_shape.ToString());
+    bool same = x.shape() == y.shape();
+    Tensor& z = same ? ctx.forward_input_or_allocate_output(0, 0, out_shape)
+                     : ctx.allocate_output(0, out_shape);
+    cuda::BroadcastIndex index;
+    if (!same) {
+      index.rank = out_shape.rank();
+      for (int d = 0; d < index.rank; ++d) index.dims[d] = out_shape.dim(d);
+      BroadcastStrides(x.shape(), out_shape, index.x_strides);
+      BroadcastStrides(y.shape(), out_shape, index.y_strides);
+    }
+    cuda::LaunchBinary(cuda::Stream(ctx), kFn, x.data<float>(), y.data<float>(), z.data<float>(),
+                       z.NumElements(), same, index);
+    cuda::CheckLaunch(ctx, "Binary");
+  }
+};
+
+// out = x0, then out += xi for the others (one pass each).
+class GpuAddNKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& first = ctx.input(0);
+    for (int i = 1; i < ctx.num_inputs(); ++i)
+      DFLOW_REQUIRE(ctx.input(i).shape() == first.shape(), node().Describe(), ": input ", i,
+                    " has shape ", ctx.input(i).shape().ToString(), ", input 0 has ",
+                    first.shape().ToString());
+    cudaStream_t stream = cuda::Stream(ctx);
+    Tensor& out = ctx.allocate_output(0, first.shape());
+    if (out.TotalBytes())
+      DFLOW_CUDA(cudaMemcpyAsync(out.raw_data(), first.raw_data(), out.TotalBytes(),
+                                 cudaMemcpyDeviceToDevice, stream), node().Describe());
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      cuda::LaunchAccumulate(stream, ctx.input(i).data<float>(), out.data<float>(), out.NumElements());
+      cuda::CheckLaunch(ctx, "Accumulate");
+    }
+  }
+};
+
+class GpuBiasAddKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& bias = ctx.input(1);
+    DFLOW_REQUIRE(x.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == x.dim(x.rank() - 1),
+                  node().Describe(), ": bias ", bias.shape().ToString(),
+                  " must match the last dim of ", x.shape().ToString());
+    Tensor& y = ctx.forward_input_or_allocate_output(0, 0, x.shape());
+    cuda::LaunchBiasAdd(cuda::Stream(ctx), x.data<float>(), bias.data<float>(), y.data<float>(),
+                        x.NumElements(), bias.dim(0));
+    cuda::CheckLaunch(ctx, "BiasAdd");
+  }
+};
+
+// Fill(dims, value): dims and value are read on the host; the value's bit
+// pattern is then broadcast by a 4- or 8-byte fill.
+class GpuFillKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    std::vector<int64_t> dims = cuda::HostInt64s(ctx, 0, "dims");
+    for (int64_t d : dims)
+      DFLOW_REQUIRE(d >= 0, node().Describe(), ": dims has a negative dimension");
+    Tensor value = cuda::HostInput(ctx, 1);
+    DFLOW_REQUIRE(value.rank() == 0, node().Describe(), ": value must be a scalar, got shape ",
+                  value.shape().ToString());
+    Tensor& out = ctx.allocate_output(0, Shape(dims));
+    size_t elem = DTypeSize(value.dtype());
+    cudaStream_t stream = cuda::Stream(ctx);
+    if (elem == 4) {
+      uint32_t bits;
+      std::memcpy(&bits, value.raw_data(), 4);
+      cuda::LaunchFill32(stream, bits, out.raw_data(), out.NumElements());
+    } else if (elem == 8) {
+      uint64_t bits;
+      std::memcpy(&bits, value.raw_data(), 8);
+      cuda::LaunchFill64(stream, bits, out.raw_data(), out.NumElements());
+    } else {
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Fill handles 4- and 8-byte dtypes, not ",
+           DTypeName(value.dtype()));
+    }
+    cuda::CheckLaunch(ctx, "Fill");
+  }
+};
+
+std::optional<cuda::CastType> GpuCastType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return cuda::CastType::kF32;
+    case DType::kFloat64: return cuda::CastType::kF64;
+    case DType::kInt32: return cuda::CastType::kI32;
+    case DType::kInt64: return cuda::CastType::kI64;
+    default: return std::nullopt;
+  }
+}
+
+class GpuCastKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    DType to = node().output_dtype(0);
+    if (x.dtype() == to) return ctx.set_output(0, x);
+    auto from_type = GpuCastType(x.dtype()), to_type = GpuCastType(to);
+    if (!from_type || !to_type)
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Cast converts between float32, "
+           "float64, int32 and int64, not ", DTypeName(x.dtype()), " to ", DTypeName(to));
+    Tensor& y = ctx.allocate_output(0, x.shape());
+    cuda::LaunchCast(cuda::Stream(ctx), *from_type, x.raw_data(), *to_type, y.raw_data(),
+                     x.NumElements());
+    cuda::CheckLaunch(ctx, "Cast");
+  }
+};
+
+// The output index for `shape`s broadcast to `out` (up to kMaxRank dims).
+cuda::BroadcastIndex OutputIndex(const OpKernelContext& ctx, const Shape& out) {
+  if (out.rank() > cuda::kMaxRank)
+    Fail(Code::kUnimplemented, ctx.node().Describe(), ": the GPU kernel broadcasts up to rank ",
+         cuda::kMaxRank, ", got ", out.ToString());
+  cuda::BroadcastIndex index;
+  index.rank = out.rank();
+  for (int d = 0; d < index.rank; ++d) index.dims[d] = out.dim(d);
+  return index;
+}
+
+int RequireWordSized(const OpKernelContext& ctx, DType dtype) {
+  int bytes = static_cast<int>(DTypeSize(dtype));
+  if (bytes != 4 && bytes != 8)
+    Fail(Code::kUnimplemented, ctx.node().Describe(), ": the GPU kernel handles 4- and 8-byte "
+         "dtypes, not ", DTypeName(dtype));
+  return bytes;
+}
+
+class GpuBroadcastToKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& input = ctx.input(0);
+    Shape out = array::BroadcastToShape(input.shape(), Shape(cuda::HostInt64s(ctx, 1, "shape")));
+    if (out.NumElements() == input.NumElements()) return ctx.set_output(0, input.Reshaped(out));
+    int bytes = RequireWordSized(ctx, input.dtype());
+    cuda::BroadcastIndex index = OutputIndex(ctx, out);
+    BroadcastStrides(input.shape(), out, index.x_strides);
+    Tensor& output = ctx.allocate_output(0, out);
+    cuda::LaunchBroadcastCopy(cuda::Stream(ctx), bytes, input.raw_data(), output.raw_data(),
+                              output.NumElements(), index);
+    cuda::CheckLaunch(ctx, "BroadcastCopy");
+  }
+};
+
+// numpy.where: condition, t and e broadcast together.
+class GpuSelectKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& condition = ctx.input(0);
+    const Tensor& t = ctx.input(1);
+    const Tensor& e = ctx.input(2);
+    Shape out = BroadcastShapes(BroadcastShapes(condition.shape(), t.shape()), e.shape());
+    int bytes = RequireWordSized(ctx, t.dtype());
+    cuda::BroadcastIndex index = OutputIndex(ctx, out);
+    BroadcastStrides(t.shape(), out, index.x_strides);
+    BroadcastStrides(e.shape(), out, index.y_strides);
+    BroadcastStrides(condition.shape(), out, index.c_strides);
+    Tensor& output = ctx.allocate_output(0, out);
+    cuda::LaunchSelect(cuda::Stream(ctx), bytes, condition.data<bool>(), t.raw_data(), e.raw_data(),
+                       output.raw_data(), output.NumElements(), index);
+    cuda::CheckLaunch(ctx, "Select");
+  }
+};
+
+class GpuOnesLikeKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.allocate_output(0, x.shape());
+    cudaStream_t stream = cuda::Stream(ctx);
+    int64_t n = out.NumElements();
+    switch (x.dtype()) {
+      case DType::kFloat32: cuda::LaunchFill32(stream, std::bit_cast<uint32_t>(1.0f), out.raw_data(), n); break;
+      case DType::kFloat64: cuda::LaunchFill64(stream, std::bit_cast<uint64_t>(1.0), out.raw_data(), n); break;
+      case DType::kInt32: cuda::LaunchFill32(stream, 1, out.raw_data(), n); break;
+      case DType::kInt64: cuda::LaunchFill64(stream, 1, out.raw_data(), n); break;
+      default:
+        Fail(Code::kUnimplemented, node().Describe(), ": the GPU OnesLike handles float32, "
+             "float64, int32 and int64, not ", DTypeName(x.dtype()));
+    }
+    cuda::CheckLaunch(ctx, "Fill");
+  }
+};
+
+// ref += value / ref -= value, in place (copy-on-write like the CPU kernel).
+template <bool kSubtract>
+class GpuAssignUpdateKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    Variable* var = ctx.input_variable(0);
+    const Tensor& delta = ctx.input(1);
+    auto type = GpuCastType(delta.dtype());
+    if (!type)
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU kernel updates float32, float64, "
+           "int32 and int64 variables, not ", DTypeName(delta.dtype()));
+    cudaStream_t stream = cuda::Stream(ctx);
+    var->Update([&](Tensor& value) {
+      DFLOW_REQUIRE(value.shape() == delta.shape(), node().Describe(), ": variable has shape ",
+                    value.shape().ToString(), " but the update has shape ", delta.shape().ToString());
+      cuda::LaunchAssignUpdate(stream, *type, value.raw_data(), delta.raw_data(),
+                               value.NumElements(), kSubtract);
+      cuda::CheckLaunch(ctx, "AssignUpdate");
+    });
+    ctx.set_output(0, var->Read());
+  }
+};
+
+#define DFLOW_GPU_UNARY(op, fn) \
+  REGISTER_KERNEL_FOR_TYPES(op, "GPU", GpuUnaryTyped<UnaryFn::fn>::Kernel, float)
+#define DFLOW_GPU_BINARY(op, fn) \
+  REGISTER_KERNEL_FOR_TYPES(op, "GPU", GpuBinaryTyped<BinaryFn::fn>::Kernel, float)
+
+// REGISTER_KERNEL_FOR_TYPES takes a template over the element type.
+template <UnaryFn kFn> struct GpuUnaryTyped {
+  template <typename T> using Kernel = GpuUnaryKernel<kFn>;
+};
+template <BinaryFn kFn> struct GpuBinaryTyped {
+  template <typename T> using Kernel = GpuBinaryKernel<kFn>;
+};
+template <typename T> using GpuAddN = GpuAddNKernel;
+template <typename T> using GpuBiasAdd = GpuBiasAddKernel;
+
+DFLOW_GPU_UNARY("Neg", kNeg);
+DFLOW_GPU_UNARY("Abs", kAbs);
+DFLOW_GPU_UNARY("Square", kSquare);
+DFLOW_GPU_UNARY("Sqrt", kSqrt);
+DFLOW_GPU_UNARY("Rsqrt", kRsqrt);
+DFLOW_GPU_UNARY("Exp", kExp);
+DFLOW_GPU_UNARY("Log", kLog);
+DFLOW_GPU_UNARY("Tanh", kTanh);
+DFLOW_GPU_UNARY("Sigmoid", kSigmoid);
+DFLOW_GPU_UNARY("Relu", kRelu);
+DFLOW_GPU_UNARY("Reciprocal", kReciprocal);
+DFLOW_GPU_BINARY("Add", kAdd);
+DFLOW_GPU_BINARY("Sub", kSub);
+DFLOW_GPU_BINARY("Mul", kMul);
+DFLOW_GPU_BINARY("Div", kDiv);
+DFLOW_GPU_BINARY("Maximum", kMaximum);
+DFLOW_GPU_BINARY("Minimum", kMinimum);
+DFLOW_GPU_BINARY("SquaredDifference", kSquaredDifference);
+DFLOW_GPU_BINARY("Pow", kPow);
+DFLOW_GPU_BINARY("ReluGrad", kReluGrad);
+REGISTER_KERNEL_FOR_TYPES("AddN", "GPU", GpuAddN, float);
+REGISTER_KERNEL_FOR_TYPES("BiasAdd", "GPU", GpuBiasAdd, float);
+REGISTER_KERNEL("Fill", "GPU", GpuFillKernel);
+REGISTER_KERNEL("Cast", "GPU", GpuCastKernel);
+REGISTER_KERNEL("BroadcastTo", "GPU", GpuBroadcastToKernel);
+REGISTER_KERNEL("Select", "GPU", GpuSelectKernel);
+REGISTER_KERNEL("OnesLike", "GPU", GpuOnesLikeKernel);
+REGISTER_KERNEL("AssignAdd", "GPU", GpuAssignUpdateKernel<false>);
+REGISTER_KERNEL("AssignSub", "GPU", GpuAssignUpdateKernel<true>);
+
+}  // namespace
+}  // namespace dflow

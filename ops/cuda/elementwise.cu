@@ -1,0 +1,241 @@
+// CUDA kernels of the element-wise ops: unary math, broadcasting binary
+// math, BiasAdd, accumulation (AddN), Fill and Cast. One kernel per family
+// with the function picked by a uniform switch keeps nvcc's work small.
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "ops/cuda/launch.h"
+
+namespace dflow::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Enough blocks to cover n with a grid-stride loop, capped for huge n.
+unsigned Blocks(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
+}
+
+#define DFLOW_GRID_STRIDE(i, n)                                                  \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);      \
+       i += int64_t{blockDim.x} * gridDim.x)
+
+__device__ float ApplyUnary(UnaryFn fn, float x) {
+  switch (fn) {
+    case UnaryFn::kNeg: return -x;
+    case UnaryFn::kAbs: return fabsf(x);
+    case UnaryFn::kSquare: return x * x;
+    case UnaryFn::kSqrt: return sqrtf(x);
+    case UnaryFn::kRsqrt: return rsqrtf(x);
+    case UnaryFn::kExp: return expf(x);
+    case UnaryFn::kLog: return logf(x);
+    case UnaryFn::kTanh: return tanhf(x);
+    case UnaryFn::kSigmoid: return 1.0f / (1.0f + expf(-x));
+    case UnaryFn::kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);
+    case UnaryFn::kReciprocal: return 1.0f / x;
+  }
+  return x;
+}
+
+// Same NaN rules as the CPU kernels: Maximum/Minimum propagate a NaN x.
+__device__ float ApplyBinary(BinaryFn fn, float x, float y) {
+  switch (fn) {
+    case BinaryFn::kAdd: return x + y;
+    case BinaryFn::kSub: return x - y;
+    case BinaryFn::kMul: return x * y;
+    case BinaryFn::kDiv: return x / y;
+    case BinaryFn::kMaximum: return (x != x || x > y) ? x : y;
+    case BinaryFn::kMinimum: return (x != x || x < y) ? x : y;
+    case BinaryFn::kSquaredDifference: return (x - y) * (x - y);
+    case BinaryFn::kPow: return powf(x, y);
+    case BinaryFn::kReluGrad: return y > 0.0f ? x : 0.0f;  // x: gradient, y: features
+  }
+  return x;
+}
+
+__global__ void UnaryKernel(UnaryFn fn, const float* x, float* y, int64_t n) {
+  DFLOW_GRID_STRIDE(i, n) y[i] = ApplyUnary(fn, x[i]);
+}
+
+__global__ void BinarySameShapeKernel(BinaryFn fn, const float* x, const float* y, float* z,
+                                      int64_t n) {
+  DFLOW_GRID_STRIDE(i, n) z[i] = ApplyBinary(fn, x[i], y[i]);
+}
+
+// Each output index is decomposed into coordinates (innermost dim last) and
+// mapped to x and y offsets through their broadcast strides.
+__global__ void BinaryBroadcastKernel(BinaryFn fn, const float* x, const float* y, float* z,
+                                      int64_t n, BroadcastIndex index) {
+  DFLOW_GRID_STRIDE(i, n) {
+    int64_t rest = i, x_offset = 0, y_offset = 0;
+    for (int d = index.rank - 1; d >= 0; --d) {
+      int64_t coord = rest % index.dims[d];
+      rest /= index.dims[d];
+      x_offset += coord * index.x_strides[d];
+      y_offset += coord * index.y_strides[d];
+    }
+    z[i] = ApplyBinary(fn, x[x_offset], y[y_offset]);
+  }
+}
+
+__global__ void BiasAddKernel(const float* x, const float* bias, float* y, int64_t n,
+                              int64_t channels) {
+  DFLOW_GRID_STRIDE(i, n) y[i] = x[i] + bias[i % channels];
+}
+
+__global__ void AccumulateKernel(const float* x, float* acc, int64_t n) {
+  DFLOW_GRID_STRIDE(i, n) acc[i] += x[i];
+}
+
+template <typename T>
+__global__ void FillKernel(T bits, T* out, int64_t n) {
+  DFLOW_GRID_STRIDE(i, n) out[i] = bits;
+}
+
+// Like the CPU Cast: floats to integers truncate, saturate at the integer's
+// range, and NaN becomes 0.
+template <typename To, typename From>
+__device__ To Convert(From x) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (x != x) return To(0);
+    if (x <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (x >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+  }
+  return static_cast<To>(x);
+}
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* x, To* y, int64_t n) {
+  DFLOW_GRID_STRIDE(i, n) y[i] = Convert<To>(x[i]);
+}
+
+template <typename From>
+void CastFrom(cudaStream_t stream, const From* x, CastType to, void* y, int64_t n) {
+  using enum CastType;
+  switch (to) {
+    case kF32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<float*>(y), n); break;
+    case kF64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<double*>(y), n); break;
+    case kI32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int32_t*>(y), n); break;
+    case kI64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int64_t*>(y), n); break;
+  }
+}
+
+// Integers go through unsigned arithmetic, where wrapping is defined.
+template <typename T>
+using Arith = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                          std::type_identity<T>>::type;
+
+template <typename T>
+__global__ void AssignUpdateKernel(T* var, const T* delta, int64_t n, bool subtract) {
+  using Arith = Arith<T>;
+  DFLOW_GRID_STRIDE(i, n) {
+    Arith v = static_cast<Arith>(var[i]), d = static_cast<Arith>(delta[i]);
+    var[i] = static_cast<T>(subtract ? v - d : v + d);
+  }
+}
+
+template <typename T>
+__global__ void BroadcastCopyKernel(const T* x, T* out, int64_t n, BroadcastIndex index) {
+  DFLOW_GRID_STRIDE(i, n) {
+    int64_t rest = i, x_offset = 0;
+    for (int d = index.rank - 1; d >= 0; --d) {
+      x_offset += (rest % index.dims[d]) * index.x_strides[d];
+      rest /= index.dims[d];
+    }
+    out[i] = x[x_offset];
+  }
+}
+
+template <typename T>
+__global__ void SelectKernel(const bool* condition, const T* t, const T* e, T* out, int64_t n,
+                             BroadcastIndex index) {
+  DFLOW_GRID_STRIDE(i, n) {
+    int64_t rest = i, t_offset = 0, e_offset = 0, c_offset = 0;
+    for (int d = index.rank - 1; d >= 0; --d) {
+      int64_t coord = rest % index.dims[d];
+      rest /= index.dims[d];
+      t_offset += coord * index.x_strides[d];
+      e_offset += coord * index.y_strides[d];
+      c_offset += coord * index.c_strides[d];
+    }
+    out[i] = condition[c_offset] ? t[t_offset] : e[e_offset];
+  }
+}
+
+}  // namespace
+
+void LaunchAssignUpdate(cudaStream_t stream, CastType type, void* var, const void* delta,
+                        int64_t n, bool subtract) {
+  if (n <= 0) return;
+  using enum CastType;
+  switch (type) {
+    case kF32: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<float*>(var), static_cast<const float*>(delta), n, subtract); break;
+    case kF64: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<double*>(var), static_cast<const double*>(delta), n, subtract); break;
+    case kI32: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<int32_t*>(var), static_cast<const int32_t*>(delta), n, subtract); break;
+    case kI64: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<int64_t*>(var), static_cast<const int64_t*>(delta), n, subtract); break;
+  }
+}
+
+void LaunchBroadcastCopy(cudaStream_t stream, int element_bytes, const void* x, void* out,
+                         int64_t n, const BroadcastIndex& index) {
+  if (n <= 0) return;
+  if (element_bytes == 4)
+    BroadcastCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(out), n, index);
+  else
+    BroadcastCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(out), n, index);
+}
+
+void LaunchSelect(cudaStream_t stream, int element_bytes, const bool* condition, const void* t,
+                  const void* e, void* out, int64_t n, const BroadcastIndex& index) {
+  if (n <= 0) return;
+  if (element_bytes == 4)
+    SelectKernel<<<Blocks(n), kThreads, 0, stream>>>(condition, static_cast<const uint32_t*>(t), static_cast<const uint32_t*>(e), static_cast<uint32_t*>(out), n, index);
+  else
+    SelectKernel<<<Blocks(n), kThreads, 0, stream>>>(condition, static_cast<const uint64_t*>(t), static_cast<const uint64_t*>(e), static_cast<uint64_t*>(out), n, index);
+}
+
+void LaunchUnary(cudaStream_t stream, UnaryFn fn, const float* x, float* y, int64_t n) {
+  if (n > 0) UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, x, y, n);
+}
+
+void LaunchBinary(cudaStream_t stream, BinaryFn fn, const float* x, const float* y, float* z,
+                  int64_t n, bool same_shape, const BroadcastIndex& index) {
+  if (n <= 0) return;
+  if (same_shape)
+    BinarySameShapeKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, x, y, z, n);
+  else
+    BinaryBroadcastKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, x, y, z, n, index);
+}
+
+void LaunchBiasAdd(cudaStream_t stream, const float* x, const float* bias, float* y, int64_t n,
+                   int64_t channels) {
+  if (n > 0) BiasAddKernel<<<Blocks(n), kThreads, 0, stream>>>(x, bias, y, n, channels);
+}
+
+void LaunchAccumulate(cudaStream_t stream, const float* x, float* acc, int64_t n) {
+  if (n > 0) AccumulateKernel<<<Blocks(n), kThreads, 0, stream>>>(x, acc, n);
+}
+
+void LaunchFill32(cudaStream_t stream, uint32_t bits, void* out, int64_t n) {
+  if (n > 0) FillKernel<<<Blocks(n), kThreads, 0, stream>>>(bits, static_cast<uint32_t*>(out), n);
+}
+
+void LaunchFill64(cudaStream_t stream, uint64_t bits, void* out, int64_t n) {
+  if (n > 0) FillKernel<<<Blocks(n), kThreads, 0, stream>>>(bits, static_cast<uint64_t*>(out), n);
+}
+
+void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, void* y,
+                int64_t n) {
+  if (n <= 0) return;
+  using enum CastType;
+  switch (from) {
+    case kF32: CastFrom(stream, static_cast<const float*>(x), to, y, n); break;
+    case kF64: CastFrom(stream, static_cast<const double*>(x), to, y, n); break;
+    case kI32: CastFrom(stream, static_cast<const int32_t*>(x), to, y, n); break;
+    case kI64: CastFrom(stream, static_cast<const int64_t*>(x), to, y, n); break;
+  }
+}
+
+}  // namespace dflow::cuda

@@ -1,0 +1,28 @@
+#include "ops/cuda/kernel_util.h"
+
+namespace dflow::cuda {
+
+void CheckLaunch(const OpKernelContext& ctx, const char* kernel) {
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    Fail(Code::kInternal, ctx.node().Describe(), ": launching CUDA kernel ", kernel, " failed: ",
+         cudaGetErrorName(status), " (", cudaGetErrorString(status), ")");
+}
+
+Tensor HostInput(const OpKernelContext& ctx, int input) {
+  const Tensor& t = ctx.input(input);
+  if (!t.allocator() || t.allocator()->host_accessible()) return t;
+  return Gpu(ctx).CopyToHost(t, ctx.node().Describe());
+}
+
+std::vector<int64_t> HostInt64s(const OpKernelContext& ctx, int input, std::string_view what) {
+  return ReadInt64s(HostInput(ctx, input), what);
+}
+
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.rank(), 1);
+  for (int i = shape.rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape.dim(i + 1);
+  return strides;
+}
+
+}  // namespace dflow::cuda

@@ -1,0 +1,34 @@
+// Shared by the GPU kernels' host code (ops/cuda/*.cc): the device and
+// stream of a kernel's context, launch checks, and reading small tensors
+// (shapes, axes, scalars) on the host wherever they live.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "graph/cuda/cuda_check.h"
+#include "graph/cuda/cuda_device.h"
+#include "graph/kernel.h"
+
+namespace dflow::cuda {
+
+inline CudaDevice& Gpu(const OpKernelContext& ctx) { return AsCudaDevice(ctx.device()); }
+// The device's stream, with its GPU made current on this thread.
+inline cudaStream_t Stream(const OpKernelContext& ctx) {
+  return Gpu(ctx).Activate(ctx.node().Describe());
+}
+// Throws naming the node when the launch that just happened failed.
+void CheckLaunch(const OpKernelContext& ctx, const char* kernel);
+
+// Input i as a host tensor: itself when in host memory, else a copy (waits
+// for the stream; meant for shapes, axes and other small inputs).
+Tensor HostInput(const OpKernelContext& ctx, int input);
+std::vector<int64_t> HostInt64s(const OpKernelContext& ctx, int input, std::string_view what);
+
+// Row-major strides of `shape`.
+std::vector<int64_t> Strides(const Shape& shape);
+
+}  // namespace dflow::cuda

@@ -1,0 +1,243 @@
+// GPU kernels against the CPU's: each case runs on every available device
+// through tests/ops/device_test_util.h. Without a GPU the comparisons are
+// skipped (a WARN says so); the checks that need no GPU (every op of an MLP
+// training step has a GPU kernel, the error for a missing GPU) still run.
+#include <catch2/catch.hpp>
+
+#include "autodiff/learning_rate.h"
+#include "autodiff/optimizers.h"
+#include "graph/kernel.h"
+#include "ops/ops.h"
+#include "tests/ops/device_test_util.h"
+
+using namespace dflow;
+using namespace dflow::testing;
+
+namespace {
+
+Tensor Floats(const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return RandomTensor(DType::kFloat32, shape, seed, lo, hi);
+}
+
+bool BuiltWithCuda() { return KernelRegistry::Global().Has("MatMul", "GPU"); }
+
+// A two-layer MLP with a softmax cross-entropy loss and an optimizer step.
+struct Mlp {
+  Scope s = Scope::NewRootScope();
+  Output x, labels, loss;
+  Node* train = nullptr;
+  Node* init = nullptr;
+  std::vector<Output> vars;
+
+  template <typename MakeOptimizer>
+  explicit Mlp(MakeOptimizer make) {
+    x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape{16, 8});
+    labels = ops::Placeholder(s.WithOpName("labels"), DType::kInt64, Shape{16});
+    Output w1 = ops::Variable(s.WithOpName("w1"), Floats({8, 32}, 1, -0.5, 0.5));
+    Output b1 = ops::Variable(s.WithOpName("b1"), Floats({32}, 2, -0.1, 0.1));
+    Output w2 = ops::Variable(s.WithOpName("w2"), Floats({32, 4}, 3, -0.5, 0.5));
+    Output b2 = ops::Variable(s.WithOpName("b2"), Floats({4}, 4, -0.1, 0.1));
+    vars = {w1, b1, w2, b2};
+    Output hidden = ops::Relu(s, ops::BiasAdd(s, ops::MatMul(s, x, w1), b1));
+    Output logits = ops::BiasAdd(s, ops::MatMul(s, hidden, w2), b2);
+    loss = ops::Mean(s, ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, labels).loss, 0);
+    auto optimizer = make(s);
+    train = optimizer.Minimize(s, loss);
+    init = ops::GlobalVariablesInitializer(s);
+  }
+
+  FeedList Feeds() const {
+    Tensor label_values = RandomTensor(DType::kInt64, Shape{16}, 6, 0, 3.49);
+    return {{x, Floats({16, 8}, 5)}, {labels, label_values}};
+  }
+};
+
+autodiff::GradientDescentOptimizer Sgd(const Scope& s) {
+  return autodiff::GradientDescentOptimizer(autodiff::ConstantLearningRate(s, 0.1));
+}
+
+}  // namespace
+
+TEST_CASE("cuda: asking for a GPU that is not visible is a clear error", "[cuda]") {
+  if (GpuVisible()) {
+    WARN("the no-GPU error case skipped: a GPU is visible");
+    return;
+  }
+  Scope s = Scope::NewRootScope();
+  ops::Const(s, 1.0f);
+  SessionOptions options;
+  options.device = "/device:GPU:0";
+  ExpectError([&] { Session session(s, options); }, Code::kUnavailable,
+              "no GPU is visible for /device:GPU:0: " + DiscoverGpus().reason);
+}
+
+TEST_CASE("cuda: a device string that names no device type is rejected", "[cuda]") {
+  Scope s = Scope::NewRootScope();
+  SessionOptions options;
+  options.device = "/device:TPU:0";
+  ExpectError([&] { Session session(s, options); }, Code::kInvalidArgument, "TPU");
+}
+
+TEST_CASE("cuda: every op of an MLP training step has a GPU kernel", "[cuda]") {
+  if (!BuiltWithCuda()) {
+    WARN("skipped: dflow was built without CUDA");
+    return;
+  }
+  auto check = [](const Mlp& mlp) {
+    for (const Node* node : mlp.s.graph().nodes()) {
+      INFO(node->Describe());
+      CHECK(KernelRegistry::Global().Has(node->op(), "GPU"));
+    }
+  };
+  check(Mlp(Sgd));
+  check(Mlp([](const Scope& s) {
+    return autodiff::MomentumOptimizer(autodiff::ConstantLearningRate(s, 0.1), 0.9);
+  }));
+  check(Mlp([](const Scope& s) {
+    return autodiff::AdamOptimizer(autodiff::ConstantLearningRate(s, 0.01));
+  }));
+}
+
+TEST_CASE("cuda: an op without a GPU kernel names the op and where kernels exist", "[cuda]") {
+  if (SkipWithoutGpu("the missing-kernel case")) return;
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s, DType::kFloat32, Shape{3});
+  Output y = ops::Sign(s, x);  // no GPU kernel (yet)
+  SessionOptions options;
+  options.device = "/device:GPU:0";
+  Session session(s, options);
+  ExpectError([&] { session.Run({{x, Floats({3}, 1)}}, {y}); }, Code::kUnimplemented,
+              "op Sign has no GPU kernel");
+}
+
+TEST_CASE("cuda: unary ops match the CPU", "[cuda]") {
+  for (std::string op : {"Neg", "Abs", "Square", "Exp", "Tanh", "Sigmoid", "Relu"})
+    ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 11)}});
+  for (std::string op : {"Sqrt", "Rsqrt", "Log", "Reciprocal"})
+    ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 12, 0.1, 3)}});
+}
+
+TEST_CASE("cuda: binary ops broadcast like the CPU", "[cuda]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{4, 6}, {4, 6}}, {{4, 6}, {6}}, {{4, 1}, {1, 6}}, {{}, {3, 2}}, {{2, 1, 3}, {4, 1}}};
+  for (std::string op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "SquaredDifference"})
+    for (const auto& [a, b] : shapes)
+      ExpectSameOnAllDevices({.op = op, .inputs = {Floats(a, 21), Floats(b, 22, 0.5, 2)}});
+  ExpectSameOnAllDevices({.op = "Pow", .inputs = {Floats({3, 4}, 23, 0.1, 2), Floats({4}, 24)}});
+  ExpectSameOnAllDevices({.op = "ReluGrad", .inputs = {Floats({3, 4}, 25), Floats({3, 4}, 26)}});
+}
+
+TEST_CASE("cuda: AddN, BiasAdd and BiasAddGrad match the CPU", "[cuda]") {
+  ExpectSameOnAllDevices({.op = "AddN",
+                          .inputs = {Floats({3, 5}, 31), Floats({3, 5}, 32), Floats({3, 5}, 33)}});
+  ExpectSameOnAllDevices({.op = "BiasAdd", .inputs = {Floats({2, 3, 5}, 34), Floats({5}, 35)}});
+  ExpectSameOnAllDevices({.op = "BiasAddGrad", .inputs = {Floats({2, 3, 5}, 36)}});
+}
+
+TEST_CASE("cuda: reductions over any axes match the CPU", "[cuda]") {
+  const std::vector<std::vector<int64_t>> axes_cases = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
+  for (std::string op : {"Sum", "Mean", "Max", "Min"})
+    for (const auto& axes : axes_cases)
+      for (bool keep : {false, true})
+        ExpectSameOnAllDevices({.op = op,
+                                .inputs = {Floats({4, 70, 3}, 41), Tensor::FromVector(axes)},
+                                .attrs = {{"keep_dims", keep}},
+                                .const_inputs = {1}});
+  ExpectSameOnAllDevices({.op = "SumToShape",
+                          .inputs = {Floats({5, 4, 3}, 42), Tensor::FromVector<int64_t>({4, 1})},
+                          .const_inputs = {1}});
+}
+
+TEST_CASE("cuda: softmax and sparse cross entropy match the CPU", "[cuda]") {
+  ExpectSameOnAllDevices({.op = "Softmax", .inputs = {Floats({6, 300}, 51, -5, 5)}});
+  for (DType label_type : {DType::kInt32, DType::kInt64})
+    ExpectSameOnAllDevices({.op = "SparseSoftmaxCrossEntropyWithLogits",
+                            .inputs = {Floats({8, 10}, 52, -5, 5),
+                                       RandomTensor(label_type, Shape{8}, 53, 0, 9.49)}});
+}
+
+TEST_CASE("cuda: a label out of range names the label on the GPU too", "[cuda]") {
+  if (SkipWithoutGpu("the bad-label case")) return;
+  ExpectError(
+      [] {
+        RunOp({.op = "SparseSoftmaxCrossEntropyWithLogits",
+               .inputs = {Floats({2, 3}, 54), Tensor::FromVector<int64_t>({1, 7})},
+               .device = "/device:GPU:0"});
+      },
+      Code::kInvalidArgument, "label 7");
+}
+
+TEST_CASE("cuda: MatMul and BatchMatMul on cuBLAS match the CPU", "[cuda]") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Shape a = ta ? Shape{33, 17} : Shape{17, 33};
+      Shape b = tb ? Shape{9, 33} : Shape{33, 9};
+      ExpectSameOnAllDevices({.op = "MatMul", .inputs = {Floats(a, 61), Floats(b, 62)},
+                              .attrs = {{"transpose_a", ta}, {"transpose_b", tb}}});
+    }
+  ExpectSameOnAllDevices({.op = "MatMul",
+                          .inputs = {RandomTensor(DType::kFloat64, {5, 6}, 63),
+                                     RandomTensor(DType::kFloat64, {6, 7}, 64)}});
+  ExpectSameOnAllDevices({.op = "BatchMatMul", .inputs = {Floats({3, 4, 5}, 65), Floats({3, 5, 2}, 66)}});
+  ExpectSameOnAllDevices({.op = "BatchMatMul", .inputs = {Floats({3, 5, 4}, 67), Floats({5, 2}, 68)},
+                          .attrs = {{"adj_x", true}}});
+  ExpectSameOnAllDevices({.op = "BatchMatMul", .inputs = {Floats({4, 5}, 69), Floats({2, 3, 6, 5}, 70)},
+                          .attrs = {{"adj_y", true}}});
+}
+
+TEST_CASE("cuda: Fill, ZerosLike, Reshape, Identity and Cast match the CPU", "[cuda]") {
+  ExpectSameOnAllDevices({.op = "Fill",
+                          .inputs = {Tensor::FromVector<int64_t>({3, 4}), Tensor::Scalar(2.5f)},
+                          .const_inputs = {0}});
+  ExpectSameOnAllDevices({.op = "ZerosLike", .inputs = {Floats({3, 4}, 71)}});
+  ExpectSameOnAllDevices({.op = "Identity", .inputs = {Floats({3, 4}, 72)}});
+  ExpectSameOnAllDevices({.op = "Reshape",
+                          .inputs = {Floats({3, 4}, 73), Tensor::FromVector<int64_t>({2, -1})},
+                          .const_inputs = {1}});
+  for (DType to : {DType::kFloat64, DType::kInt32, DType::kInt64})
+    ExpectSameOnAllDevices({.op = "Cast", .inputs = {Floats({3, 4}, 74, -100, 100)},
+                            .attrs = {{"DstT", to}}});
+  ExpectSameOnAllDevices({.op = "Cast", .inputs = {RandomTensor(DType::kInt32, {5}, 75, -9, 9)},
+                          .attrs = {{"DstT", DType::kFloat32}}});
+}
+
+TEST_CASE("cuda: an MLP trains the same on the GPU as on the CPU", "[cuda]") {
+  auto compare = [](Mlp mlp) {
+    std::vector<std::vector<TensorName>> before = {{mlp.init}};
+    for (int step = 0; step < 5; ++step) before.push_back({mlp.train});
+    std::vector<TensorName> fetches = {mlp.loss};
+    for (const Output& var : mlp.vars) fetches.push_back(var);
+    // Five steps compound float32 rounding differences: allow 10x.
+    ExpectGraphSameOnAllDevices(mlp.s, mlp.Feeds(), fetches, before, 10);
+  };
+  compare(Mlp(Sgd));
+  compare(Mlp([](const Scope& s) {
+    return autodiff::MomentumOptimizer(autodiff::ConstantLearningRate(s, 0.1), 0.9, true);
+  }));
+  compare(Mlp([](const Scope& s) {
+    return autodiff::AdamOptimizer(autodiff::ConstantLearningRate(s, 0.01));
+  }));
+}
+
+TEST_CASE("cuda: Select, BroadcastTo, OnesLike, Shape and Size match the CPU", "[cuda]") {
+  Tensor condition = Tensor::FromVector<bool>({true, false, true}, Shape{3});
+  ExpectSameOnAllDevices({.op = "Select", .inputs = {condition, Floats({2, 3}, 81), Floats({3}, 82)}});
+  ExpectSameOnAllDevices({.op = "Select",
+                          .inputs = {Tensor::Scalar(false), Floats({2, 3}, 83), Floats({2, 3}, 84)}});
+  ExpectSameOnAllDevices({.op = "BroadcastTo",
+                          .inputs = {Floats({3, 1}, 85), Tensor::FromVector<int64_t>({2, 3, 4})},
+                          .const_inputs = {1}});
+  ExpectSameOnAllDevices({.op = "OnesLike", .inputs = {Floats({2, 5}, 86)}});
+  ExpectSameOnAllDevices({.op = "Shape", .inputs = {Floats({2, 5, 1}, 87)}});
+  ExpectSameOnAllDevices({.op = "Size", .inputs = {Floats({2, 5, 1}, 88)}});
+}
+
+TEST_CASE("cuda: AssignAdd and AssignSub update variables like the CPU", "[cuda]") {
+  Scope s = Scope::NewRootScope();
+  Output f = ops::Variable(s.WithOpName("f"), Floats({4}, 91));
+  Output i = ops::Variable(s.WithOpName("i"), Tensor::FromVector<int64_t>({5, -3}));
+  Output add = ops::AssignAdd(s, f, Floats({4}, 92));
+  Output sub = ops::AssignSub(s, i, Tensor::FromVector<int64_t>({7, 1}));
+  Node* init = ops::GlobalVariablesInitializer(s);
+  ExpectGraphSameOnAllDevices(s, {}, {f, i}, {{init}, {add, sub}, {add, sub}});
+}
