@@ -38,14 +38,6 @@ Baseline FindBaseline(const EvalSettings& settings, const std::string& checkpoin
   return {ReadConfig(run).train_count_per_pixel};
 }
 
-void CheckPoints(const models::AnnotatedImage& annotated, const Tensor& image) {
-  for (const models::Point& p : annotated.points)
-    DFLOW_REQUIRE(p.x >= 0 && p.y >= 0 && p.x < static_cast<double>(image.dim(1)) &&
-                      p.y < static_cast<double>(image.dim(0)),
-                  annotated.path, ": point (", p.x, ", ", p.y, ") is outside the ", image.dim(1),
-                  "x", image.dim(0), " image");
-}
-
 // Errors of an empty bin, and the MRE of a bin without non-zero counts, are
 // null rather than a misleading 0.
 nlohmann::json ErrorsJson(const models::CountErrors& e) {
@@ -67,7 +59,7 @@ int Eval(const EvalSettings& settings) {
   Baseline mean_density;
   for (size_t i = 0; i < dataset.size(); ++i) {
     Tensor image = models::ReadImage(dataset[i].path, 3);
-    CheckPoints(dataset[i], image);
+    models::CheckPointsInside(dataset[i], image.dim(0), image.dim(1));
     if (i == 0) mean_density = FindBaseline(settings, trained->checkpoint, image);
     Tensor density = models::PredictDensity(*trained->session, trained->model, image);
     double count = 0;

@@ -98,6 +98,16 @@ std::vector<AnnotatedImage> ReadPointsDataset(const std::string& dir) {
   return images;
 }
 
+void CheckPointsInside(const AnnotatedImage& image, int64_t height, int64_t width) {
+  for (size_t i = 0; i < image.points.size(); ++i) {
+    const Point& p = image.points[i];
+    bool inside = std::isfinite(p.x) && std::isfinite(p.y) && p.x >= 0 && p.x < width &&
+                  p.y >= 0 && p.y < height;
+    DFLOW_REQUIRE(inside, "image '", image.path, "': point ", i, " (", p.x, ", ", p.y,
+                  ") is outside the image, which is ", width, "x", height, " pixels");
+  }
+}
+
 void WritePointsJson(const std::string& dir, const std::vector<AnnotatedImage>& images) {
   Json root = Json::object();
   for (const AnnotatedImage& image : images) {

@@ -9,6 +9,7 @@
 // caller checks points against the image's size when it loads the pixels.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,10 @@ std::vector<AnnotatedImage> ReadPointsDataset(const std::string& dir);
 // Writes DIR/points.json (atomically) for the given images, whose paths must
 // be inside DIR.
 void WritePointsJson(const std::string& dir, const std::vector<AnnotatedImage>& images);
+
+// Every point must be a finite pixel position inside its height x width
+// image: a point outside is a wrong annotation (or the wrong image), which
+// training would silently drop. kInvalidArgument names the file and point.
+void CheckPointsInside(const AnnotatedImage& image, int64_t height, int64_t width);
 
 }  // namespace dflow::models
