@@ -1,5 +1,10 @@
 #include "graph/kernel.h"
 
+#include <mutex>
+#include <shared_mutex>
+
+#include "graph/gpu_module.h"
+
 namespace dflow {
 
 Variable* OpKernelContext::input_variable(int i) const {
@@ -42,8 +47,28 @@ KernelRegistry& KernelRegistry::Global() {
   return *registry;
 }
 
+namespace {
+
+// Guards every registry's table. The CUDA module registers its kernels when
+// it is loaded, at run time, possibly while other threads look kernels up.
+// A function-level static: registrations run during static initialisation.
+std::shared_mutex& RegistryMutex() {
+  static std::shared_mutex* mutex = new std::shared_mutex;
+  return *mutex;
+}
+
+// The GPU kernels live in the CUDA module (graph/gpu_module.h): any question
+// about them loads it first, so that every caller sees the same kernels.
+// Called with no registry lock held: the load registers kernels.
+void LoadKernelsFor(const std::string& device_type) {
+  if (device_type == "GPU") LoadGpuModule();
+}
+
+}  // namespace
+
 void KernelRegistry::Register(const std::string& op, const std::string& device_type, DType dtype,
                               KernelFactory factory) {
+  std::unique_lock lock(RegistryMutex());
   auto [it, inserted] = factories_.emplace(std::make_tuple(op, device_type, dtype), std::move(factory));
   if (!inserted)
     Fail(Code::kAlreadyExists, "kernel for ", op, " on ", device_type, " (", DTypeName(dtype),
@@ -58,17 +83,23 @@ DType KernelDType(const Node& node) {
 
 std::unique_ptr<OpKernel> KernelRegistry::Create(const Node& node,
                                                  const std::string& device_type) const {
+  LoadKernelsFor(device_type);
   DType dtype = KernelDType(node);
-  auto it = factories_.find({node.op(), device_type, dtype});
-  if (it == factories_.end()) it = factories_.find({node.op(), device_type, DType::kInvalid});
-  if (it == factories_.end()) {
+  const KernelFactory* factory = nullptr;
+  {
+    std::shared_lock lock(RegistryMutex());
+    auto it = factories_.find({node.op(), device_type, dtype});
+    if (it == factories_.end()) it = factories_.find({node.op(), device_type, DType::kInvalid});
+    if (it != factories_.end()) factory = &it->second;  // entries are never removed
+  }
+  if (!factory) {
     std::string have;
     for (DType t : RegisteredTypes(node.op(), device_type))
       have += StrCat(have.empty() ? "" : ", ", t == DType::kInvalid ? "any" : DTypeName(t));
     Fail(Code::kUnimplemented, node.Describe(), ": no ", device_type, " kernel for dtype ",
          DTypeName(dtype), have.empty() ? " (no kernels at all)" : " (registered: " + have + ")");
   }
-  return it->second(node);
+  return (*factory)(node);
 }
 
 bool KernelRegistry::Has(const std::string& op, const std::string& device_type) const {
@@ -77,6 +108,8 @@ bool KernelRegistry::Has(const std::string& op, const std::string& device_type) 
 
 std::vector<DType> KernelRegistry::RegisteredTypes(const std::string& op,
                                                    const std::string& device_type) const {
+  LoadKernelsFor(device_type);
+  std::shared_lock lock(RegistryMutex());
   std::vector<DType> types;
   for (auto it = factories_.lower_bound({op, device_type, DType::kInvalid});
        it != factories_.end() && std::get<0>(it->first) == op && std::get<1>(it->first) == device_type;
@@ -86,6 +119,8 @@ std::vector<DType> KernelRegistry::RegisteredTypes(const std::string& op,
 }
 
 std::vector<std::string> KernelRegistry::DeviceTypesWithKernels(const std::string& op) const {
+  LoadKernelsFor("GPU");
+  std::shared_lock lock(RegistryMutex());
   std::vector<std::string> types;
   for (auto it = factories_.lower_bound({op, std::string(), DType::kInvalid});
        it != factories_.end() && std::get<0>(it->first) == op; ++it)

@@ -47,7 +47,7 @@ class CudaMemory final : public BackingAllocator {
 
 }  // namespace
 
-GpuDiscovery DiscoverGpus() {
+GpuDiscovery DiscoverCudaGpus() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
@@ -59,8 +59,8 @@ GpuDiscovery DiscoverGpus() {
   return {count, ""};
 }
 
-std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool* pool) {
-  GpuDiscovery gpus = DiscoverGpus();
+std::unique_ptr<Device> NewCudaDevice(int index, ThreadPool* pool) {
+  GpuDiscovery gpus = DiscoverCudaGpus();
   if (index < 0 || index >= gpus.count)
     Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ",
          gpus.count == 0 ? gpus.reason : StrCat("only ", gpus.count, " GPU(s) are visible"));

@@ -61,6 +61,11 @@ class CudaDevice final : public Device {
   size_t staging_bytes_ = 0;
 };
 
+// The module's versions of DiscoverGpus and NewGpuDevice (graph/device.h),
+// which libdflow reaches through graph/gpu_module.h.
+GpuDiscovery DiscoverCudaGpus();
+std::unique_ptr<Device> NewCudaDevice(int index, ThreadPool* pool);
+
 // The CudaDevice behind a kernel's context; throws kInternal for another device.
 CudaDevice& AsCudaDevice(Device& device);
 

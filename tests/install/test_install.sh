@@ -25,6 +25,14 @@ lib=$(find "$root" -name 'libdflow.so' -print -quit)
 [[ -n $lib ]] || fail "libdflow.so was not installed"
 libdir=$(dirname "$lib")
 
+# A CUDA build installs its GPU module beside libdflow.so, where libdflow
+# looks for it; libdflow itself never links the CUDA libraries.
+config=$(find "$root" -name dflow_config.h -print -quit)
+if grep -q 'DFLOW_WITH_CUDA 1' "$config"; then
+  [[ -f $libdir/libdflow_cuda.so ]] || fail "libdflow_cuda.so was not installed beside $lib"
+fi
+! ldd "$lib" | grep -Eq 'libcudart|libcublas' || fail "libdflow.so links CUDA: $(ldd "$lib")"
+
 # The .pc file names the final prefix; the sysroot points pkg-config at the
 # scratch copy of it.
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$root
