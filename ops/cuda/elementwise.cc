@@ -290,6 +290,7 @@ DFLOW_GPU_UNARY("Log", kLog);
 DFLOW_GPU_UNARY("Tanh", kTanh);
 DFLOW_GPU_UNARY("Sigmoid", kSigmoid);
 DFLOW_GPU_UNARY("Relu", kRelu);
+DFLOW_GPU_UNARY("Relu6", kRelu6);
 DFLOW_GPU_UNARY("Reciprocal", kReciprocal);
 DFLOW_GPU_BINARY("Add", kAdd);
 DFLOW_GPU_BINARY("Sub", kSub);

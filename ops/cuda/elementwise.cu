@@ -34,6 +34,7 @@ __device__ float ApplyUnary(UnaryFn fn, float x) {
     case UnaryFn::kTanh: return tanhf(x);
     case UnaryFn::kSigmoid: return 1.0f / (1.0f + expf(-x));
     case UnaryFn::kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);
+    case UnaryFn::kRelu6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);  // NaN stays NaN
     case UnaryFn::kReciprocal: return 1.0f / x;
   }
   return x;

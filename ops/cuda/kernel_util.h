@@ -28,6 +28,13 @@ void CheckLaunch(const OpKernelContext& ctx, const char* kernel);
 Tensor HostInput(const OpKernelContext& ctx, int input);
 std::vector<int64_t> HostInt64s(const OpKernelContext& ctx, int input, std::string_view what);
 
+// Registers Kernel for (op, "GPU", float32): kConvKernels[] = {Float32Kernel<K>("Conv2D"), ...}.
+template <typename Kernel>
+KernelRegistrar Float32Kernel(const char* op) {
+  return KernelRegistrar(op, "GPU", DType::kFloat32,
+                         [](const Node& node) { return std::unique_ptr<OpKernel>(new Kernel(node)); });
+}
+
 // Row-major strides of `shape`.
 std::vector<int64_t> Strides(const Shape& shape);
 

@@ -22,7 +22,7 @@ struct BroadcastIndex {
 };
 
 enum class UnaryFn { kNeg, kAbs, kSquare, kSqrt, kRsqrt, kExp, kLog, kTanh, kSigmoid, kRelu,
-                     kReciprocal };
+                     kRelu6, kReciprocal };
 enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kSquaredDifference, kPow,
                       kReluGrad };
 

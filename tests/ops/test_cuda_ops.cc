@@ -113,6 +113,7 @@ TEST_CASE("cuda: an op without a GPU kernel names the op and where kernels exist
 TEST_CASE("cuda: unary ops match the CPU", "[cuda]") {
   for (std::string op : {"Neg", "Abs", "Square", "Exp", "Tanh", "Sigmoid", "Relu"})
     ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 11)}});
+  ExpectSameOnAllDevices({.op = "Relu6", .inputs = {Floats({5, 7}, 13, -3, 9)}});
   for (std::string op : {"Sqrt", "Rsqrt", "Log", "Reciprocal"})
     ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 12, 0.1, 3)}});
 }
@@ -240,4 +241,72 @@ TEST_CASE("cuda: AssignAdd and AssignSub update variables like the CPU", "[cuda]
   Output sub = ops::AssignSub(s, i, Tensor::FromVector<int64_t>({7, 1}));
   Node* init = ops::GlobalVariablesInitializer(s);
   ExpectGraphSameOnAllDevices(s, {}, {f, i}, {{init}, {add, sub}, {add, sub}});
+}
+
+TEST_CASE("cuda: MaxPool, AvgPool and their gradients match the CPU", "[cuda]") {
+  struct Window {
+    std::vector<int64_t> ksize, strides;
+    std::string padding;
+  };
+  // Overlapping windows (stride < size), SAME padding with an odd total, VALID.
+  const std::vector<Window> windows = {{{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"},
+                                       {{1, 2, 3, 1}, {1, 1, 2, 1}, "VALID"},
+                                       {{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"}};
+  for (const Window& w : windows) {
+    AttrMap attrs = {{"ksize", w.ksize}, {"strides", w.strides}, {"padding", w.padding}};
+    Tensor x = Floats({2, 7, 6, 3}, 101);
+    for (std::string op : {"MaxPool", "AvgPool"})
+      ExpectSameOnAllDevices({.op = op, .inputs = {x}, .attrs = attrs});
+    Tensor pooled = RunOp1({.op = "MaxPool", .inputs = {x}, .attrs = attrs});
+    ExpectSameOnAllDevices({.op = "MaxPoolGrad",
+                            .inputs = {x, pooled, Floats(pooled.shape(), 102)},
+                            .attrs = attrs});
+    ExpectSameOnAllDevices({.op = "MaxPoolGradGrad",
+                            .inputs = {x, pooled, Floats(x.shape(), 103)},
+                            .attrs = attrs});
+    ExpectSameOnAllDevices({.op = "AvgPoolGrad",
+                            .inputs = {Tensor::FromVector<int32_t>({2, 7, 6, 3}),
+                                       Floats(pooled.shape(), 104)},
+                            .attrs = attrs,
+                            .const_inputs = {0}});
+  }
+}
+
+TEST_CASE("cuda: Conv2D, _FusedConv2D and the conv gradients match the CPU", "[cuda]") {
+  struct Case {
+    Shape filter;
+    std::vector<int64_t> strides, dilations;
+    std::string padding;
+  };
+  // Dense, strided SAME, dilated VALID, grouped (2 groups), depthwise (multiplier 2), 1x1.
+  const std::vector<Case> cases = {{{3, 3, 4, 5}, {1, 1, 1, 1}, {1, 1, 1, 1}, "SAME"},
+                                   {{3, 2, 4, 6}, {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME"},
+                                   {{2, 3, 4, 3}, {1, 1, 1, 1}, {1, 2, 2, 1}, "VALID"},
+                                   {{3, 3, 2, 6}, {1, 1, 2, 1}, {1, 1, 1, 1}, "SAME"},
+                                   {{3, 3, 1, 8}, {1, 2, 1, 1}, {1, 1, 1, 1}, "SAME"},
+                                   {{1, 1, 4, 7}, {1, 1, 1, 1}, {1, 1, 1, 1}, "VALID"}};
+  Tensor x = Floats({2, 7, 6, 4}, 111);
+  for (const Case& c : cases) {
+    INFO("filter " << c.filter.ToString() << " padding " << c.padding);
+    AttrMap attrs = {{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};
+    Tensor w = Floats(c.filter, 112);
+    ExpectSameOnAllDevices({.op = "Conv2D", .inputs = {x, w}, .attrs = attrs});
+    AttrMap fused = attrs;
+    fused["activation"] = std::string("Relu6");
+    ExpectSameOnAllDevices({.op = "_FusedConv2D",
+                            .inputs = {x, w, Floats({c.filter.dim(3)}, 113)},
+                            .attrs = fused});
+    Tensor y = RunOp1({.op = "Conv2D", .inputs = {x, w}, .attrs = attrs});
+    Tensor dy = Floats(y.shape(), 114);
+    ExpectSameOnAllDevices({.op = "Conv2DBackpropInput",
+                            .inputs = {Tensor::FromVector<int32_t>({2, 7, 6, 4}), w, dy},
+                            .attrs = attrs,
+                            .const_inputs = {0}});
+    std::vector<int32_t> filter_sizes;
+    for (int64_t d : c.filter.dims()) filter_sizes.push_back(static_cast<int32_t>(d));
+    ExpectSameOnAllDevices({.op = "Conv2DBackpropFilter",
+                            .inputs = {x, Tensor::FromVector<int32_t>(filter_sizes), dy},
+                            .attrs = attrs,
+                            .const_inputs = {1}});
+  }
 }

@@ -1,0 +1,43 @@
+// Launchers of the convolution CUDA kernels (ops/cuda/conv.cu), NHWC
+// float32: im2col and its adjoint for the GEMM path, and direct depthwise
+// kernels. The OpKernels (ops/cuda/conv.cc) run the GEMMs on cuBLAS.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dflow::cuda {
+
+// One convolution's sizes (ops/conv.h's ConvGeometry, flattened for the
+// device). Input [N, H, W, C], filter [KH, KW, Cg, O], output [N, OH, OW, O];
+// groups = C / Cg. Output (oh, ow) tap (kh, kw) reads input row
+// oh * stride_h - pad_top + kh * dilation_h (and the same for columns).
+struct ConvShape {
+  int64_t batch, in_h, in_w, in_c;
+  int64_t k_h, k_w, filter_c, out_c, groups;
+  int64_t out_h, out_w, pad_top, pad_left, stride_h, stride_w, dilation_h, dilation_w;
+  // Columns of one group's im2col matrix: KH * KW * Cg.
+  constexpr int64_t patch() const { return k_h * k_w * filter_c; }
+};
+
+// cols[g][r][(kh, kw, c)] for images [first, first + images), r over their
+// output pixels: x[n, ih, iw, g * Cg + c], zero outside the image.
+void LaunchIm2Col(cudaStream_t stream, const ConvShape& s, const float* x, int64_t first,
+                  int64_t images, float* cols);
+// The adjoint: dx of images [first, first + images) = the sum of every cols
+// entry copied from each input element (a gather, so no atomics); writes
+// every dx element of those images.
+void LaunchCol2Im(cudaStream_t stream, const ConvShape& s, const float* cols, int64_t first,
+                  int64_t images, float* dx);
+
+// Depthwise (Cg = 1, groups = C, O = C * multiplier), direct:
+// y[n, oh, ow, o] = sum_{kh, kw} x[n, ih, iw, o / multiplier] * w[kh, kw, 0, o].
+void LaunchDepthwiseConv(cudaStream_t stream, const ConvShape& s, const float* x, const float* w,
+                         float* y);
+void LaunchDepthwiseBackpropInput(cudaStream_t stream, const ConvShape& s, const float* w,
+                                  const float* dy, float* dx);
+void LaunchDepthwiseBackpropFilter(cudaStream_t stream, const ConvShape& s, const float* x,
+                                   const float* dy, float* dw);
+
+}  // namespace dflow::cuda

@@ -1,0 +1,64 @@
+// Which ops have a GPU kernel: the list below names every op that has none,
+// so it is the exact account of what is not on the GPU yet (docs/gpu.md).
+// It fails both ways: an op that gains a GPU kernel must leave the list, a
+// new op without one must join it. Its own program, linking only libdflow,
+// so test-only ops do not count. A build without CUDA skips it.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+
+#include "dflow_config.h"
+#include "graph/kernel.h"
+#include "graph/op_def.h"
+
+using namespace dflow;
+
+namespace {
+
+// Ops registered by libdflow with no GPU kernel for any dtype.
+const std::set<std::string> kNoGpuKernel = {
+    "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "Ceil", "ConcatV2",
+    "Cos", "Elu", "Equal", "Floor", "FloorDiv", "FloorMod", "FusedBatchNorm", "FusedBatchNormGrad",
+    "GatherV2", "Greater", "GreaterEqual", "LeakyRelu", "Less", "LessEqual", "Log1p", "LogSoftmax",
+    "LogicalAnd", "LogicalNot", "LogicalOr", "NotEqual", "OneHot", "Pad", "PadV2", "Prod",
+    "RandomStandardNormal", "RandomUniform", "Range", "Rank", "ResizeBilinear",
+    "ResizeBilinearGrad", "ResizeNearestNeighbor", "ResizeNearestNeighborGrad", "Round", "Sign",
+    "Sin", "Slice", "SoftmaxCrossEntropyWithLogits", "Softplus", "Split", "StridedSlice",
+    "StridedSliceGrad", "Tile", "Transpose", "TruncatedNormal", "UnsortedSegmentSum", "_Recv",
+    "_Send",
+};
+
+std::string Listing(const std::set<std::string>& names) {
+  std::ostringstream text;
+  for (const std::string& name : names) text << "  \"" << name << "\",\n";
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("gpu coverage: exactly the listed ops have no GPU kernel", "[cuda]") {
+  if (!DFLOW_WITH_CUDA) {
+    WARN("skipped: dflow was built without CUDA");
+    return;
+  }
+  std::set<std::string> without, with;
+  for (const OpDef* def : OpRegistry::Global().All())
+    (KernelRegistry::Global().Has(def->name, "GPU") ? with : without).insert(def->name);
+  std::set<std::string> gained, lost;
+  for (const std::string& name : kNoGpuKernel) {
+    if (with.count(name)) gained.insert(name);
+    if (!with.count(name) && !without.count(name)) lost.insert(name);  // no such op any more
+  }
+  std::set<std::string> unlisted;
+  for (const std::string& name : without)
+    if (!kNoGpuKernel.count(name)) unlisted.insert(name);
+  INFO("ops with a GPU kernel (" << with.size() << "):\n" << Listing(with));
+  INFO("ops without one (" << without.size() << "):\n" << Listing(without));
+  INFO("listed but now with a GPU kernel:\n" << Listing(gained));
+  INFO("listed but not an op:\n" << Listing(lost));
+  INFO("without a GPU kernel and not listed:\n" << Listing(unlisted));
+  CHECK(gained.empty());
+  CHECK(lost.empty());
+  CHECK(unlisted.empty());
+}
