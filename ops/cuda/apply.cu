@@ -3,21 +3,11 @@
 // waits for a copy to the host.
 #include <cstdint>
 
+#include "ops/cuda/grid.cuh"
 #include "ops/cuda/launch.h"
 
 namespace dflow::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
-
-#define DFLOW_GRID_STRIDE(i, n)                                                  \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);      \
-       i += int64_t{blockDim.x} * gridDim.x)
 
 // var -= alpha * delta
 __global__ void GradientDescentKernel(float* var, const float* alpha, const float* delta, int64_t n) {

@@ -60,6 +60,11 @@ int64_t ImagesPerChunk(const ConvGeometry& g) {
                              std::max<int64_t>(g.batch, 1));
 }
 
+// Zeroes t: the output of a convolution whose sums are all empty.
+void Zero(OpKernelContext& ctx, Tensor& t) {
+  DFLOW_CUDA(cudaMemsetAsync(t.raw_data(), 0, t.TotalBytes(), cuda::Stream(ctx)), ctx.node().Describe());
+}
+
 // A scratch buffer of `count` floats on the kernel's GPU (stream-ordered reuse).
 Tensor Scratch(OpKernelContext& ctx, int64_t count) {
   return Tensor(DType::kFloat32, Shape{count}, ctx.device().allocator());
@@ -106,9 +111,7 @@ class GpuConv2DKernel : public OpKernel {
     ConvGeometry g = cpu::KernelGeometry(node(), params_, x.shape(), w.shape());
     Tensor& y = ctx.allocate_output(0, g.output_shape());
     if (y.NumElements() == 0) return;
-    if (x.NumElements() == 0 || w.NumElements() == 0)  // an empty sum
-      return DFLOW_CUDA(cudaMemsetAsync(y.raw_data(), 0, y.TotalBytes(), cuda::Stream(ctx)),
-                        node().Describe());
+    if (x.NumElements() == 0 || w.NumElements() == 0) return Zero(ctx, y);
     ConvForward(ctx, g, x.data<float>(), w.data<float>(), y.data<float>());
   }
 
@@ -133,7 +136,7 @@ class GpuFusedConv2DKernel : public OpKernel {
     if (y.NumElements() == 0) return;
     cudaStream_t stream = cuda::Stream(ctx);
     if (x.NumElements() == 0 || w.NumElements() == 0)
-      DFLOW_CUDA(cudaMemsetAsync(y.raw_data(), 0, y.TotalBytes(), stream), node().Describe());
+      Zero(ctx, y);
     else
       ConvForward(ctx, g, x.data<float>(), w.data<float>(), y.data<float>());
     float* out = y.data<float>();
@@ -163,8 +166,7 @@ class GpuConv2DBackpropInputKernel : public OpKernel {
     Tensor& dx = ctx.allocate_output(0, input);
     if (dx.NumElements() == 0) return;
     cudaStream_t stream = cuda::Stream(ctx);
-    if (dy.NumElements() == 0 || w.NumElements() == 0)
-      return DFLOW_CUDA(cudaMemsetAsync(dx.raw_data(), 0, dx.TotalBytes(), stream), node().Describe());
+    if (dy.NumElements() == 0 || w.NumElements() == 0) return Zero(ctx, dx);
     if (g.depthwise()) {
       cuda::LaunchDepthwiseBackpropInput(stream, Flatten(g), w.data<float>(), dy.data<float>(),
                                          dx.data<float>());
@@ -198,8 +200,7 @@ class GpuConv2DBackpropFilterKernel : public OpKernel {
     Tensor& dw = ctx.allocate_output(0, filter);
     if (dw.NumElements() == 0) return;
     cudaStream_t stream = cuda::Stream(ctx);
-    if (dy.NumElements() == 0 || x.NumElements() == 0)
-      return DFLOW_CUDA(cudaMemsetAsync(dw.raw_data(), 0, dw.TotalBytes(), stream), node().Describe());
+    if (dy.NumElements() == 0 || x.NumElements() == 0) return Zero(ctx, dw);
     if (g.depthwise()) {
       cuda::LaunchDepthwiseBackpropFilter(stream, Flatten(g), x.data<float>(), dy.data<float>(),
                                           dw.data<float>());

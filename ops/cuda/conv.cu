@@ -2,21 +2,11 @@
 // gather (each input element sums the column entries copied from it, so the
 // result is deterministic), and direct depthwise kernels (one thread per
 // output or input element; one block per filter element for its gradient).
+#include "ops/cuda/grid.cuh"
 #include "ops/cuda/conv_launch.h"
 
 namespace dflow::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
-
-#define DFLOW_GRID_STRIDE(i, n)                                                  \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);      \
-       i += int64_t{blockDim.x} * gridDim.x)
 
 // The output index `o` along one dim that tap k of input index `i` feeds:
 // i = o * stride - pad + k * dilation. -1 when none (not on the stride, or

@@ -2,21 +2,11 @@
 // thread per output element (n, i, j, c), looping over its window. The
 // backward passes scatter into a zeroed dx with atomicAdd, since windows
 // overlap when the stride is smaller than the window.
+#include "ops/cuda/grid.cuh"
 #include "ops/cuda/pool_launch.h"
 
 namespace dflow::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
-
-#define DFLOW_GRID_STRIDE(i, n)                                                  \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);      \
-       i += int64_t{blockDim.x} * gridDim.x)
 
 // The clipped window of output element `o` and the input offset of its
 // image and channel: input (h, w) is at base + (h * in_cols + w) * channels.

@@ -4,12 +4,11 @@
 // elements and combine their partial results in shared memory.
 #include <cstdint>
 
+#include "ops/cuda/grid.cuh"
 #include "ops/cuda/launch.h"
 
 namespace dflow::cuda {
 namespace {
-
-constexpr int kThreads = 256;
 
 __device__ float Identity(ReduceFn fn) {
   switch (fn) {
@@ -109,7 +108,8 @@ __global__ void SparseCrossEntropyKernel(const float* logits, const Label* label
   }
 }
 
-unsigned Blocks(int64_t count) {
+// One block per output value (or row), capped; the kernels loop over the rest.
+unsigned BlocksPerOutput(int64_t count) {
   return static_cast<unsigned>(count < 1 ? 1 : (count > 65535 ? 65535 : count));
 }
 
@@ -118,11 +118,11 @@ unsigned Blocks(int64_t count) {
 void LaunchReduce(cudaStream_t stream, ReduceFn fn, const float* x, float* out,
                   const ReduceIndex& index, float scale) {
   if (index.output_count > 0)
-    ReduceKernel<<<Blocks(index.output_count), kThreads, 0, stream>>>(fn, x, out, index, scale);
+    ReduceKernel<<<BlocksPerOutput(index.output_count), kThreads, 0, stream>>>(fn, x, out, index, scale);
 }
 
 void LaunchSoftmax(cudaStream_t stream, const float* logits, float* out, int64_t rows, int64_t cols) {
-  if (rows > 0 && cols > 0) SoftmaxKernel<<<Blocks(rows), kThreads, 0, stream>>>(logits, out, rows, cols);
+  if (rows > 0 && cols > 0) SoftmaxKernel<<<BlocksPerOutput(rows), kThreads, 0, stream>>>(logits, out, rows, cols);
 }
 
 void LaunchSparseCrossEntropy(cudaStream_t stream, const float* logits, const void* labels,
@@ -131,10 +131,10 @@ void LaunchSparseCrossEntropy(cudaStream_t stream, const float* logits, const vo
   if (rows <= 0) return;
   auto* bad = reinterpret_cast<unsigned long long*>(bad_label);
   if (labels_are_int64)
-    SparseCrossEntropyKernel<<<Blocks(rows), kThreads, 0, stream>>>(
+    SparseCrossEntropyKernel<<<BlocksPerOutput(rows), kThreads, 0, stream>>>(
         logits, static_cast<const int64_t*>(labels), loss, backprop, rows, cols, bad);
   else
-    SparseCrossEntropyKernel<<<Blocks(rows), kThreads, 0, stream>>>(
+    SparseCrossEntropyKernel<<<BlocksPerOutput(rows), kThreads, 0, stream>>>(
         logits, static_cast<const int32_t*>(labels), loss, backprop, rows, cols, bad);
 }
 
