@@ -310,3 +310,21 @@ TEST_CASE("cuda: Conv2D, _FusedConv2D and the conv gradients match the CPU", "[c
                             .const_inputs = {1}});
   }
 }
+
+TEST_CASE("cuda: FusedBatchNorm and its gradient match the CPU", "[cuda]") {
+  Tensor x = Floats({2, 5, 4, 3}, 121, -3, 5);
+  Tensor scale = Floats({3}, 122, 0.5, 2), offset = Floats({3}, 123);
+  Tensor mean = Floats({3}, 124), variance = Floats({3}, 125, 0.5, 2);
+  Tensor empty(DType::kFloat32, Shape{0});
+  for (bool training : {true, false}) {
+    INFO("is_training " << training);
+    AttrMap attrs = {{"epsilon", 0.001}, {"is_training", training}};
+    ExpectSameOnAllDevices({.op = "FusedBatchNorm",
+                            .inputs = {x, scale, offset, training ? empty : mean,
+                                       training ? empty : variance},
+                            .attrs = attrs});
+    ExpectSameOnAllDevices({.op = "FusedBatchNormGrad",
+                            .inputs = {Floats(x.shape(), 126), x, scale, mean, variance},
+                            .attrs = attrs});
+  }
+}

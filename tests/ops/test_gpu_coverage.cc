@@ -19,7 +19,7 @@ namespace {
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "Ceil", "ConcatV2",
-    "Cos", "Elu", "Equal", "Floor", "FloorDiv", "FloorMod", "FusedBatchNorm", "FusedBatchNormGrad",
+    "Cos", "Elu", "Equal", "Floor", "FloorDiv", "FloorMod",
     "GatherV2", "Greater", "GreaterEqual", "LeakyRelu", "Less", "LessEqual", "Log1p", "LogSoftmax",
     "LogicalAnd", "LogicalNot", "LogicalOr", "NotEqual", "OneHot", "Pad", "PadV2", "Prod",
     "RandomStandardNormal", "RandomUniform", "Range", "Rank", "ResizeBilinear",
