@@ -328,3 +328,25 @@ TEST_CASE("cuda: FusedBatchNorm and its gradient match the CPU", "[cuda]") {
                             .attrs = attrs});
   }
 }
+
+TEST_CASE("cuda: the resize ops and their gradients match the CPU", "[cuda]") {
+  Tensor images = Floats({2, 5, 7, 3}, 131);
+  struct Mode {
+    bool align_corners, half_pixel_centers;
+  };
+  for (Mode mode : {Mode{false, true}, Mode{true, false}, Mode{false, false}})
+    for (std::vector<int32_t> size : {std::vector<int32_t>{9, 4}, std::vector<int32_t>{3, 11}}) {
+      INFO("align_corners " << mode.align_corners << ", half_pixel_centers "
+                            << mode.half_pixel_centers << ", size " << size[0] << "x" << size[1]);
+      AttrMap attrs = {{"align_corners", mode.align_corners},
+                       {"half_pixel_centers", mode.half_pixel_centers}};
+      Tensor grads = Floats({2, size[0], size[1], 3}, 132);
+      for (std::string op : {"ResizeNearestNeighbor", "ResizeBilinear"})
+        ExpectSameOnAllDevices({.op = op, .inputs = {images, Tensor::FromVector<int32_t>(size)},
+                                .attrs = attrs, .const_inputs = {1}});
+      ExpectSameOnAllDevices({.op = "ResizeNearestNeighborGrad",
+                              .inputs = {grads, Tensor::FromVector<int32_t>({5, 7})},
+                              .attrs = attrs, .const_inputs = {1}});
+      ExpectSameOnAllDevices({.op = "ResizeBilinearGrad", .inputs = {grads, images}, .attrs = attrs});
+    }
+}
