@@ -25,6 +25,16 @@ __device__ float ApplyUnary(UnaryFn fn, float x) {
     case UnaryFn::kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);
     case UnaryFn::kRelu6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);  // NaN stays NaN
     case UnaryFn::kReciprocal: return 1.0f / x;
+    case UnaryFn::kSign: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);  // NaN and 0 stay
+    case UnaryFn::kLog1p: return log1pf(x);
+    case UnaryFn::kSin: return sinf(x);
+    case UnaryFn::kCos: return cosf(x);
+    case UnaryFn::kFloor: return floorf(x);
+    case UnaryFn::kCeil: return ceilf(x);
+    case UnaryFn::kRound: return rintf(x);  // halves to even, as the CPU's rint
+    case UnaryFn::kElu: return x > 0.0f ? x : expm1f(x);
+    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|), which never overflows
+    case UnaryFn::kSoftplus: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
   }
   return x;
 }

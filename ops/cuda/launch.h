@@ -22,7 +22,8 @@ struct BroadcastIndex {
 };
 
 enum class UnaryFn { kNeg, kAbs, kSquare, kSqrt, kRsqrt, kExp, kLog, kTanh, kSigmoid, kRelu,
-                     kRelu6, kReciprocal };
+                     kRelu6, kReciprocal, kSign, kLog1p, kSin, kCos, kFloor, kCeil, kRound, kElu,
+                     kSoftplus };
 enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kSquaredDifference, kPow,
                       kReluGrad };
 

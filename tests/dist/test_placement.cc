@@ -108,13 +108,13 @@ TEST_CASE("conflicting requests in a colocation group name the group", "[dist][p
 TEST_CASE("a request for a device without a kernel is an error unless soft", "[dist][placement]") {
   Scope s = Scope::NewRootScope();
   Output x = ZerosConst(s, "x", Shape({2, 2}));
-  // Sign has no GPU kernel (a CUDA build has GPU kernels for MatMul and Const).
-  ops::Sign(s.WithOpName("mm").WithDevice("/device:GPU:0"), x);
+  // LogSoftmax has no GPU kernel (a CUDA build has GPU kernels for MatMul and Const).
+  ops::LogSoftmax(s.WithOpName("mm").WithDevice("/device:GPU:0"), x);
   const std::vector<std::string> devices = {kCpuTask, kGpuTask};
   ExpectError(
       [&] { Place(s.graph(), devices); }, Code::kInvalidArgument,
-      "Sign 'mm' requests device '/device:GPU:0' but Sign has no kernel for float32 there; "
-      "devices with a kernel: " +
+      "LogSoftmax 'mm' requests device '/device:GPU:0' but LogSoftmax has no kernel for float32 "
+      "there; devices with a kernel: " +
           kCpuTask);
   PlacementOptions soft;
   soft.allow_soft_placement = true;
@@ -125,7 +125,8 @@ TEST_CASE("a request for a device without a kernel is an error unless soft", "[d
 
   ExpectError(
       [&] { Place(s.graph(), {kGpuTask}); }, Code::kUnimplemented,
-      "Sign 'mm': no device has a kernel for Sign (float32); devices offered: " + kGpuTask);
+      "LogSoftmax 'mm': no device has a kernel for LogSoftmax (float32); devices offered: " +
+          kGpuTask);
 }
 
 TEST_CASE("soft placement keeps the requested task when it can", "[dist][placement]") {

@@ -102,18 +102,21 @@ TEST_CASE("cuda: an op without a GPU kernel names the op and where kernels exist
   if (SkipWithoutGpu("the missing-kernel case")) return;
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s, DType::kFloat32, Shape{3});
-  Output y = ops::Sign(s, x);  // no GPU kernel (yet)
+  Output y = ops::LogSoftmax(s, x);  // no GPU kernel (yet)
   SessionOptions options;
   options.device = "/device:GPU:0";
   Session session(s, options);
   ExpectError([&] { session.Run({{x, Floats({3}, 1)}}, {y}); }, Code::kUnimplemented,
-              "op Sign has no GPU kernel");
+              "op LogSoftmax has no GPU kernel");
 }
 
 TEST_CASE("cuda: unary ops match the CPU", "[cuda]") {
   for (std::string op : {"Neg", "Abs", "Square", "Exp", "Tanh", "Sigmoid", "Relu"})
     ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 11)}});
   ExpectSameOnAllDevices({.op = "Relu6", .inputs = {Floats({5, 7}, 13, -3, 9)}});
+  for (std::string op : {"Sign", "Sin", "Cos", "Floor", "Ceil", "Round", "Elu", "Softplus"})
+    ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 14, -6, 6)}});
+  ExpectSameOnAllDevices({.op = "Log1p", .inputs = {Floats({5, 7}, 15, -0.9, 5)}});
   for (std::string op : {"Sqrt", "Rsqrt", "Log", "Reciprocal"})
     ExpectSameOnAllDevices({.op = op, .inputs = {Floats({5, 7}, 12, 0.1, 3)}});
 }

@@ -18,13 +18,12 @@ namespace {
 
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
-    "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "Ceil", "ConcatV2",
-    "Cos", "Elu", "Equal", "Floor", "FloorDiv", "FloorMod", "GatherV2", "Greater", "GreaterEqual",
-    "LeakyRelu", "Less", "LessEqual", "Log1p", "LogSoftmax", "LogicalAnd", "LogicalNot",
-    "LogicalOr", "NotEqual", "OneHot", "Pad", "PadV2", "Prod", "RandomStandardNormal",
-    "RandomUniform", "Range", "Rank", "Round", "Sign", "Sin", "Slice",
-    "SoftmaxCrossEntropyWithLogits", "Softplus", "Split", "StridedSlice", "StridedSliceGrad",
-    "Tile", "Transpose", "TruncatedNormal", "UnsortedSegmentSum", "_Recv", "_Send",
+    "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "ConcatV2", "Equal",
+    "FloorDiv", "FloorMod", "GatherV2", "Greater", "GreaterEqual", "LeakyRelu", "Less", "LessEqual",
+    "LogSoftmax", "LogicalAnd", "LogicalNot", "LogicalOr", "NotEqual", "OneHot", "Pad", "PadV2",
+    "Prod", "RandomStandardNormal", "RandomUniform", "Range", "Rank", "Slice",
+    "SoftmaxCrossEntropyWithLogits", "Split", "StridedSlice", "StridedSliceGrad", "Tile",
+    "Transpose", "TruncatedNormal", "UnsortedSegmentSum", "_Recv", "_Send",
 };
 
 std::string Listing(const std::set<std::string>& names) {
