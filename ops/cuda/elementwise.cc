@@ -14,6 +14,7 @@ namespace dflow {
 namespace {
 
 using cuda::BinaryFn;
+using cuda::BroadcastStrides;
 using cuda::UnaryFn;
 
 template <UnaryFn kFn>
@@ -27,17 +28,6 @@ class GpuUnaryKernel : public OpKernel {
     cuda::CheckLaunch(ctx, "Unary");
   }
 };
-
-// Strides of `shape` seen from the `rank`-dim broadcast output: 0 on the
-// dims it lacks (leading) or has as 1.
-void BroadcastStrides(const Shape& shape, const Shape& out, int64_t* strides) {
-  std::vector<int64_t> own = cuda::Strides(shape);
-  int offset = out.rank() - shape.rank();
-  for (int d = 0; d < out.rank(); ++d) {
-    int own_dim = d - offset;
-    strides[d] = own_dim < 0 || shape.dim(own_dim) == 1 ? 0 : own[own_dim];
-  }
-}
 
 template <BinaryFn kFn>
 class GpuBinaryKernel : public OpKernel {

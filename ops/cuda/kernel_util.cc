@@ -25,4 +25,13 @@ std::vector<int64_t> Strides(const Shape& shape) {
   return strides;
 }
 
+void BroadcastStrides(const Shape& shape, const Shape& out, int64_t* strides) {
+  std::vector<int64_t> own = cuda::Strides(shape);
+  int offset = out.rank() - shape.rank();
+  for (int d = 0; d < out.rank(); ++d) {
+    int own_dim = d - offset;
+    strides[d] = own_dim < 0 || shape.dim(own_dim) == 1 ? 0 : own[own_dim];
+  }
+}
+
 }  // namespace dflow::cuda

@@ -37,5 +37,8 @@ KernelRegistrar Float32Kernel(const char* op) {
 
 // Row-major strides of `shape`.
 std::vector<int64_t> Strides(const Shape& shape);
+// Strides of `shape` seen from the broadcast output `out`: 0 on the dims it
+// lacks (leading) or has as 1; out.rank() entries.
+void BroadcastStrides(const Shape& shape, const Shape& out, int64_t* strides);
 
 }  // namespace dflow::cuda

@@ -4,6 +4,8 @@
 // training step has a GPU kernel, the error for a missing GPU) still run.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "graph/kernel.h"
@@ -352,4 +354,24 @@ TEST_CASE("cuda: the resize ops and their gradients match the CPU", "[cuda]") {
                               .attrs = attrs, .const_inputs = {1}});
       ExpectSameOnAllDevices({.op = "ResizeBilinearGrad", .inputs = {grads, images}, .attrs = attrs});
     }
+}
+
+TEST_CASE("cuda: comparisons and logical ops broadcast like the CPU", "[cuda]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rounded values so that equal elements occur; a NaN in each operand.
+  Tensor x = Tensor::FromVector<float>({1, 2, nan, 3, 2, 1}).Reshaped(Shape{2, 3});
+  Tensor y = Tensor::FromVector<float>({2, 2, 1}).Reshaped(Shape{3});
+  Tensor z = Tensor::FromVector<float>({nan, 1}).Reshaped(Shape{2, 1});
+  for (std::string op : {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"}) {
+    ExpectSameOnAllDevices({.op = op, .inputs = {x, y}});
+    ExpectSameOnAllDevices({.op = op, .inputs = {z, x}});
+    ExpectSameOnAllDevices({.op = op, .inputs = {x, x}});
+  }
+  Tensor a = Tensor::FromVector<bool>({true, false, true, true, false, false}, Shape{2, 3});
+  Tensor b = Tensor::FromVector<bool>({true, false, false}, Shape{3});
+  for (std::string op : {"LogicalAnd", "LogicalOr"}) {
+    ExpectSameOnAllDevices({.op = op, .inputs = {a, b}});
+    ExpectSameOnAllDevices({.op = op, .inputs = {a, a}});
+  }
+  ExpectSameOnAllDevices({.op = "LogicalNot", .inputs = {a}});
 }

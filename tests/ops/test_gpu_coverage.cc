@@ -18,10 +18,9 @@ namespace {
 
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
-    "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "ConcatV2", "Equal",
-    "FloorDiv", "FloorMod", "GatherV2", "Greater", "GreaterEqual", "LeakyRelu", "Less", "LessEqual",
-    "LogSoftmax", "LogicalAnd", "LogicalNot", "LogicalOr", "NotEqual", "OneHot", "Pad", "PadV2",
-    "Prod", "RandomStandardNormal", "RandomUniform", "Range", "Rank", "Slice",
+    "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "ConcatV2",
+    "FloorDiv", "FloorMod", "GatherV2", "LeakyRelu", "LogSoftmax", "OneHot", "Pad", "PadV2", "Prod",
+    "RandomStandardNormal", "RandomUniform", "Range", "Rank", "Slice",
     "SoftmaxCrossEntropyWithLogits", "Split", "StridedSlice", "StridedSliceGrad", "Tile",
     "Transpose", "TruncatedNormal", "UnsortedSegmentSum", "_Recv", "_Send",
 };
