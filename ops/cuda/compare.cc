@@ -71,13 +71,6 @@ class GpuLogicalNotKernel : public OpKernel {
   }
 };
 
-// The logical ops have no type attr: their kernels serve any (bool) input.
-template <typename Kernel>
-KernelRegistrar BoolKernel(const char* op) {
-  return KernelRegistrar(op, "GPU", DType::kInvalid,
-                         [](const Node& node) { return std::unique_ptr<OpKernel>(new Kernel(node)); });
-}
-
 using cuda::CompareFn;
 using cuda::LogicalFn;
 
@@ -88,9 +81,10 @@ using cuda::LogicalFn;
     cuda::Float32Kernel<GpuCompareKernel<CompareFn::kGreaterEqual>>("GreaterEqual"),
     cuda::Float32Kernel<GpuCompareKernel<CompareFn::kEqual>>("Equal"),
     cuda::Float32Kernel<GpuCompareKernel<CompareFn::kNotEqual>>("NotEqual"),
-    BoolKernel<GpuLogicalKernel<LogicalFn::kAnd>>("LogicalAnd"),
-    BoolKernel<GpuLogicalKernel<LogicalFn::kOr>>("LogicalOr"),
-    BoolKernel<GpuLogicalNotKernel>("LogicalNot"),
+    // The logical ops have no type attr: bool in and out, registered for any dtype.
+    cuda::GpuKernel<GpuLogicalKernel<LogicalFn::kAnd>>("LogicalAnd", DType::kInvalid),
+    cuda::GpuKernel<GpuLogicalKernel<LogicalFn::kOr>>("LogicalOr", DType::kInvalid),
+    cuda::GpuKernel<GpuLogicalNotKernel>("LogicalNot", DType::kInvalid),
 };
 
 }  // namespace

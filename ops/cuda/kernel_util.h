@@ -28,11 +28,16 @@ void CheckLaunch(const OpKernelContext& ctx, const char* kernel);
 Tensor HostInput(const OpKernelContext& ctx, int input);
 std::vector<int64_t> HostInt64s(const OpKernelContext& ctx, int input, std::string_view what);
 
-// Registers Kernel for (op, "GPU", float32): kConvKernels[] = {Float32Kernel<K>("Conv2D"), ...}.
+// Registers Kernel for (op, "GPU", dtype); kInvalid: any dtype.
+//   const KernelRegistrar kConvKernels[] = {Float32Kernel<K>("Conv2D"), ...};
+template <typename Kernel>
+KernelRegistrar GpuKernel(const char* op, DType dtype) {
+  return KernelRegistrar(op, "GPU", dtype,
+                         [](const Node& node) { return std::unique_ptr<OpKernel>(new Kernel(node)); });
+}
 template <typename Kernel>
 KernelRegistrar Float32Kernel(const char* op) {
-  return KernelRegistrar(op, "GPU", DType::kFloat32,
-                         [](const Node& node) { return std::unique_ptr<OpKernel>(new Kernel(node)); });
+  return GpuKernel<Kernel>(op, DType::kFloat32);
 }
 
 // Row-major strides of `shape`.

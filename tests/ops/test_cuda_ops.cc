@@ -375,3 +375,27 @@ TEST_CASE("cuda: comparisons and logical ops broadcast like the CPU", "[cuda]") 
   }
   ExpectSameOnAllDevices({.op = "LogicalNot", .inputs = {a}});
 }
+
+TEST_CASE("cuda: Slice and ConcatV2 match the CPU", "[cuda]") {
+  Tensor x = Floats({4, 5, 6}, 141);
+  Tensor ints = RandomTensor(DType::kInt64, {4, 5, 6}, 142, -9, 9);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> slices = {
+      {{1, 0, 2}, {2, -1, 3}}, {{0, 4, 0}, {4, 1, 6}}, {{3, 2, 5}, {1, 3, 1}}, {{0, 0, 0}, {-1, -1, -1}}};
+  for (const auto& [begin, size] : slices)
+    for (const Tensor& input : {x, ints})
+      ExpectSameOnAllDevices({.op = "Slice",
+                              .inputs = {input, Tensor::FromVector(begin), Tensor::FromVector(size)},
+                              .const_inputs = {1, 2}});
+  for (int64_t axis : {0, 1, -1}) {
+    Shape a{4, 5, 6}, b{4, 5, 6};
+    a.set_dim(axis < 0 ? 2 : axis, 2);
+    b.set_dim(axis < 0 ? 2 : axis, 3);
+    ExpectSameOnAllDevices({.op = "ConcatV2",
+                            .inputs = {Floats(a, 143), x, Floats(b, 144),
+                                       Tensor::Scalar(static_cast<int32_t>(axis))},
+                            .const_inputs = {3}});
+  }
+  ExpectSameOnAllDevices({.op = "ConcatV2",
+                          .inputs = {ints, ints, Tensor::Scalar<int32_t>(1)},
+                          .const_inputs = {2}});
+}
