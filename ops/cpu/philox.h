@@ -1,7 +1,9 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
 // 3", SC'11): a counter-based generator. Block i of a stream is a pure
 // function of (key, counter = i), so any element can be drawn on any thread
-// and the result does not depend on how work is split.
+// and the result does not depend on how work is split. Everything but
+// BoxMuller is constexpr, so the CUDA kernels (ops/cuda/random.cu, built
+// with --expt-relaxed-constexpr) draw the very same numbers.
 #pragma once
 
 #include <array>
@@ -14,11 +16,11 @@ class Philox {
  public:
   using Block = std::array<uint32_t, 4>;
 
-  Philox(uint64_t key, uint64_t stream) : key_{static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)},
+  constexpr Philox(uint64_t key, uint64_t stream) : key_{static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)},
                                           stream_(stream) {}
 
   // Four independent 32-bit values for block `index` of the stream.
-  Block operator()(uint64_t index) const {
+  constexpr Block operator()(uint64_t index) const {
     Block c = {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
                static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)};
     uint32_t k0 = key_[0], k1 = key_[1];
@@ -41,10 +43,19 @@ class Philox {
 };
 
 // [0, 1) from the top 24 (float) or 53 (double) random bits.
-inline float UniformFloat(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
-inline double UniformDouble(uint32_t hi, uint32_t lo) {
+constexpr float UniformFloat(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
+constexpr double UniformDouble(uint32_t hi, uint32_t lo) {
   uint64_t bits = (static_cast<uint64_t>(hi) << 32 | lo) >> 11;
   return static_cast<double>(bits) * 0x1.0p-53;
+}
+
+// A node's Philox key from its seed attrs: splitmix64's finaliser over both
+// seeds, so nearby seeds give unrelated keys.
+constexpr uint64_t MixSeeds(int64_t seed, int64_t seed2) {
+  uint64_t z = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(seed2);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 // One N(0,1) value by Box-Muller from two uniforms: u1 in (0, 1], u2 in [0, 1).

@@ -12,14 +12,6 @@ namespace {
 
 enum class Distribution { kUniform, kNormal, kTruncatedNormal };
 
-uint64_t MixSeeds(int64_t seed, int64_t seed2) {
-  // splitmix64 finaliser over both seeds: nearby seeds give unrelated keys.
-  uint64_t z = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(seed2);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Elements draw from blocks [base, base + n * kBlocksPerElement): one block
 // per element keeps every element independent of the thread split; a
 // truncated normal that needs another try takes the block n further on.

@@ -399,3 +399,12 @@ TEST_CASE("cuda: Slice and ConcatV2 match the CPU", "[cuda]") {
                           .inputs = {ints, ints, Tensor::Scalar<int32_t>(1)},
                           .const_inputs = {2}});
 }
+
+TEST_CASE("cuda: seeded random ops draw the CPU's numbers", "[cuda]") {
+  for (std::string op : {"RandomUniform", "RandomStandardNormal", "TruncatedNormal"})
+    for (DType dtype : {DType::kFloat32, DType::kFloat64})
+      ExpectSameOnAllDevices({.op = op,
+                              .inputs = {Tensor::FromVector<int32_t>({60, 70})},
+                              .attrs = {{"dtype", dtype}, {"seed", int64_t{7}}, {"seed2", int64_t{3}}},
+                              .const_inputs = {0}});
+}

@@ -19,10 +19,9 @@ namespace {
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "FloorDiv",
-    "FloorMod", "GatherV2", "LeakyRelu", "LogSoftmax", "OneHot", "Pad", "PadV2", "Prod",
-    "RandomStandardNormal", "RandomUniform", "Range", "Rank", "SoftmaxCrossEntropyWithLogits",
-    "Split", "StridedSlice", "StridedSliceGrad", "Tile", "Transpose", "TruncatedNormal",
-    "UnsortedSegmentSum", "_Recv", "_Send",
+    "FloorMod", "GatherV2", "LeakyRelu", "LogSoftmax", "OneHot", "Pad", "PadV2", "Prod", "Range",
+    "Rank", "SoftmaxCrossEntropyWithLogits", "Split", "StridedSlice", "StridedSliceGrad", "Tile",
+    "Transpose", "UnsortedSegmentSum", "_Recv", "_Send",
 };
 
 std::string Listing(const std::set<std::string>& names) {

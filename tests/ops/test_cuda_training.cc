@@ -1,0 +1,67 @@
+// A CountNet training step on the GPU against the CPU (tests/ops/
+// device_test_util.h): every op of the step must have a GPU kernel (checked
+// with or without a GPU), and where a GPU is visible the loss and variables
+// after two Adam steps must match the CPU's.
+#include <catch2/catch.hpp>
+
+#include "autodiff/learning_rate.h"
+#include "autodiff/optimizers.h"
+#include "graph/kernel.h"
+#include "models/countnet.h"
+#include "ops/ops.h"
+#include "tests/ops/device_test_util.h"
+
+using namespace dflow;
+using namespace dflow::testing;
+
+namespace {
+
+// CountNet on 2 images of 16x16, its loss and an Adam step; variables are
+// initialised from seeded TruncatedNormals, so both devices start alike.
+struct CountNetStep {
+  Scope s = Scope::NewRootScope();
+  Output images, target, loss;
+  Node* train = nullptr;
+  Node* init = nullptr;
+  std::vector<Output> variables;
+
+  CountNetStep() {
+    s.graph().set_seed(5);
+    images = ops::Placeholder(s.WithOpName("images"), DType::kFloat32, Shape{2, 16, 16, 3});
+    target = ops::Placeholder(s.WithOpName("target"), DType::kFloat32, Shape{2, 16, 16, 1});
+    models::CountNet net = models::BuildCountNet(s, images);
+    variables = net.variables;
+    loss = models::CountLoss(s, net.density, target);
+    autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(s, 1e-3));
+    train = adam.Minimize(s, loss, variables);
+    init = ops::GlobalVariablesInitializer(s);
+  }
+
+  FeedList Feeds() const {
+    return {{images, RandomTensor(DType::kFloat32, Shape{2, 16, 16, 3}, 151, 0, 1)},
+            {target, RandomTensor(DType::kFloat32, Shape{2, 16, 16, 1}, 152, 0, 0.1)}};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda: every op of a CountNet training step has a GPU kernel", "[cuda]") {
+  if (!KernelRegistry::Global().Has("MatMul", "GPU")) {
+    WARN("skipped: dflow was built without CUDA");
+    return;
+  }
+  CountNetStep step;
+  for (const Node* node : step.s.graph().nodes()) {
+    INFO(node->Describe());
+    CHECK(KernelRegistry::Global().Has(node->op(), "GPU"));
+  }
+}
+
+TEST_CASE("cuda: a CountNet training step on the GPU matches the CPU", "[cuda]") {
+  CountNetStep step;
+  std::vector<TensorName> fetches = {step.loss};
+  for (const Output& v : step.variables) fetches.push_back(v);
+  // Two steps of convolutions summing hundreds of terms: allow 100x float32's 1e-5.
+  ExpectGraphSameOnAllDevices(step.s, step.Feeds(), fetches, {{step.init}, {step.train}, {step.train}},
+                              100);
+}
