@@ -408,3 +408,47 @@ TEST_CASE("cuda: seeded random ops draw the CPU's numbers", "[cuda]") {
                               .attrs = {{"dtype", dtype}, {"seed", int64_t{7}}, {"seed2", int64_t{3}}},
                               .const_inputs = {0}});
 }
+
+TEST_CASE("cuda: GatherV2 and OneHot match the CPU", "[cuda]") {
+  Tensor params = Floats({4, 5, 3}, 161);
+  Tensor ints = RandomTensor(DType::kInt64, {4, 5, 3}, 162, -9, 9);
+  Tensor rows = Tensor::FromVector<int32_t>({3, 0, 3, 1, 2, 0}).Reshaped(Shape{2, 3});
+  for (const Tensor& p : {params, ints}) {
+    ExpectSameOnAllDevices({.op = "GatherV2", .inputs = {p, rows, Tensor::Scalar<int32_t>(0)},
+                            .const_inputs = {2}});
+    ExpectSameOnAllDevices({.op = "GatherV2",
+                            .inputs = {p, Tensor::FromVector<int64_t>({4, 4, 1}),
+                                       Tensor::Scalar<int32_t>(1)},
+                            .const_inputs = {2}});
+  }
+  ExpectSameOnAllDevices({.op = "GatherV2",
+                          .inputs = {params, Tensor::FromVector<int32_t>({1, 2, 0, 4}).Reshaped(Shape{4, 1}),
+                                     Tensor::Scalar<int32_t>(1)},
+                          .attrs = {{"batch_dims", int64_t{1}}},
+                          .const_inputs = {2}});
+  // Out-of-range indices (-1, 4) give rows of off_value.
+  Tensor labels = Tensor::FromVector<int64_t>({0, 3, -1, 2, 4, 1}).Reshaped(Shape{2, 3});
+  for (int64_t axis : {-1, 0, 1})
+    ExpectSameOnAllDevices({.op = "OneHot",
+                            .inputs = {labels, Tensor::Scalar<int32_t>(4), Tensor::Scalar(1.0f),
+                                       Tensor::Scalar(-0.5f)},
+                            .attrs = {{"axis", axis}},
+                            .const_inputs = {1}});
+  ExpectSameOnAllDevices({.op = "OneHot",
+                          .inputs = {Tensor::FromVector<uint8_t>({2, 0, 1}), Tensor::Scalar<int32_t>(3),
+                                     Tensor::Scalar<int64_t>(7), Tensor::Scalar<int64_t>(0)},
+                          .const_inputs = {1}});
+}
+
+TEST_CASE("cuda: a GatherV2 index out of range is named on the GPU too", "[cuda]") {
+  if (SkipWithoutGpu("the bad-index case")) return;
+  ExpectError(
+      [] {
+        RunOp({.op = "GatherV2",
+               .inputs = {Floats({3, 2}, 163), Tensor::FromVector<int32_t>({1, 3}),
+                          Tensor::Scalar<int32_t>(0)},
+               .const_inputs = {2},
+               .device = "/device:GPU:0"});
+      },
+      Code::kOutOfRange, "indices[1] = 3 is out of range");
+}

@@ -1,13 +1,14 @@
-// A CountNet training step on the GPU against the CPU (tests/ops/
-// device_test_util.h): every op of the step must have a GPU kernel (checked
-// with or without a GPU), and where a GPU is visible the loss and variables
-// after two Adam steps must match the CPU's.
+// Training steps on the GPU against the CPU (tests/ops/device_test_util.h):
+// every op of a CountNet and of a MobileNet-SSD training step must have a
+// GPU kernel (checked with or without a GPU), and where a GPU is visible the
+// CountNet loss and variables after two Adam steps must match the CPU's.
 #include <catch2/catch.hpp>
 
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "graph/kernel.h"
 #include "models/countnet.h"
+#include "models/mobilenet_ssd.h"
 #include "ops/ops.h"
 #include "tests/ops/device_test_util.h"
 
@@ -43,18 +44,39 @@ struct CountNetStep {
   }
 };
 
+// MobileNet-SSD on 2 images of 96x96 with bench/models.cc's stand-in loss,
+// SGD with momentum and the batch-norm moving-average updates.
+Node* MobileNetSsdStep(const Scope& s) {
+  Output images = ops::Placeholder(s.WithOpName("images"), DType::kFloat32, Shape{2, 96, 96, 3});
+  models::MobileNetSsd net = models::BuildMobileNetSsd(s, images, {.training = true});
+  Output loss = ops::Add(s, ops::Mean(s, ops::Square(s, net.boxes), {0, 1}),
+                         ops::Mean(s, ops::Square(s, net.classes), {0, 1}));
+  autodiff::MomentumOptimizer sgd(autodiff::ConstantLearningRate(s, 1e-3), 0.9);
+  std::vector<Output> deps(net.batch_norm_updates);
+  deps.emplace_back(sgd.Minimize(s, loss, net.variables));
+  return ops::NoOp(s.WithControlDependencies(deps).WithOpName("train_all"));
+}
+
+void CheckGpuKernels(const Graph& graph) {
+  for (const Node* node : graph.nodes()) {
+    INFO(node->Describe());
+    CHECK(KernelRegistry::Global().Has(node->op(), "GPU"));
+  }
+}
+
 }  // namespace
 
-TEST_CASE("cuda: every op of a CountNet training step has a GPU kernel", "[cuda]") {
+TEST_CASE("cuda: every op of CountNet's and MobileNet-SSD's training steps has a GPU kernel",
+          "[cuda]") {
   if (!KernelRegistry::Global().Has("MatMul", "GPU")) {
     WARN("skipped: dflow was built without CUDA");
     return;
   }
-  CountNetStep step;
-  for (const Node* node : step.s.graph().nodes()) {
-    INFO(node->Describe());
-    CHECK(KernelRegistry::Global().Has(node->op(), "GPU"));
-  }
+  CheckGpuKernels(CountNetStep().s.graph());
+  Scope s = Scope::NewRootScope();
+  MobileNetSsdStep(s);
+  ops::GlobalVariablesInitializer(s);
+  CheckGpuKernels(s.graph());
 }
 
 TEST_CASE("cuda: a CountNet training step on the GPU matches the CPU", "[cuda]") {

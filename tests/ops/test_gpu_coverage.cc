@@ -19,8 +19,8 @@ namespace {
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "FloorDiv",
-    "FloorMod", "GatherV2", "LeakyRelu", "LogSoftmax", "OneHot", "Pad", "PadV2", "Prod", "Range",
-    "Rank", "SoftmaxCrossEntropyWithLogits", "Split", "StridedSlice", "StridedSliceGrad", "Tile",
+    "FloorMod", "LeakyRelu", "LogSoftmax", "Pad", "PadV2", "Prod", "Range", "Rank",
+    "SoftmaxCrossEntropyWithLogits", "Split", "StridedSlice", "StridedSliceGrad", "Tile",
     "Transpose", "UnsortedSegmentSum", "_Recv", "_Send",
 };
 
