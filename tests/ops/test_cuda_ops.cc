@@ -376,7 +376,7 @@ TEST_CASE("cuda: comparisons and logical ops broadcast like the CPU", "[cuda]") 
   ExpectSameOnAllDevices({.op = "LogicalNot", .inputs = {a}});
 }
 
-TEST_CASE("cuda: Slice and ConcatV2 match the CPU", "[cuda]") {
+TEST_CASE("cuda: Slice, Transpose, ConcatV2 and Split match the CPU", "[cuda]") {
   Tensor x = Floats({4, 5, 6}, 141);
   Tensor ints = RandomTensor(DType::kInt64, {4, 5, 6}, 142, -9, 9);
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> slices = {
@@ -398,6 +398,17 @@ TEST_CASE("cuda: Slice and ConcatV2 match the CPU", "[cuda]") {
   ExpectSameOnAllDevices({.op = "ConcatV2",
                           .inputs = {ints, ints, Tensor::Scalar<int32_t>(1)},
                           .const_inputs = {2}});
+  for (std::vector<int32_t> perm : {std::vector<int32_t>{2, 0, 1}, std::vector<int32_t>{1, 0, 2},
+                                    std::vector<int32_t>{0, 1, 2}})
+    for (const Tensor& input : {x, ints})
+      ExpectSameOnAllDevices({.op = "Transpose", .inputs = {input, Tensor::FromVector(perm)},
+                              .const_inputs = {1}});
+  // x is [4, 5, 6]: (axis, pieces) that divide it.
+  for (auto [axis, pieces] : {std::pair<int32_t, int64_t>{0, 2}, {2, 3}, {-2, 5}, {1, 1}})
+    ExpectSameOnAllDevices({.op = "Split",
+                            .inputs = {Tensor::Scalar(axis), x},
+                            .attrs = {{"num_split", pieces}},
+                            .const_inputs = {0}});
 }
 
 TEST_CASE("cuda: seeded random ops draw the CPU's numbers", "[cuda]") {

@@ -20,8 +20,8 @@ namespace {
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "FloorDiv",
     "FloorMod", "LeakyRelu", "LogSoftmax", "Pad", "PadV2", "Prod", "Range", "Rank",
-    "SoftmaxCrossEntropyWithLogits", "Split", "StridedSlice", "StridedSliceGrad", "Tile",
-    "Transpose", "UnsortedSegmentSum", "_Recv", "_Send",
+    "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "Tile",
+    "UnsortedSegmentSum", "_Recv", "_Send",
 };
 
 std::string Listing(const std::set<std::string>& names) {
