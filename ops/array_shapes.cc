@@ -38,6 +38,15 @@ std::string IntsString(const std::vector<int64_t>& values) {
   return s + "]";
 }
 
+std::string IndexString(int64_t i, const Shape& shape) {
+  std::vector<int64_t> index(shape.rank());
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    index[d] = i % shape.dim(d);
+    i /= shape.dim(d);
+  }
+  return IntsString(index);
+}
+
 int64_t ReadScalarInt(const Tensor& t, std::string_view what) {
   std::vector<int64_t> values = ReadInt64s(t, what);
   if (values.size() != 1) Invalid(what, " must be a single value, got shape ", t.shape().ToString());

@@ -16,6 +16,8 @@ namespace dflow::array {
 int CanonicalAxis(int64_t axis, int rank, std::string_view what = "axis");
 // "[2,-1,3]": a list of ints as the user wrote it (Shape::ToString shows -1 as ?).
 std::string IntsString(const std::vector<int64_t>& values);
+// "[1,2]": the position of flat element i in a tensor of `shape` (row-major).
+std::string IndexString(int64_t i, const Shape& shape);
 
 // The value of an int32/int64 scalar (or one-element vector) input.
 int64_t ReadScalarInt(const Tensor& t, std::string_view what);

@@ -23,12 +23,7 @@ class FusedBatchNormKernel : public OpKernel {
 
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    int64_t channels = batch_norm::Channels(node(), x, "x");
-    for (int i = 1; i < 5; ++i) {
-      bool unused = training_ && i >= 3;  // the mean/variance inputs, not read in training
-      if (!(unused && ctx.input(i).NumElements() == 0))
-        batch_norm::RequireChannelVector(node(), ctx.input(i), i, channels);
-    }
+    int64_t channels = batch_norm::CheckForwardInputs(ctx, training_);
     int64_t rows = channels == 0 ? 0 : x.NumElements() / channels;
     std::vector<double> mean(channels), var(channels);
     if (training_) {

@@ -26,11 +26,7 @@ class FusedBatchNormGradKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    int64_t channels = batch_norm::Channels(node(), x, "x");
-    DFLOW_REQUIRE(dy.shape() == x.shape(), node().Describe(), ": y_backprop ",
-                  dy.shape().ToString(), " and x ", x.shape().ToString(),
-                  " must have the same shape");
-    for (int i = 2; i < 5; ++i) batch_norm::RequireChannelVector(node(), ctx.input(i), i, channels);
+    int64_t channels = batch_norm::CheckGradInputs(ctx);
     const T* mean = ctx.input(3).data<T>();
     const T* g = dy.data<T>();
     const T* in = x.data<T>();

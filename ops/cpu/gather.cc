@@ -8,16 +8,6 @@
 namespace dflow {
 namespace {
 
-// "[1,2]": the position of flat element i in a tensor of `shape`.
-std::string IndexString(int64_t i, const Shape& shape) {
-  std::vector<int64_t> index(shape.rank());
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    index[d] = i % shape.dim(d);
-    i /= shape.dim(d);
-  }
-  return array::IntsString(index);
-}
-
 class GatherKernel : public OpKernel {
  public:
   explicit GatherKernel(const Node& node)
@@ -40,8 +30,8 @@ class GatherKernel : public OpKernel {
       const I* idx = indices.data<I>();
       for (int64_t i = 0; i < indices.NumElements(); ++i)
         if (idx[i] < 0 || idx[i] >= n)
-          Fail(Code::kOutOfRange, "indices", IndexString(i, indices.shape()), " = ", int64_t{idx[i]},
-               " is out of range: params ", params.shape().ToString(), " has ", n,
+          Fail(Code::kOutOfRange, "indices", array::IndexString(i, indices.shape()), " = ",
+               int64_t{idx[i]}, " is out of range: params ", params.shape().ToString(), " has ", n,
                " entries along axis ", axis, ", so valid indices are [0, ", n, ")");
       if (output.NumElements() == 0) return;
       size_t elem = DTypeSize(params.dtype());

@@ -14,14 +14,6 @@ namespace {
 
 using resize::Geometry;
 
-// grads [N, h, w, C] back onto [N, H, W, C].
-Geometry GradGeometry(const Node& node, const Tensor& grads, int64_t in_h, int64_t in_w) {
-  resize::RequireNhwc(node, grads, "grads");
-  DFLOW_REQUIRE(grads.dim(1) > 0 && grads.dim(2) > 0, node.Describe(),
-                ": grads must not be empty in height or width, got ", grads.shape().ToString());
-  return {grads.dim(0), in_h, in_w, grads.dim(1), grads.dim(2), grads.dim(3)};
-}
-
 // Zeroes dx and calls image(n) for every image n, in parallel.
 template <typename T, typename Image>
 void ForEachImage(OpKernelContext& ctx, const Geometry& g, T* dx, int64_t cost_per_value,
@@ -38,7 +30,7 @@ class ResizeNearestGradKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& grads = ctx.input(0);
     auto [in_h, in_w] = resize::ReadSize(node(), ctx.input(1));
-    Geometry g = GradGeometry(node(), grads, in_h, in_w);
+    Geometry g = resize::GradGeometry(node(), grads, in_h, in_w);
     std::vector<int64_t> ys = coords_.Nearest(g.in_h, g.out_h);
     std::vector<int64_t> xs = coords_.Nearest(g.in_w, g.out_w);
     const T* gy = grads.data<T>();
@@ -64,14 +56,7 @@ class ResizeBilinearGradKernel : public OpKernel {
 
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& grads = ctx.input(0);
-    const Tensor& original = ctx.input(1);
-    resize::RequireNhwc(node(), original, "original_image");
-    Geometry g = GradGeometry(node(), grads, original.dim(1), original.dim(2));
-    DFLOW_REQUIRE(g.InShape() == original.shape(), node().Describe(), ": grads ",
-                  grads.shape().ToString(), " and original_image ", original.shape().ToString(),
-                  " differ in batch or channels");
-    DFLOW_REQUIRE(g.in_h > 0 && g.in_w > 0, node().Describe(),
-                  ": original_image must not be empty, got ", original.shape().ToString());
+    Geometry g = resize::BilinearGradGeometry(node(), grads, ctx.input(1));
     auto ys = coords_.Linear(g.in_h, g.out_h);
     auto xs = coords_.Linear(g.in_w, g.out_w);
     const T* gy = grads.data<T>();

@@ -94,4 +94,25 @@ inline Geometry ForwardGeometry(const Node& node, const Tensor& images, const Te
   return {images.dim(0), images.dim(1), images.dim(2), out_h, out_w, images.dim(3)};
 }
 
+// grads [N, h, w, C] of a resize back onto [N, H, W, C] (the gradient ops).
+inline Geometry GradGeometry(const Node& node, const Tensor& grads, int64_t in_h, int64_t in_w) {
+  RequireNhwc(node, grads, "grads");
+  DFLOW_REQUIRE(grads.dim(1) > 0 && grads.dim(2) > 0, node.Describe(),
+                ": grads must not be empty in height or width, got ", grads.shape().ToString());
+  return {grads.dim(0), in_h, in_w, grads.dim(1), grads.dim(2), grads.dim(3)};
+}
+
+// ResizeBilinearGrad's: grads back onto original_image, which must be a
+// non-empty NHWC image of grads' batch and channels.
+inline Geometry BilinearGradGeometry(const Node& node, const Tensor& grads, const Tensor& original) {
+  RequireNhwc(node, original, "original_image");
+  Geometry g = GradGeometry(node, grads, original.dim(1), original.dim(2));
+  DFLOW_REQUIRE(g.InShape() == original.shape(), node.Describe(), ": grads ",
+                grads.shape().ToString(), " and original_image ", original.shape().ToString(),
+                " differ in batch or channels");
+  DFLOW_REQUIRE(g.in_h > 0 && g.in_w > 0, node.Describe(),
+                ": original_image must not be empty, got ", original.shape().ToString());
+  return g;
+}
+
 }  // namespace dflow::resize

@@ -25,12 +25,7 @@ class GpuFusedBatchNormKernel : public OpKernel {
 
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    int64_t channels = batch_norm::Channels(node(), x, "x");
-    for (int i = 1; i < 5; ++i) {
-      bool unused = training_ && i >= 3;  // the mean/variance inputs, not read in training
-      if (!(unused && ctx.input(i).NumElements() == 0))
-        batch_norm::RequireChannelVector(node(), ctx.input(i), i, channels);
-    }
+    int64_t channels = batch_norm::CheckForwardInputs(ctx, training_);
     Tensor coefficients = Scratch(ctx, 2 * channels);
     cuda::BatchNormForward f{x.data<float>(),
                              ctx.input(1).data<float>(),
@@ -68,11 +63,7 @@ class GpuFusedBatchNormGradKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    int64_t channels = batch_norm::Channels(node(), x, "x");
-    DFLOW_REQUIRE(dy.shape() == x.shape(), node().Describe(), ": y_backprop ",
-                  dy.shape().ToString(), " and x ", x.shape().ToString(),
-                  " must have the same shape");
-    for (int i = 2; i < 5; ++i) batch_norm::RequireChannelVector(node(), ctx.input(i), i, channels);
+    int64_t channels = batch_norm::CheckGradInputs(ctx);
     Tensor coefficients = Scratch(ctx, 3 * channels);
     float* k = coefficients.data<float>();
     cuda::BatchNormBackward g{dy.data<float>(),

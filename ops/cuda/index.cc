@@ -19,16 +19,6 @@ std::vector<int64_t> HostIndices(const OpKernelContext& ctx, int input) {
   return std::vector<int64_t>(bytes, bytes + host.NumElements());
 }
 
-// "[1,2]": the position of flat element i in a tensor of `shape`.
-std::string IndexString(int64_t i, const Shape& shape) {
-  std::vector<int64_t> index(shape.rank());
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    index[d] = i % shape.dim(d);
-    i /= shape.dim(d);
-  }
-  return array::IntsString(index);
-}
-
 int ElementBytes(const OpKernelContext& ctx, DType dtype) {
   int bytes = static_cast<int>(DTypeSize(dtype));
   DFLOW_REQUIRE(bytes == 4 || bytes == 8, ctx.node().Describe(),
@@ -55,8 +45,8 @@ class GpuGatherKernel : public OpKernel {
     std::vector<int64_t> idx = HostIndices(ctx, 1);
     for (size_t i = 0; i < idx.size(); ++i)
       if (idx[i] < 0 || idx[i] >= s.n)
-        Fail(Code::kOutOfRange, "indices", IndexString(static_cast<int64_t>(i), indices.shape()),
-             " = ", idx[i], " is out of range: params ", params.shape().ToString(), " has ", s.n,
+        Fail(Code::kOutOfRange, "indices",
+             array::IndexString(static_cast<int64_t>(i), indices.shape()), " = ", idx[i], " is out of range: params ", params.shape().ToString(), " has ", s.n,
              " entries along axis ", axis, ", so valid indices are [0, ", s.n, ")");
     Tensor& output = ctx.allocate_output(0, out_shape);
     if (output.NumElements() == 0) return;

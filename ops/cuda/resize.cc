@@ -81,21 +81,13 @@ class GpuResizeKernel : public OpKernel {
   resize::Coordinates coords_;
 };
 
-// grads [N, h, w, C] back onto [N, H, W, C] (the CPU's checks).
-Geometry GradGeometry(const Node& node, const Tensor& grads, int64_t in_h, int64_t in_w) {
-  resize::RequireNhwc(node, grads, "grads");
-  DFLOW_REQUIRE(grads.dim(1) > 0 && grads.dim(2) > 0, node.Describe(),
-                ": grads must not be empty in height or width, got ", grads.shape().ToString());
-  return {grads.dim(0), in_h, in_w, grads.dim(1), grads.dim(2), grads.dim(3)};
-}
-
 class GpuResizeNearestGradKernel : public OpKernel {
  public:
   explicit GpuResizeNearestGradKernel(const Node& node) : OpKernel(node), coords_(node) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& grads = ctx.input(0);
     auto [in_h, in_w] = resize::ReadSize(node(), cuda::HostInput(ctx, 1));
-    Geometry g = GradGeometry(node(), grads, in_h, in_w);
+    Geometry g = resize::GradGeometry(node(), grads, in_h, in_w);
     Tensor& dx = ctx.allocate_output(0, g.InShape());
     DeviceTaps taps = TapsFor(ctx, coords_, g, false);
     cuda::LaunchResizeNearestGrad(cuda::Stream(ctx), Flatten(g), taps.taps(), grads.data<float>(),
@@ -112,14 +104,7 @@ class GpuResizeBilinearGradKernel : public OpKernel {
   explicit GpuResizeBilinearGradKernel(const Node& node) : OpKernel(node), coords_(node) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& grads = ctx.input(0);
-    const Tensor& original = ctx.input(1);
-    resize::RequireNhwc(node(), original, "original_image");
-    Geometry g = GradGeometry(node(), grads, original.dim(1), original.dim(2));
-    DFLOW_REQUIRE(g.InShape() == original.shape(), node().Describe(), ": grads ",
-                  grads.shape().ToString(), " and original_image ", original.shape().ToString(),
-                  " differ in batch or channels");
-    DFLOW_REQUIRE(g.in_h > 0 && g.in_w > 0, node().Describe(),
-                  ": original_image must not be empty, got ", original.shape().ToString());
+    Geometry g = resize::BilinearGradGeometry(node(), grads, ctx.input(1));
     Tensor& dx = ctx.allocate_output(0, g.InShape());
     DeviceTaps taps = TapsFor(ctx, coords_, g, true);
     cuda::LaunchResizeBilinearGrad(cuda::Stream(ctx), Flatten(g), taps.taps(), grads.data<float>(),
