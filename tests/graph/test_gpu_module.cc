@@ -5,15 +5,17 @@
 // need no GPU) say so with a WARN and return. The hidden-tag cases run in
 // their own processes (tests/meson.build): one with $DFLOW_CUDA_MODULE
 // pointing at a missing file, one checking that a CPU-only run never maps
-// cudart.
+// cudart, one loading the module from several threads at once.
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "dflow_config.h"
 #include "graph/gpu_module.h"
@@ -182,4 +184,32 @@ TEST_CASE("gpu module: a process that never asks for a GPU never maps cudart",
   // The check above can fail: asking for a GPU maps the module in a CUDA build.
   DiscoverGpus();
   CHECK(Contains(ProcessMaps(), kGpuModuleFileName) == kBuiltWithCuda);
+}
+
+// Run by tests/meson.build in a process of its own, so that the threads race
+// for the first load: each asks about GPU kernels (which loads the module and
+// registers its kernels) while the others look up CPU kernels.
+TEST_CASE("gpu module: threads asking at once all see one load and the same kernels",
+          "[.gpu_module_threads]") {
+  constexpr int kThreads = 8;
+  std::atomic<int> ready{0}, with_gpu_matmul{0}, cpu_lookups{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      const KernelRegistry& registry = KernelRegistry::Global();
+      if (t % 2 == 0) {
+        with_gpu_matmul += registry.Has("MatMul", "GPU");
+        DiscoverGpus();
+      } else {
+        for (int i = 0; i < 200; ++i) cpu_lookups += registry.Has("Add", "CPU");
+        with_gpu_matmul += registry.Has("MatMul", "GPU");
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  CHECK(cpu_lookups == 200 * kThreads / 2);
+  CHECK(with_gpu_matmul == (kBuiltWithCuda ? kThreads : 0));
+  if (kBuiltWithCuda) CHECK(LoadGpuModule().api != nullptr);
 }
