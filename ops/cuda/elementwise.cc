@@ -298,6 +298,8 @@ DFLOW_GPU_BINARY("Div", kDiv);
 DFLOW_GPU_BINARY("Maximum", kMaximum);
 DFLOW_GPU_BINARY("Minimum", kMinimum);
 DFLOW_GPU_BINARY("SquaredDifference", kSquaredDifference);
+DFLOW_GPU_BINARY("FloorDiv", kFloorDiv);
+DFLOW_GPU_BINARY("FloorMod", kFloorMod);
 DFLOW_GPU_BINARY("Pow", kPow);
 DFLOW_GPU_BINARY("ReluGrad", kReluGrad);
 REGISTER_KERNEL_FOR_TYPES("AddN", "GPU", GpuAddN, float);

@@ -51,6 +51,11 @@ __device__ float ApplyBinary(BinaryFn fn, float x, float y) {
     case BinaryFn::kSquaredDifference: return (x - y) * (x - y);
     case BinaryFn::kPow: return powf(x, y);
     case BinaryFn::kReluGrad: return y > 0.0f ? x : 0.0f;  // x: gradient, y: features
+    case BinaryFn::kFloorDiv: return floorf(x / y);
+    case BinaryFn::kFloorMod: {  // C's remainder moved to y's sign when they differ
+      float r = fmodf(x, y);
+      return (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) ? r + y : r;
+    }
   }
   return x;
 }

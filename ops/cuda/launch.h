@@ -25,7 +25,7 @@ enum class UnaryFn { kNeg, kAbs, kSquare, kSqrt, kRsqrt, kExp, kLog, kTanh, kSig
                      kRelu6, kReciprocal, kSign, kLog1p, kSin, kCos, kFloor, kCeil, kRound, kElu,
                      kSoftplus };
 enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kSquaredDifference, kPow,
-                      kReluGrad };
+                      kReluGrad, kFloorDiv, kFloorMod };
 
 void LaunchUnary(cudaStream_t stream, UnaryFn fn, const float* x, float* y, int64_t n);
 // z = fn(x, y); `same_shape` takes the contiguous path and ignores `index`.

@@ -131,6 +131,8 @@ TEST_CASE("cuda: binary ops broadcast like the CPU", "[cuda]") {
       ExpectSameOnAllDevices({.op = op, .inputs = {Floats(a, 21), Floats(b, 22, 0.5, 2)}});
   ExpectSameOnAllDevices({.op = "Pow", .inputs = {Floats({3, 4}, 23, 0.1, 2), Floats({4}, 24)}});
   ExpectSameOnAllDevices({.op = "ReluGrad", .inputs = {Floats({3, 4}, 25), Floats({3, 4}, 26)}});
+  for (std::string op : {"FloorDiv", "FloorMod"})  // signs of both operands vary
+    ExpectSameOnAllDevices({.op = op, .inputs = {Floats({3, 4}, 27, -9, 9), Floats({4}, 28, -3, 3)}});
 }
 
 TEST_CASE("cuda: AddN, BiasAdd and BiasAddGrad match the CPU", "[cuda]") {
@@ -462,4 +464,22 @@ TEST_CASE("cuda: a GatherV2 index out of range is named on the GPU too", "[cuda]
                .device = "/device:GPU:0"});
       },
       Code::kOutOfRange, "indices[1] = 3 is out of range");
+}
+
+TEST_CASE("cuda: Pad, PadV2 and Tile match the CPU", "[cuda]") {
+  Tensor x = Floats({3, 2, 4}, 171);
+  Tensor ints = RandomTensor(DType::kInt64, {3, 2, 4}, 172, -9, 9);
+  Tensor paddings = Tensor::FromVector<int32_t>({1, 2, 0, 3, 2, 0}, Shape{3, 2});
+  for (const Tensor& input : {x, ints}) {
+    ExpectSameOnAllDevices({.op = "Pad", .inputs = {input, paddings}, .const_inputs = {1}});
+    Tensor constant = input.dtype() == DType::kFloat32 ? Tensor::Scalar(-1.5f)
+                                                        : Tensor::Scalar<int64_t>(7);
+    ExpectSameOnAllDevices({.op = "PadV2", .inputs = {input, paddings, constant},
+                            .const_inputs = {1}});
+    ExpectSameOnAllDevices({.op = "Tile",
+                            .inputs = {input, Tensor::FromVector<int32_t>({2, 1, 3})},
+                            .const_inputs = {1}});
+  }
+  ExpectSameOnAllDevices({.op = "Tile", .inputs = {Tensor::Scalar(2.5f), Tensor::FromVector<int32_t>({})},
+                          .const_inputs = {1}});
 }
