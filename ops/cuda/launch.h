@@ -56,7 +56,7 @@ void LaunchSelect(cudaStream_t stream, int element_bytes, const bool* condition,
 // Reductions: input dims split into kept (output) dims and reduced dims,
 // each with its input strides; out[o] = fold over the reduced elements,
 // times `scale` (1/count for Mean).
-enum class ReduceFn { kSum, kMax, kMin };
+enum class ReduceFn { kSum, kMax, kMin, kProd };
 struct ReduceIndex {
   int kept_rank = 0;
   int64_t kept_dims[kMaxRank] = {};
@@ -72,6 +72,9 @@ void LaunchReduce(cudaStream_t stream, ReduceFn fn, const float* x, float* out,
 
 // Softmax over the last dim of [rows, cols].
 void LaunchSoftmax(cudaStream_t stream, const float* logits, float* out, int64_t rows, int64_t cols);
+// log(softmax): x - max - log(sum exp(x - max)) per row.
+void LaunchLogSoftmax(cudaStream_t stream, const float* logits, float* out, int64_t rows,
+                      int64_t cols);
 // loss[r] = logsumexp(x[r]) - x[r, label[r]]; backprop = softmax(x) - one_hot.
 // A label outside [0, cols) is written to *bad_label (first seen) and its
 // row's outputs are NaN; *bad_label must start at -1.

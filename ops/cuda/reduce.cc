@@ -106,6 +106,7 @@ class GpuBiasAddGradKernel : public OpKernel {
 };
 
 // Rows are everything but the last dim.
+template <bool kLog>
 class GpuSoftmaxKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -115,8 +116,9 @@ class GpuSoftmaxKernel : public OpKernel {
     int64_t cols = logits.dim(logits.rank() - 1);
     int64_t rows = cols == 0 ? 0 : logits.NumElements() / cols;
     Tensor& out = ctx.allocate_output(0, logits.shape());
-    cuda::LaunchSoftmax(cuda::Stream(ctx), logits.data<float>(), out.data<float>(), rows, cols);
-    cuda::CheckLaunch(ctx, "Softmax");
+    auto launch = kLog ? cuda::LaunchLogSoftmax : cuda::LaunchSoftmax;
+    launch(cuda::Stream(ctx), logits.data<float>(), out.data<float>(), rows, cols);
+    cuda::CheckLaunch(ctx, kLog ? "LogSoftmax" : "Softmax");
   }
 };
 
@@ -153,7 +155,9 @@ template <typename T> using GpuMax = GpuReduceKernel<ReduceFn::kMax, false>;
 template <typename T> using GpuMin = GpuReduceKernel<ReduceFn::kMin, false>;
 template <typename T> using GpuSumToShape = GpuSumToShapeKernel;
 template <typename T> using GpuBiasAddGrad = GpuBiasAddGradKernel;
-template <typename T> using GpuSoftmax = GpuSoftmaxKernel;
+template <typename T> using GpuSoftmax = GpuSoftmaxKernel<false>;
+template <typename T> using GpuLogSoftmax = GpuSoftmaxKernel<true>;
+template <typename T> using GpuProd = GpuReduceKernel<ReduceFn::kProd, false>;
 template <typename T> using GpuSparseCrossEntropy = GpuSparseCrossEntropyKernel;
 
 REGISTER_KERNEL_FOR_TYPES("Sum", "GPU", GpuSum, float);
@@ -163,6 +167,8 @@ REGISTER_KERNEL_FOR_TYPES("Min", "GPU", GpuMin, float);
 REGISTER_KERNEL_FOR_TYPES("SumToShape", "GPU", GpuSumToShape, float);
 REGISTER_KERNEL_FOR_TYPES("BiasAddGrad", "GPU", GpuBiasAddGrad, float);
 REGISTER_KERNEL_FOR_TYPES("Softmax", "GPU", GpuSoftmax, float);
+REGISTER_KERNEL_FOR_TYPES("LogSoftmax", "GPU", GpuLogSoftmax, float);
+REGISTER_KERNEL_FOR_TYPES("Prod", "GPU", GpuProd, float);
 REGISTER_KERNEL_FOR_TYPES("SparseSoftmaxCrossEntropyWithLogits", "GPU", GpuSparseCrossEntropy, float);
 
 }  // namespace

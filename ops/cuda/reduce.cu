@@ -15,6 +15,7 @@ __device__ float Identity(ReduceFn fn) {
     case ReduceFn::kSum: return 0.0f;
     case ReduceFn::kMax: return -__int_as_float(0x7f800000);  // -inf
     case ReduceFn::kMin: return __int_as_float(0x7f800000);
+    case ReduceFn::kProd: return 1.0f;
   }
   return 0.0f;
 }
@@ -25,6 +26,7 @@ __device__ float Combine(ReduceFn fn, float acc, float x) {
     case ReduceFn::kSum: return acc + x;
     case ReduceFn::kMax: return (x > acc || x != x) ? x : acc;
     case ReduceFn::kMin: return (x < acc || x != x) ? x : acc;
+    case ReduceFn::kProd: return acc * x;
   }
   return acc;
 }
@@ -65,7 +67,9 @@ __global__ void ReduceKernel(ReduceFn fn, const float* x, float* out, ReduceInde
   }
 }
 
-// Softmax of one row per block: max, then sum of exp(x - max), then write.
+// Softmax (or its log) of one row per block: max, then sum of exp(x - max),
+// then write.
+template <bool kLog>
 __global__ void SoftmaxKernel(const float* logits, float* out, int64_t rows, int64_t cols) {
   __shared__ float shared[kThreads];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -76,7 +80,9 @@ __global__ void SoftmaxKernel(const float* logits, float* out, int64_t rows, int
     float sum = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(x[c] - m);
     sum = BlockCombine(ReduceFn::kSum, sum, shared);
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) out[row * cols + c] = expf(x[c] - m) / sum;
+    const float log_sum = logf(sum);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      out[row * cols + c] = kLog ? x[c] - m - log_sum : expf(x[c] - m) / sum;
   }
 }
 
@@ -122,7 +128,14 @@ void LaunchReduce(cudaStream_t stream, ReduceFn fn, const float* x, float* out,
 }
 
 void LaunchSoftmax(cudaStream_t stream, const float* logits, float* out, int64_t rows, int64_t cols) {
-  if (rows > 0 && cols > 0) SoftmaxKernel<<<BlocksPerOutput(rows), kThreads, 0, stream>>>(logits, out, rows, cols);
+  if (rows > 0 && cols > 0)
+    SoftmaxKernel<false><<<BlocksPerOutput(rows), kThreads, 0, stream>>>(logits, out, rows, cols);
+}
+
+void LaunchLogSoftmax(cudaStream_t stream, const float* logits, float* out, int64_t rows,
+                      int64_t cols) {
+  if (rows > 0 && cols > 0)
+    SoftmaxKernel<true><<<BlocksPerOutput(rows), kThreads, 0, stream>>>(logits, out, rows, cols);
 }
 
 void LaunchSparseCrossEntropy(cudaStream_t stream, const float* logits, const void* labels,

@@ -151,13 +151,19 @@ TEST_CASE("cuda: reductions over any axes match the CPU", "[cuda]") {
                                 .inputs = {Floats({4, 70, 3}, 41), Tensor::FromVector(axes)},
                                 .attrs = {{"keep_dims", keep}},
                                 .const_inputs = {1}});
+  // Factors near 1, so that products of 70 of them stay near 1 too.
+  for (const auto& axes : axes_cases)
+    ExpectSameOnAllDevices({.op = "Prod",
+                            .inputs = {Floats({4, 70, 3}, 43, 0.97, 1.03), Tensor::FromVector(axes)},
+                            .const_inputs = {1}});
   ExpectSameOnAllDevices({.op = "SumToShape",
                           .inputs = {Floats({5, 4, 3}, 42), Tensor::FromVector<int64_t>({4, 1})},
                           .const_inputs = {1}});
 }
 
-TEST_CASE("cuda: softmax and sparse cross entropy match the CPU", "[cuda]") {
-  ExpectSameOnAllDevices({.op = "Softmax", .inputs = {Floats({6, 300}, 51, -5, 5)}});
+TEST_CASE("cuda: softmax, log-softmax and sparse cross entropy match the CPU", "[cuda]") {
+  for (std::string op : {"Softmax", "LogSoftmax"})
+    ExpectSameOnAllDevices({.op = op, .inputs = {Floats({6, 300}, 51, -5, 5)}});
   for (DType label_type : {DType::kInt32, DType::kInt64})
     ExpectSameOnAllDevices({.op = "SparseSoftmaxCrossEntropyWithLogits",
                             .inputs = {Floats({8, 10}, 52, -5, 5),
