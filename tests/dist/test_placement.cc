@@ -108,12 +108,12 @@ TEST_CASE("conflicting requests in a colocation group name the group", "[dist][p
 TEST_CASE("a request for a device without a kernel is an error unless soft", "[dist][placement]") {
   Scope s = Scope::NewRootScope();
   Output x = ZerosConst(s, "x", Shape({2, 2}));
-  // LogSoftmax has no GPU kernel (a CUDA build has GPU kernels for MatMul and Const).
-  ops::LogSoftmax(s.WithOpName("mm").WithDevice("/device:GPU:0"), x);
+  // LeakyRelu has no GPU kernel (a CUDA build has GPU kernels for MatMul and Const).
+  ops::LeakyRelu(s.WithOpName("mm").WithDevice("/device:GPU:0"), x);
   const std::vector<std::string> devices = {kCpuTask, kGpuTask};
   ExpectError(
       [&] { Place(s.graph(), devices); }, Code::kInvalidArgument,
-      "LogSoftmax 'mm' requests device '/device:GPU:0' but LogSoftmax has no kernel for float32 "
+      "LeakyRelu 'mm' requests device '/device:GPU:0' but LeakyRelu has no kernel for float32 "
       "there; devices with a kernel: " +
           kCpuTask);
   PlacementOptions soft;
@@ -125,7 +125,7 @@ TEST_CASE("a request for a device without a kernel is an error unless soft", "[d
 
   ExpectError(
       [&] { Place(s.graph(), {kGpuTask}); }, Code::kUnimplemented,
-      "LogSoftmax 'mm': no device has a kernel for LogSoftmax (float32); devices offered: " +
+      "LeakyRelu 'mm': no device has a kernel for LeakyRelu (float32); devices offered: " +
           kGpuTask);
 }
 

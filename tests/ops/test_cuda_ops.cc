@@ -104,12 +104,12 @@ TEST_CASE("cuda: an op without a GPU kernel names the op and where kernels exist
   if (SkipWithoutGpu("the missing-kernel case")) return;
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s, DType::kFloat32, Shape{3});
-  Output y = ops::LogSoftmax(s, x);  // no GPU kernel (yet)
+  Output y = ops::LeakyRelu(s, x);  // no GPU kernel (yet)
   SessionOptions options;
   options.device = "/device:GPU:0";
   Session session(s, options);
   ExpectError([&] { session.Run({{x, Floats({3}, 1)}}, {y}); }, Code::kUnimplemented,
-              "op LogSoftmax has no GPU kernel");
+              "op LeakyRelu has no GPU kernel");
 }
 
 TEST_CASE("cuda: unary ops match the CPU", "[cuda]") {
