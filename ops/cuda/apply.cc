@@ -89,13 +89,29 @@ class GpuApplyAdam : public OpKernel {
   bool use_nesterov_;
 };
 
+// Inputs: var, ms, mom, lr, rho, momentum, epsilon, grad.
+class GpuApplyRMSProp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    cudaStream_t stream = cuda::Stream(ctx);
+    cuda::RMSPropHyper hyper{Scalar(ctx, 3), Scalar(ctx, 4), Scalar(ctx, 5), Scalar(ctx, 6)};
+    RunApply(ctx, std::array<int, 2>{1, 2}, 7, {3, 4, 5, 6},
+             [&](float* var, const std::array<float*, 2>& slots, const float* grad, int64_t n) {
+               cuda::LaunchApplyRMSProp(stream, var, slots[0], slots[1], grad, hyper, n);
+             });
+  }
+};
+
 template <typename T> using GpuGradientDescent = GpuApplyGradientDescent;
+template <typename T> using GpuRMSProp = GpuApplyRMSProp;
 template <typename T> using GpuMomentum = GpuApplyMomentum;
 template <typename T> using GpuAdam = GpuApplyAdam;
 
 REGISTER_KERNEL_FOR_TYPES("ApplyGradientDescent", "GPU", GpuGradientDescent, float);
 REGISTER_KERNEL_FOR_TYPES("ApplyMomentum", "GPU", GpuMomentum, float);
 REGISTER_KERNEL_FOR_TYPES("ApplyAdam", "GPU", GpuAdam, float);
+REGISTER_KERNEL_FOR_TYPES("ApplyRMSProp", "GPU", GpuRMSProp, float);
 
 }  // namespace
 }  // namespace dflow

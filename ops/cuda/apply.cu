@@ -46,6 +46,20 @@ __global__ void AdamKernel(float* var, float* m, float* v, const float* grad, Ad
   }
 }
 
+// ms = rho ms + (1 - rho) g^2;  mom = momentum mom + lr g / sqrt(ms + eps);  var -= mom
+__global__ void RMSPropKernel(float* var, float* ms, float* mom, const float* grad,
+                              RMSPropHyper hyper, int64_t n) {
+  float lr = *hyper.lr, rho = *hyper.rho, momentum = *hyper.momentum, epsilon = *hyper.epsilon;
+  DFLOW_GRID_STRIDE(i, n) {
+    float g = grad[i];
+    float ms_i = rho * ms[i] + (1.0f - rho) * g * g;
+    float mom_i = momentum * mom[i] + lr * g / sqrtf(ms_i + epsilon);
+    ms[i] = ms_i;
+    mom[i] = mom_i;
+    var[i] -= mom_i;
+  }
+}
+
 }  // namespace
 
 void LaunchApplyGradientDescent(cudaStream_t stream, float* var, const float* alpha,
@@ -62,6 +76,11 @@ void LaunchApplyMomentum(cudaStream_t stream, float* var, float* accum, const fl
 void LaunchApplyAdam(cudaStream_t stream, float* var, float* m, float* v, const float* grad,
                      const AdamHyper& hyper, bool nesterov, int64_t n) {
   if (n > 0) AdamKernel<<<Blocks(n), kThreads, 0, stream>>>(var, m, v, grad, hyper, nesterov, n);
+}
+
+void LaunchApplyRMSProp(cudaStream_t stream, float* var, float* ms, float* mom, const float* grad,
+                        const RMSPropHyper& hyper, int64_t n) {
+  if (n > 0) RMSPropKernel<<<Blocks(n), kThreads, 0, stream>>>(var, ms, mom, grad, hyper, n);
 }
 
 }  // namespace dflow::cuda

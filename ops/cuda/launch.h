@@ -98,5 +98,14 @@ struct AdamHyper {
 };
 void LaunchApplyAdam(cudaStream_t stream, float* var, float* m, float* v, const float* grad,
                      const AdamHyper& hyper, bool nesterov, int64_t n);
+// RMSProp's four device scalars.
+struct RMSPropHyper {
+  const float* lr;
+  const float* rho;
+  const float* momentum;
+  const float* epsilon;
+};
+void LaunchApplyRMSProp(cudaStream_t stream, float* var, float* ms, float* mom, const float* grad,
+                        const RMSPropHyper& hyper, int64_t n);
 
 }  // namespace dflow::cuda

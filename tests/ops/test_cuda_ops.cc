@@ -231,6 +231,9 @@ TEST_CASE("cuda: an MLP trains the same on the GPU as on the CPU", "[cuda]") {
   compare(Mlp([](const Scope& s) {
     return autodiff::AdamOptimizer(autodiff::ConstantLearningRate(s, 0.01));
   }));
+  compare(Mlp([](const Scope& s) {
+    return autodiff::RMSPropOptimizer(autodiff::ConstantLearningRate(s, 0.01), {.momentum = 0.5});
+  }));
 }
 
 TEST_CASE("cuda: Select, BroadcastTo, OnesLike, Shape and Size match the CPU", "[cuda]") {

@@ -18,9 +18,9 @@ namespace {
 
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
-    "ApplyAdamW", "ApplyCenteredRMSProp", "ApplyRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range",
-    "Rank", "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad",
-    "UnsortedSegmentSum", "_Recv", "_Send",
+    "ApplyAdamW", "ApplyCenteredRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range", "Rank",
+    "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
+    "_Recv", "_Send",
 };
 
 std::string Listing(const std::set<std::string>& names) {
