@@ -237,14 +237,18 @@ TEST_CASE("Conv2D kernels report bad run-time shapes", "[conv]") {
 
 namespace {
 
-// PyTorch's ConvTranspose2d(C, O, k, stride, padding=p, output_padding) on
-// NHWC, weight given as [KH, KW, O, C] (= PyTorch's [C, O, KH, KW] transposed):
-// out[n, i*sh - ph + kh, j*sw - pw + kw, o] += x[n, i, j, c] * w[kh, kw, o, c].
+// PyTorch's ConvTranspose2d(C, O, k, stride, padding=p, output_padding,
+// groups) on NHWC, weight given as [KH, KW, O / groups, C] (= PyTorch's
+// [C, O / groups, KH, KW] transposed): for output channel o of group
+// g = o / (O / groups) and input channel c of that group,
+// out[n, i*sh - ph + kh, j*sw - pw + kw, o] += x[n, i, j, c] * w[kh, kw, o % (O / groups), c].
 // Strides, pads and output size as {sh, sw, ph, pw, out_h, out_w}.
-Tensor NaiveTransposedConv(const Tensor& x, const Tensor& w, std::vector<int64_t> t) {
+Tensor NaiveTransposedConv(const Tensor& x, const Tensor& w, std::vector<int64_t> t,
+                           int64_t groups = 1) {
   int64_t sh = t[0], sw = t[1], ph = t[2], pw = t[3], out_h = t[4], out_w = t[5];
-  int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c = x.dim(3);
-  int64_t kh = w.dim(0), kw = w.dim(1), o = w.dim(2);
+  int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c_all = x.dim(3);
+  int64_t kh = w.dim(0), kw = w.dim(1), o_group = w.dim(2), o = o_group * groups;
+  int64_t c = c_all / groups;  // input channels per group
   Tensor out = Tensor::Zeros(DType::kFloat64, {n, out_h, out_w, o});
   const double *xp = x.data<double>(), *wp = w.data<double>();
   double* y = out.data<double>();
@@ -257,8 +261,10 @@ Tensor NaiveTransposedConv(const Tensor& x, const Tensor& w, std::vector<int64_t
               for (int64_t ic = 0; ic < c; ++ic) {
                 int64_t r = i * sh - ph + a, q = j * sw - pw + e;
                 if (r < 0 || r >= out_h || q < 0 || q >= out_w) continue;
+                int64_t xc = oc / o_group * c + ic;  // the channel of x in oc's group
                 y[((b * out_h + r) * out_w + q) * o + oc] +=
-                    xp[((b * h + i) * wd + j) * c + ic] * wp[((a * kw + e) * o + oc) * c + ic];
+                    xp[((b * h + i) * wd + j) * c_all + xc] *
+                    wp[((a * kw + e) * o_group + oc % o_group) * c_all + xc];
               }
   return out;
 }
@@ -308,4 +314,51 @@ TEST_CASE("Conv2DTranspose output sizes for VALID, SAME and an explicit shape", 
   // from 7x5: top 1, left 0.
   ExpectClose(out[1], NaiveTransposedConv(xv, wv, {2, 2, 0, 0, 8, 6}), 1e-10, 1e-10);
   ExpectClose(out[2], NaiveTransposedConv(xv, wv, {2, 2, 1, 0, 7, 5}), 1e-10, 1e-10);
+}
+
+TEST_CASE("Conv2DTranspose with groups matches PyTorch's grouped ConvTranspose2d", "[conv]") {
+  for (int groups : {2, 3}) {
+    CAPTURE(groups);
+    Scope s = Scope::NewRootScope();
+    // x has 6 channels; each group of 6 / groups makes 4 output channels.
+    auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat64, {-1, 5, 4, 6});
+    Tensor wv = RandomTensor(DType::kFloat64, {3, 3, 4, 6}, 2);
+    auto y = ops::Conv2DTranspose(s.WithOpName("up"), x, wv,
+                                  {.strides = {2, 2}, .padding = "EXPLICIT",
+                                   .explicit_paddings = {1, 1, 1, 1}, .output_padding = {1, 1},
+                                   .groups = groups});
+    CHECK(y.shape() == Shape({-1, 10, 8, 4 * groups}));
+    Session session(s);
+    Tensor xv = RandomTensor(DType::kFloat64, {2, 5, 4, 6}, 1);
+    Tensor got = session.Run({{x, xv}}, {y})[0];
+    REQUIRE(got.shape() == Shape({2, 10, 8, 4 * groups}));
+    ExpectClose(got, NaiveTransposedConv(xv, wv, {2, 2, 1, 1, 10, 8}, groups), 1e-10, 1e-10);
+  }
+}
+
+TEST_CASE("Conv2DTranspose rejects groups that do not divide the input channels", "[conv]") {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {1, 5, 4, 6});
+  Tensor wv = RandomTensor(DType::kFloat32, {3, 3, 4, 6}, 2);
+  ExpectError([&] { ops::Conv2DTranspose(s, x, wv, {.groups = 0}); }, Code::kInvalidArgument,
+              "groups must be >= 1, got 0");
+  // 6 input channels in 4 groups: the forward conv's 6 output channels do not split.
+  ExpectError([&] { ops::Conv2DTranspose(s, x, wv, {.groups = 4}); }, Code::kInvalidArgument,
+              "the input's 6 channels do not split into 4 groups");
+}
+
+TEST_CASE("Conv2DTranspose checks an explicit output_shape against filter and groups", "[conv]") {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat64, {1, 4, 3, 6});
+  Tensor wv = RandomTensor(DType::kFloat64, {3, 3, 4, 6}, 2);
+  auto y = ops::Conv2DTranspose(s, x, wv, {.strides = {2, 2}, .output_shape = {1, 7, 5, 8}, .groups = 2});
+  CHECK(y.shape() == Shape({1, 7, 5, 8}));
+  Session session(s);
+  Tensor xv = RandomTensor(DType::kFloat64, {1, 4, 3, 6}, 1);
+  // SAME pads of the forward conv from 7x5 by 3x3 at stride 2: top 1, left 1.
+  ExpectClose(session.Run({{x, xv}}, {y})[0], NaiveTransposedConv(xv, wv, {2, 2, 1, 1, 7, 5}, 2),
+              1e-10, 1e-10);
+  ExpectError([&] { ops::Conv2DTranspose(s, x, wv, {.output_shape = {1, 8, 6, 12}, .groups = 2}); },
+              Code::kInvalidArgument,
+              "output_shape has 12 channels but the filter [3,3,4,6] in 2 groups makes 8");
 }
