@@ -83,8 +83,8 @@ ModnnSplitPlan PlanModnnSplit(const Graph& graph, const std::string& conv,
 // sliced (with halos) on the owner, the strips joined there.
 ModnnSplitPlan ModnnSplit(Graph& graph, const std::string& conv, const ModnnSplitOptions& options);
 
-// One line per strip: "strip 0 on DEVICE: output rows [0, 5), conv rows
-// [0, 10), input rows [0, 11) + 1 padding row before, halo 2 rows".
+// One line per strip: "strip 1 on DEVICE: output rows [3, 4) <- conv [6, 8)
+// <- input [5, 8) + 1 padding after; halo [5, 7), also read by strip 0".
 std::string ModnnSplitPlanToText(const ModnnSplitPlan& plan);
 
 }  // namespace dflow::dist

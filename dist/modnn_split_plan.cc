@@ -220,15 +220,21 @@ ModnnSplitPlan PlanModnnSplit(const Graph& graph, const std::string& conv_name,
 std::string ModnnSplitPlanToText(const ModnnSplitPlan& plan) {
   const char* unit = plan.axis == 1 ? "rows" : "columns";
   auto range = [](int64_t a, int64_t b) { return StrCat("[", a, ", ", b, ")"); };
+  auto padding = [&](int64_t n, const char* where) {
+    return n == 0 ? std::string() : StrCat(" + ", n, " padding ", where);
+  };
   std::string text = StrCat(plan.conv, " split along its ", unit, " into ", plan.strips.size(),
                             " strips, joined as '", plan.output, "'\n");
   for (size_t i = 0; i < plan.strips.size(); ++i) {
     const StripPlan& s = plan.strips[i];
-    int64_t halo = i == 0 ? 0 : std::max<int64_t>(plan.strips[i - 1].in_end - s.in_begin, 0);
     text += StrCat("strip ", i, " on ", s.device, ": output ", unit, " ",
-                   range(s.out_begin, s.out_end), ", conv ", range(s.conv_begin, s.conv_end),
-                   ", input ", range(s.in_begin, s.in_end), " + padding ", s.pad_before, "/",
-                   s.pad_after, ", shares ", halo, " with the strip before\n");
+                   range(s.out_begin, s.out_end), " <- conv ", range(s.conv_begin, s.conv_end),
+                   " <- input ", range(s.in_begin, s.in_end), padding(s.pad_before, "before"),
+                   padding(s.pad_after, "after"));
+    int64_t shared_end = i == 0 ? 0 : plan.strips[i - 1].in_end;
+    if (shared_end > s.in_begin)
+      text += StrCat("; halo ", range(s.in_begin, shared_end), ", also read by strip ", i - 1);
+    text += "\n";
   }
   if (!plan.note.empty()) text += plan.note + "\n";
   return text;
