@@ -10,6 +10,7 @@
 
 #include "dist/modnn_split.h"
 #include "ops/ops.h"
+#include "tests/dist/dist_test_util.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
@@ -17,8 +18,8 @@ using namespace dflow::testing;
 
 namespace {
 
-const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+const std::string& kCpu0 = kLocalCpu0;
+const std::string& kCpu1 = kLocalCpu1;
 
 // One conv layer: conv (+ bias, activation, pool), its last node named "out".
 struct Layer {

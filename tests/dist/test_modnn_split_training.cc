@@ -10,6 +10,7 @@
 #include "autodiff/optimizers.h"
 #include "dist/modnn_split.h"
 #include "ops/ops.h"
+#include "tests/dist/dist_test_util.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
@@ -17,8 +18,8 @@ using namespace dflow::testing;
 
 namespace {
 
-const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+const std::string& kCpu0 = kLocalCpu0;
+const std::string& kCpu1 = kLocalCpu1;
 
 // x [2, 11, 9, 3] -> conv 3x3 SAME (4 channels) + bias + ReLU -> 3x3 stride 2
 // SAME max pool [2, 6, 5, 4] -> dense to 2 outputs; squared-error loss, SGD.
