@@ -9,6 +9,8 @@
 #include <cmath>
 
 #include "dist/modnn_split.h"
+#include "dist/partition.h"
+#include "dist/placement.h"
 #include "ops/ops.h"
 #include "tests/dist/dist_test_util.h"
 #include "tests/ops/op_test_util.h"
@@ -248,6 +250,29 @@ TEST_CASE("the strips run on their devices and the join keeps the layer's name",
   CHECK(device_of.at("out/modnn/strip1/pool") == kCpu1);
   CHECK(device_of.at("out/modnn/strip1/input") == kCpu0);  // the owner slices the input
   CHECK(device_of.at("out") == kCpu0);
+}
+
+TEST_CASE("strips on two worker tasks: only the strip's rows and result cross", "[modnn]") {
+  Layer layer{.input = Shape{1, 12, 8, 3}, .pool = "MaxPool"};
+  auto b = Build(layer);
+  dist::ModnnSplitOptions options;
+  options.owner_device = kWorker0;
+  options.strips = {{kWorker0, 1}, {kWorker1, 1}};
+  dist::ModnnSplit(b->s.graph(), "conv", options);
+  dist::Placement placement = dist::Place(b->s.graph(), kTwoWorkers);
+  std::vector<dist::DevicePartition> parts = dist::Partition(b->s.graph(), placement);
+  REQUIRE(parts.size() == 2);
+  // Worker 1 receives strip 1's input rows [5, 12) and sends back its 3
+  // pooled rows; its weights are its own copies.
+  std::vector<std::string> received;
+  for (const Node* node : parts[1].graph->nodes())
+    if (node->op() == "_Recv")
+      received.push_back(node->attr<std::string>("tensor_name") + " " +
+                         node->output_shape(0).ToString());
+  CHECK(received == std::vector<std::string>{"out/modnn/strip1/input:0 [1,7,8,3]"});
+  int sends = 0;
+  for (const Node* node : parts[1].graph->nodes()) sends += node->op() == "_Send";
+  CHECK(sends == 1);
 }
 
 TEST_CASE("impossible splits are errors naming the node and why", "[modnn]") {
