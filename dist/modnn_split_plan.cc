@@ -112,6 +112,33 @@ void ThroughConv(const Node& conv, const AxisWindow& a, size_t index, StripPlan&
   s.pad_after = hi - s.in_end;
 }
 
+// The strips' rows: shared by speed, then traced back through the pool
+// (when there is one) and the conv.
+std::vector<StripPlan> ShareRows(const Node& conv, const ModnnSplitOptions& options, int64_t rows,
+                                 const AxisWindow& conv_axis,
+                                 const std::optional<AxisWindow>& pool_axis) {
+  std::vector<double> speeds;
+  for (const StripDevice& s : options.strips) speeds.push_back(s.speed);
+  std::vector<int64_t> sizes;
+  try {
+    sizes = StripSizes(rows, speeds);
+  } catch (const Error& e) {
+    throw Error(e.code(), conv.Describe() + ": " + e.message());
+  }
+  std::vector<StripPlan> strips;
+  int64_t begin = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    StripPlan s{.device = options.strips[i].device, .out_begin = begin,
+                .out_end = begin + sizes[i]};
+    begin = s.out_end;
+    if (pool_axis) ThroughPool(*pool_axis, s);
+    else s.conv_begin = s.out_begin, s.conv_end = s.out_end;
+    ThroughConv(conv, conv_axis, i, s);
+    strips.push_back(s);
+  }
+  return strips;
+}
+
 }  // namespace
 
 std::vector<int64_t> StripSizes(int64_t rows, const std::vector<double>& speeds) {
@@ -196,24 +223,7 @@ ModnnSplitPlan PlanModnnSplit(const Graph& graph, const std::string& conv_name,
          " of ", chain.back()->Describe(), " into ", options.strips.size(),
          " strips: each strip needs at least one");
 
-  std::vector<double> speeds;
-  for (const StripDevice& s : options.strips) speeds.push_back(s.speed);
-  std::vector<int64_t> sizes;
-  try {
-    sizes = StripSizes(rows, speeds);
-  } catch (const Error& e) {
-    throw Error(e.code(), conv.Describe() + ": " + e.message());
-  }
-  int64_t begin = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    StripPlan s{.device = options.strips[i].device, .out_begin = begin,
-                .out_end = begin + sizes[i]};
-    begin = s.out_end;
-    if (pool_axis) ThroughPool(*pool_axis, s);
-    else s.conv_begin = s.out_begin, s.conv_end = s.out_end;
-    ThroughConv(conv, conv_axis, i, s);
-    plan.strips.push_back(s);
-  }
+  plan.strips = ShareRows(conv, options, rows, conv_axis, pool_axis);
   return plan;
 }
 
