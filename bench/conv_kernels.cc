@@ -3,13 +3,15 @@
 // one thread: Eigen's general product (what cpu::Gemm runs) against
 // FixedRhsGemm (ops/cpu/gemm_packed.h), packing included in both. The shapes
 // are MobileNetV1-SSD300's at batch 4: pointwise layers forward (b = w) and
-// input gradient (b = w^T), and the im2col products of its 3x3 heads.
+// input gradient (b = w^T), and the im2col products of its 3x3 heads; and
+// the whole 3x3 head convolution kernel (im2col + product).
 //
 //   build/bench/bench_conv_kernels --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Core>
 
+#include "ops/cpu/conv2d.h"
 #include "ops/cpu/gemm_packed.h"
 
 namespace {
@@ -66,8 +68,32 @@ void Shapes(benchmark::internal::Benchmark* bench) {
   bench->ArgNames({"m", "k", "n", "bT"})->Unit(benchmark::kMillisecond);
 }
 
+// The whole Conv2D forward kernel (im2col chunks + product) at the 3x3
+// SSD heads of MobileNetV1-SSD300, batch 4, one thread: range(0) = H = W,
+// range(1) = input channels, range(2) = output channels.
+void BM_Conv3x3Forward(benchmark::State& state) {
+  const int64_t size = state.range(0), c = state.range(1), o = state.range(2);
+  const dflow::ConvGeometry g =
+      dflow::MakeConvGeometry({}, dflow::Shape{4, size, size, c}, dflow::Shape{3, 3, c, o});
+  Matrix x = Matrix::Random(4 * size * size, c), w = Matrix::Random(9 * c, o);
+  Matrix y(4 * g.out_h * g.out_w, o);
+  static dflow::ThreadPool pool(1, "bench");
+  for (auto _ : state) {
+    dflow::cpu::Conv2DForward(pool, g, x.data(), w.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double gflop = 2e-9 * static_cast<double>(y.size() * 9 * c);
+  state.counters["GFLOP"] = benchmark::Counter(gflop, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_Eigen)->Apply(Shapes);
 BENCHMARK(BM_FixedRhs)->Apply(Shapes);
+BENCHMARK(BM_Conv3x3Forward)
+    ->Args({19, 512, 54})
+    ->Args({19, 512, 24})
+    ->Args({10, 1024, 54})
+    ->ArgNames({"hw", "c", "o"})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
