@@ -1,7 +1,8 @@
 // Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter against naive
 // 7-nested-loop references in double (odd sizes, strides 1-3, dilations 1-2,
 // SAME / VALID / EXPLICIT, groups 1-3, depthwise with multiplier 1 and 2,
-// 1x1 filters, chunked im2col), their shape-function and run-time errors,
+// 1x1 filters, chunked im2col, vector and panel edges of the depthwise and
+// packed-GEMM paths), their shape-function and run-time errors,
 // and Conv2DTranspose against a naive PyTorch-style transposed convolution.
 #include <catch2/catch.hpp>
 
@@ -152,6 +153,16 @@ TEST_CASE("Conv2D and its backprops match naive loops", "[conv]") {
       {1, 3, 3, 12, 3, 3, 12, 33, 1, 1, 1, 1, "EXPLICIT", {3, 0, 0, 2}},
       {2, 1, 1, 12, 3, 3, 12, 5, 1, 1, 1, 1, "SAME"},
       {3, 19, 19, 25, 3, 3, 25, 54, 1, 1, 1, 1, "SAME"},
+      // depthwise, multiplier 1, channels on both sides of the vector blocks
+      // (4 vectors, 1 vector, scalar tail), strides, dilation, padding
+      {2, 9, 10, 83, 3, 3, 1, 83, 2, 2, 1, 1, "SAME"},
+      {1, 7, 6, 40, 3, 3, 1, 40, 1, 1, 2, 2, "SAME"},
+      {2, 12, 11, 64, 5, 5, 1, 64, 1, 3, 1, 1, "EXPLICIT", {2, 0, 1, 3}},
+      {1, 3, 4, 520, 3, 3, 1, 520, 2, 1, 1, 1, "SAME"},  // rows > 2 KB: the per-tap loops
+      // packed GEMM: several column panels, rows packed, k cut into slices
+      {2, 7, 9, 70, 1, 1, 70, 300, 1, 1, 1, 1, "VALID"},
+      {1, 5, 5, 300, 1, 1, 300, 40, 1, 1, 1, 1, "VALID"},
+      {1, 6, 7, 40, 3, 3, 40, 70, 1, 1, 1, 1, "SAME"},
   };
   uint64_t seed = 1;
   for (const ConvCase& c : cases)
