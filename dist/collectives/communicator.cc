@@ -26,15 +26,15 @@ void Communicator::Run(const CollectiveSignature& signature, Body&& body) {
   if (broken_)
     Fail(broken_->code(), "rank ", rank(), ": ", signature.ToString(),
          " refused: the communicator failed earlier: ", broken_->message());
-  ++sequence_;
   try {
     Agree(signature);
-    body();
+    body();  // its messages are tagged with sequence_, the signature's number
   } catch (const Error& e) {
     broken_ = Error(e.code(), StrCat("collective '", signature.name, "' on rank ", rank(),
                                      " of ", num_ranks(), ": ", e.message()));
     throw *broken_;
   }
+  ++sequence_;
 }
 
 void Communicator::AllReduce(const std::string& name, Tensor& tensor, ReduceOp op) {

@@ -170,6 +170,51 @@ TEST_CASE("a missing rank is a timeout naming it on every other rank", "[collect
   }
 }
 
+// A link whose rank goes silent after `sends` messages: a process that dies
+// after the agreement, in the middle of the ring.
+class DyingLink final : public dist::PointToPoint {
+ public:
+  DyingLink(dist::PointToPoint& link, int sends) : link_(link), sends_left_(sends) {}
+  int rank() const override { return link_.rank(); }
+  int num_ranks() const override { return link_.num_ranks(); }
+  void Send(int to, const std::string& tag, dist::Bytes bytes) override {
+    if (sends_left_-- > 0) link_.Send(to, tag, std::move(bytes));
+  }
+  dist::Bytes Recv(int from, const std::string& tag, dist::Deadline deadline) override {
+    return link_.Recv(from, tag, deadline);
+  }
+
+ private:
+  dist::PointToPoint& link_;
+  int sends_left_;
+};
+
+TEST_CASE("a rank dying mid-ring is reported by the others, not waited for", "[collectives]") {
+  const int ranks = 3;
+  dist::InProcessNetwork network(ranks);
+  std::vector<std::optional<Error>> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      DyingLink dying(network.endpoint(r), /*sends=*/1);  // its agreement message only
+      dist::PointToPoint& link = r == 2 ? static_cast<dist::PointToPoint&>(dying) : network.endpoint(r);
+      Communicator comm(link, {.timeout = std::chrono::milliseconds(200)});
+      Tensor t = RankValues(r, 30);
+      try {
+        comm.AllReduce("g", t);
+      } catch (const Error& e) {
+        errors[r] = e;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  // Rank 0 (right of rank 2) waits for its chunk first; rank 1 then starves.
+  REQUIRE(errors[0]);
+  CHECK(errors[0]->code() == Code::kUnavailable);
+  CHECK_THAT(errors[0]->message(), Contains("rank 0 timed out waiting for 'collective/0/reduce/0' from rank 2"));
+  REQUIRE(errors[1]);
+  CHECK(errors[1]->code() == Code::kUnavailable);
+}
+
 TEST_CASE("a communicator refuses collectives after a failure", "[collectives]") {
   auto outcomes = RunRanks(2, [](Communicator& comm) {
     Tensor t = RankValues(comm.rank(), 3);
