@@ -1,6 +1,8 @@
 #include "dist/collectives/communicator.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace dflow::dist {
 namespace {
@@ -11,6 +13,14 @@ int64_t ChunkBegin(int64_t n, int parts, int c) { return n * c / parts; }
 
 std::string RingTag(int64_t sequence, const char* phase, int step) {
   return StrCat("collective/", sequence, "/", phase, "/", step);
+}
+
+// Chunk c (taken modulo `parts`, negative c too) of data[0, n).
+template <typename T>
+std::pair<T*, size_t> Chunk(T* data, int64_t n, int parts, int c) {
+  c = ((c % parts) + parts) % parts;
+  int64_t begin = ChunkBegin(n, parts, c);
+  return {data + begin, static_cast<size_t>(ChunkBegin(n, parts, c + 1) - begin)};
 }
 
 }  // namespace
@@ -40,12 +50,20 @@ void Communicator::Run(const CollectiveSignature& signature, Body&& body) {
 void Communicator::AllReduce(const std::string& name, Tensor& tensor, ReduceOp op) {
   DFLOW_REQUIRE(op == ReduceOp::kSum || IsFloating(tensor.dtype()), "AllReduce '", name,
                 "': the mean needs a float tensor, got ", tensor.SummaryString());
-  CollectiveSignature signature{op == ReduceOp::kSum ? "all_reduce(sum)" : "all_reduce(mean)",
-                                name, tensor.dtype(), tensor.shape(), sequence_};
+  bool rank_order = options_.sum_order == SumOrder::kRankOrder;
+  std::string kind = StrCat("all_reduce(", op == ReduceOp::kSum ? "sum" : "mean",
+                            rank_order ? ", rank order)" : ")");
+  CollectiveSignature signature{kind, name, tensor.dtype(), tensor.shape(), sequence_};
   Dispatch<float, double, int32_t, int64_t>(tensor.dtype(), "AllReduce", [&]<typename T>() {
     Run(signature, [&] {
       T* data = tensor.data<T>();
-      RingAllReduce(data, tensor.NumElements());
+      const int64_t n = tensor.NumElements();
+      if (rank_order) {
+        ReduceScatterRankOrder(data, n);
+      } else {
+        ReduceScatterRing(data, n);
+      }
+      AllGatherRing(data, n, rank_order ? 0 : 1);
       if constexpr (std::is_floating_point_v<T>) {
         if (op == ReduceOp::kMean)
           for (int64_t i = 0; i < tensor.NumElements(); ++i) data[i] /= num_ranks();
@@ -67,32 +85,57 @@ void Communicator::Broadcast(const std::string& name, Tensor& tensor) {
   });
 }
 
-// Reduce-scatter: at step s rank r sends chunk (r - s) to r + 1 and adds the
-// chunk (r - s - 1) it receives from r - 1 into its own; after N-1 steps rank
-// r holds the full sum of chunk (r + 1). All-gather: N-1 more steps pass the
-// finished chunks around the ring, each rank copying what it receives.
+// Ring reduce-scatter: at step s rank r sends chunk (r - s) to r + 1 and
+// adds the chunk (r - s - 1) it receives from r - 1 into its own; after N-1
+// steps rank r holds the full sum of chunk (r + 1).
 template <typename T>
-void Communicator::RingAllReduce(T* data, int64_t n) {
+void Communicator::ReduceScatterRing(T* data, int64_t n) {
   const int size = num_ranks();
-  const int right = (rank() + 1) % size;
-  const int left = (rank() + size - 1) % size;
-  auto chunk = [&](int c) {
-    c = ((c % size) + size) % size;
-    int64_t begin = ChunkBegin(n, size, c);
-    return std::make_pair(data + begin, static_cast<size_t>(ChunkBegin(n, size, c + 1) - begin));
-  };
+  const int right = (rank() + 1) % size, left = (rank() + size - 1) % size;
   for (int step = 0; step < size - 1; ++step) {
-    auto [out, out_len] = chunk(rank() - step);
+    auto [out, out_len] = Chunk(data, n, size, rank() - step);
     SendChunk(right, RingTag(sequence_, "reduce", step), out, out_len * sizeof(T));
-    auto [in, in_len] = chunk(rank() - step - 1);
+    auto [in, in_len] = Chunk(data, n, size, rank() - step - 1);
     Bytes bytes = RecvChunk(left, RingTag(sequence_, "reduce", step), in_len * sizeof(T));
     const T* received = reinterpret_cast<const T*>(bytes.data());
     for (size_t i = 0; i < in_len; ++i) in[i] = received[i] + in[i];
   }
+}
+
+// Direct reduce-scatter: chunk c goes straight to rank c, which adds the
+// ranks' chunks in rank order; rank r then holds the sum of chunk r.
+template <typename T>
+void Communicator::ReduceScatterRankOrder(T* data, int64_t n) {
+  const int size = num_ranks();
+  const std::string tag = RingTag(sequence_, "scatter", 0);
+  for (int c = 0; c < size; ++c) {
+    auto [out, out_len] = Chunk(data, n, size, c);
+    if (c != rank()) SendChunk(c, tag, out, out_len * sizeof(T));
+  }
+  auto [mine, len] = Chunk(data, n, size, rank());
+  std::vector<T> sum(len);
+  for (int from = 0; from < size; ++from) {
+    const T* values = mine;
+    Bytes bytes;
+    if (from != rank()) {
+      bytes = RecvChunk(from, tag, len * sizeof(T));
+      values = reinterpret_cast<const T*>(bytes.data());
+    }
+    for (size_t i = 0; i < len; ++i) sum[i] = from == 0 ? values[i] : sum[i] + values[i];
+  }
+  std::copy(sum.begin(), sum.end(), mine);
+}
+
+// Ring all-gather: at step s rank r sends the finished chunk
+// (r + owned_offset - s) to r + 1 and copies the one it receives from r - 1.
+template <typename T>
+void Communicator::AllGatherRing(T* data, int64_t n, int owned_offset) {
+  const int size = num_ranks();
+  const int right = (rank() + 1) % size, left = (rank() + size - 1) % size;
   for (int step = 0; step < size - 1; ++step) {
-    auto [out, out_len] = chunk(rank() + 1 - step);
+    auto [out, out_len] = Chunk(data, n, size, rank() + owned_offset - step);
     SendChunk(right, RingTag(sequence_, "gather", step), out, out_len * sizeof(T));
-    auto [in, in_len] = chunk(rank() - step);
+    auto [in, in_len] = Chunk(data, n, size, rank() + owned_offset - step - 1);
     Bytes bytes = RecvChunk(left, RingTag(sequence_, "gather", step), in_len * sizeof(T));
     if (in_len > 0) std::memcpy(in, bytes.data(), in_len * sizeof(T));
   }

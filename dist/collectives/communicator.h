@@ -23,9 +23,22 @@ namespace dflow::dist {
 
 enum class ReduceOp { kSum, kMean };
 
+// The order in which all-reduce adds the ranks' values. Float addition is
+// not associative, so the order decides the last bits of the result.
+enum class SumOrder {
+  // Reduce-scatter around the ring: chunk c is summed x_c + x_c+1 + ... + x_c-1.
+  kRing,
+  // Each rank sends chunk c straight to rank c, which sums x_0 + x_1 + ... in
+  // rank order: the same bits as a parameter server adding the workers'
+  // gradients in worker order, for the same 2(N-1)/N bytes per rank, but each
+  // rank talks to all others instead of its two neighbours.
+  kRankOrder,
+};
+
 struct CollectiveOptions {
   // How long a rank waits for the others at each stage of a collective.
   std::chrono::milliseconds timeout{30000};
+  SumOrder sum_order = SumOrder::kRing;
 };
 
 // What the ranks agree on before a collective; equal on every rank or error.
@@ -51,8 +64,9 @@ class Communicator {
   // chunks; N-1 reduce-scatter steps then N-1 all-gather steps, each rank
   // sending one chunk to its right neighbour per step, 2(N-1)/N of the data
   // in all. The sum of chunk c is accumulated in ring order starting at rank
-  // c (x_c + x_c+1 + ... + x_c-1), the same on every run. kMean divides the
-  // sum by N. float32, float64, int32, int64 (kMean: float types only).
+  // c (x_c + x_c+1 + ... + x_c-1), the same on every run, or in rank order
+  // (options.sum_order). kMean divides the sum by N. float32, float64,
+  // int32, int64 (kMean: float types only).
   void AllReduce(const std::string& name, Tensor& tensor, ReduceOp op = ReduceOp::kSum);
   // Copies rank 0's `tensor` into every other rank's (same dtype and shape).
   void Broadcast(const std::string& name, Tensor& tensor);
@@ -67,8 +81,14 @@ class Communicator {
   void Agree(const CollectiveSignature& signature);
   void AgreeAsCoordinator(const CollectiveSignature& signature, Deadline deadline);
   void AgreeAsMember(const CollectiveSignature& signature, Deadline deadline);
+  // After either reduce-scatter, rank r holds the sum of chunk
+  // (r + owned_offset); the all-gather passes the finished chunks around.
   template <typename T>
-  void RingAllReduce(T* data, int64_t n);
+  void ReduceScatterRing(T* data, int64_t n);
+  template <typename T>
+  void ReduceScatterRankOrder(T* data, int64_t n);
+  template <typename T>
+  void AllGatherRing(T* data, int64_t n, int owned_offset);
   void SendChunk(int to, const std::string& tag, const void* data, size_t bytes);
   Bytes RecvChunk(int from, const std::string& tag, size_t expected_bytes);
   // Runs one collective: checks the communicator is usable, agrees, runs

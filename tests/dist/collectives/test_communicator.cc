@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "dist/gradient_accumulator.h"
 #include "tests/dist/collectives/collective_test_util.h"
 
 namespace dflow {
@@ -17,7 +18,8 @@ Tensor RankValues(int rank, int64_t n) {
   return t;
 }
 
-TEST_CASE("ring all-reduce sums over 1 to 4 ranks, odd sizes included", "[collectives]") {
+TEST_CASE("all-reduce sums over 1 to 4 ranks, odd sizes included", "[collectives]") {
+  for (auto order : {dist::SumOrder::kRing, dist::SumOrder::kRankOrder})
   for (int ranks = 1; ranks <= 4; ++ranks) {
     for (int64_t n : {0, 1, 3, 7, 1000, 1001}) {
       std::vector<Tensor> results(ranks);
@@ -25,9 +27,9 @@ TEST_CASE("ring all-reduce sums over 1 to 4 ranks, odd sizes included", "[collec
         Tensor t = RankValues(comm.rank(), n);
         comm.AllReduce("grads", t);
         results[comm.rank()] = t;
-      });
+      }, {.sum_order = order});
       for (int r = 0; r < ranks; ++r) {
-        INFO("ranks " << ranks << ", n " << n << ", rank " << r);
+        INFO("order " << static_cast<int>(order) << ", ranks " << ranks << ", n " << n << ", rank " << r);
         REQUIRE_FALSE(outcomes[r].error);
         Tensor expected = Tensor::Zeros(DType::kFloat32, Shape{n});
         for (int k = 0; k < ranks; ++k)
@@ -40,13 +42,14 @@ TEST_CASE("ring all-reduce sums over 1 to 4 ranks, odd sizes included", "[collec
 
 TEST_CASE("each rank sends 2(N-1)/N of the data", "[collectives]") {
   const int64_t n = 1200;  // divisible by 1..4
+  for (auto order : {dist::SumOrder::kRing, dist::SumOrder::kRankOrder})
   for (int ranks = 1; ranks <= 4; ++ranks) {
     std::vector<size_t> sent(ranks);
     RunRanks(ranks, [&](Communicator& comm) {
       Tensor t = RankValues(comm.rank(), n);
       comm.AllReduce("grads", t);
       sent[comm.rank()] = comm.payload_bytes_sent();
-    });
+    }, {.sum_order = order});
     for (int r = 0; r < ranks; ++r)
       CHECK(sent[r] == static_cast<size_t>(2 * (ranks - 1) * n * 4 / ranks));
   }
@@ -78,6 +81,27 @@ TEST_CASE("the sum of chunk c runs in ring order from rank c, equal on every ran
   for (int r = 0; r < ranks; ++r) {
     CHECK(first[r].ToVector<float>() == expected);
     CHECK(first[r].Equals(second[r]));
+  }
+}
+
+TEST_CASE("rank order gives a parameter server's bits: x_0 + x_1 + ... for every chunk",
+          "[collectives]") {
+  const int ranks = 3;
+  const std::vector<float> contribution = {1e8f, 1.0f, -1e8f};
+  std::vector<Tensor> results(ranks);
+  RunRanks(ranks, [&](Communicator& comm) {
+    Tensor t = Tensor::FromVector<float>(std::vector<float>(5, contribution[comm.rank()]));
+    comm.AllReduce("order", t, ReduceOp::kMean);
+    results[comm.rank()] = t;
+  }, {.sum_order = dist::SumOrder::kRankOrder});
+  dist::SyncGradientAccumulator ps({{"g", DType::kFloat32, Shape{5}}}, ranks);
+  for (int w = ranks - 1; w >= 0; --w)
+    ps.Push(w, 0, {Tensor::FromVector<float>(std::vector<float>(5, contribution[w]))});
+  Tensor ps_mean = ps.TakeMean(std::chrono::steady_clock::now() + std::chrono::seconds(10))[0];
+  float expected = ((contribution[0] + contribution[1]) + contribution[2]) / 3;  // 0: 1e8 + 1 rounds to 1e8
+  for (const Tensor& t : results) {
+    CHECK(t.ToVector<float>() == std::vector<float>(5, expected));
+    CHECK(t.Equals(ps_mean));
   }
 }
 
