@@ -12,21 +12,25 @@ SyncGradientAccumulator::SyncGradientAccumulator(std::vector<GradientSpec> varia
                 replicas_to_aggregate_);
   DFLOW_REQUIRE(!variables_.empty(), "SyncGradientAccumulator: no variables given");
   for (const GradientSpec& v : variables_)
-    DFLOW_REQUIRE(v.shape.IsFullyDefined() && (v.dtype == DType::kFloat32 || v.dtype == DType::kFloat64),
+    DFLOW_REQUIRE(v.shape.IsFullyDefined() &&
+                      (v.dtype == DType::kFloat32 || v.dtype == DType::kFloat64),
                   "SyncGradientAccumulator: variable '", v.name,
                   "' needs a float32/float64 dtype and a fully defined shape, got ",
                   DTypeName(v.dtype), v.shape.ToString());
 }
 
-void SyncGradientAccumulator::CheckGradients(int worker, const std::vector<Tensor>& gradients) const {
+void SyncGradientAccumulator::CheckGradients(int worker,
+                                             const std::vector<Tensor>& gradients) const {
   DFLOW_REQUIRE(worker >= 0, "SyncGradientAccumulator: worker index ", worker, " is negative");
   DFLOW_REQUIRE(gradients.size() == variables_.size(), "SyncGradientAccumulator: worker ", worker,
                 " pushed ", gradients.size(), " gradients, expected ", variables_.size());
-  for (size_t i = 0; i < variables_.size(); ++i)
-    DFLOW_REQUIRE(gradients[i].dtype() == variables_[i].dtype && gradients[i].shape() == variables_[i].shape,
-                  "SyncGradientAccumulator: worker ", worker, "'s gradient for '", variables_[i].name,
-                  "' should be ", DTypeName(variables_[i].dtype), variables_[i].shape.ToString(),
-                  ", got ", gradients[i].SummaryString());
+  for (size_t i = 0; i < variables_.size(); ++i) {
+    const GradientSpec& v = variables_[i];
+    DFLOW_REQUIRE(gradients[i].dtype() == v.dtype && gradients[i].shape() == v.shape,
+                  "SyncGradientAccumulator: worker ", worker, "'s gradient for '", v.name,
+                  "' should be ", DTypeName(v.dtype), v.shape.ToString(), ", got ",
+                  gradients[i].SummaryString());
+  }
 }
 
 bool SyncGradientAccumulator::Push(int worker, int64_t local_step, std::vector<Tensor> gradients) {
@@ -56,9 +60,10 @@ std::vector<Tensor> SyncGradientAccumulator::TakeMean(Deadline deadline) {
   });
   if (!enough) {
     std::string heard;
-    for (const auto& [worker, grads] : pending_) heard += (heard.empty() ? "" : ", ") + std::to_string(worker);
-    Fail(Code::kUnavailable, "SyncGradientAccumulator: step ", global_step_, " has ", pending_.size(),
-         " of ", replicas_to_aggregate_, " gradient sets (from worker(s) ",
+    for (const auto& [worker, grads] : pending_)
+      heard += (heard.empty() ? "" : ", ") + std::to_string(worker);
+    Fail(Code::kUnavailable, "SyncGradientAccumulator: step ", global_step_, " has ",
+         pending_.size(), " of ", replicas_to_aggregate_, " gradient sets (from worker(s) ",
          heard.empty() ? "none" : heard, ") at the deadline");
   }
   // pending_ is ordered by worker index: the sum's order is fixed.

@@ -10,7 +10,9 @@ namespace {
 
 // Columns are the last dimension of a matrix or filter bank; a scalar or a
 // vector (a bias) is one column.
-int64_t ColumnsOf(const Shape& shape) { return shape.rank() >= 2 ? shape.dim(shape.rank() - 1) : 1; }
+int64_t ColumnsOf(const Shape& shape) {
+  return shape.rank() >= 2 ? shape.dim(shape.rank() - 1) : 1;
+}
 
 }  // namespace
 
@@ -48,9 +50,12 @@ Bytes OneBitCodec::Encode(const Tensor& gradient) {
   auto* positive_scale = reinterpret_cast<float*>(bytes.data());
   float* negative_scale = positive_scale + columns_;
   uint8_t* bits = bytes.data() + 2 * columns_ * sizeof(float);
+  auto mean = [](double sum, int64_t count) {
+    return count ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+  };
   for (int64_t c = 0; c < columns_; ++c) {
-    positive_scale[c] = positive_count[c] ? static_cast<float>(positive_sum[c] / positive_count[c]) : 0;
-    negative_scale[c] = negative_count[c] ? static_cast<float>(negative_sum[c] / negative_count[c]) : 0;
+    positive_scale[c] = mean(positive_sum[c], positive_count[c]);
+    negative_scale[c] = mean(negative_sum[c], negative_count[c]);
   }
   for (int64_t i = 0; i < n; ++i) {
     bool non_negative = compensated[i] >= 0;

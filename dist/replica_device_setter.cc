@@ -38,9 +38,10 @@ class PsTaskChooser {
   PsTaskChooser(int num_tasks, PsStrategy strategy)
       : strategy_(strategy), bytes_(static_cast<size_t>(num_tasks), 0) {}
   int Next(int64_t group_bytes) {
+    auto least_loaded = std::min_element(bytes_.begin(), bytes_.end());
     int task = strategy_ == PsStrategy::kRoundRobin
                    ? static_cast<int>(count_++ % static_cast<int64_t>(bytes_.size()))
-                   : static_cast<int>(std::min_element(bytes_.begin(), bytes_.end()) - bytes_.begin());
+                   : static_cast<int>(least_loaded - bytes_.begin());
     bytes_[task] += group_bytes;
     return task;
   }

@@ -8,7 +8,8 @@
 // worker 1 becomes "/job:worker/task:1/device:GPU:0").
 //
 //   Scope s = ...build the model and optimizer...;
-//   dist::AssignReplicaDevices(s.graph(), {.num_ps_tasks = 2, .worker_device = "/job:worker/task:1"});
+//   dist::AssignReplicaDevices(s.graph(),
+//                              {.num_ps_tasks = 2, .worker_device = "/job:worker/task:1"});
 #pragma once
 
 #include <map>

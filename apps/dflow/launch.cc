@@ -49,7 +49,8 @@ std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
   nlohmann::ordered_json jobs = ClusterJobs(s);
   std::vector<TaskLaunch> tasks;
   auto add = [&](const std::string& job, int index) {
-    nlohmann::ordered_json cluster = {{"cluster", jobs}, {"task", {{"type", job}, {"index", index}}}};
+    nlohmann::ordered_json task = {{"type", job}, {"index", index}};
+    nlohmann::ordered_json cluster = {{"cluster", jobs}, {"task", task}};
     tasks.push_back({StrCat(job, ":", index), job == "worker",
                      {{"DFLOW_CLUSTER", cluster.dump()}, {"DFLOW_STRATEGY", s.strategy}}});
   };
@@ -77,7 +78,8 @@ void AddLaunchCommand(CLI::App& app) {
                 "DFLOW_CLUSTER and DFLOW_STRATEGY set; stop all if one fails");
   cmd->add_option("-n,--workers", settings->workers, "Worker processes")->required();
   cmd->add_option("--ps", settings->ps, "Parameter server processes");
-  cmd->add_option("--strategy", settings->strategy, "ps or ring (default: ps with --ps, else ring)");
+  cmd->add_option("--strategy", settings->strategy,
+                  "ps or ring (default: ps with --ps, else ring)");
   cmd->add_option("--base-port", settings->base_port,
                   "First port; workers take the first N, parameter servers the next P");
   cmd->add_option("--grace", settings->grace_seconds,

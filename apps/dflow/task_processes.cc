@@ -32,7 +32,8 @@ struct RunningTask {
 };
 
 // In the child: its own group, output to the pipe, environment, exec.
-[[noreturn]] void ExecTask(const TaskLaunch& task, const std::vector<std::string>& command, int out) {
+[[noreturn]] void ExecTask(const TaskLaunch& task, const std::vector<std::string>& command,
+                           int out) {
   setpgid(0, 0);
   dup2(out, STDOUT_FILENO);
   dup2(out, STDERR_FILENO);
@@ -183,8 +184,8 @@ class Supervisor {
 
 }  // namespace
 
-LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks, const std::vector<std::string>& command,
-                       std::chrono::milliseconds grace) {
+LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
+                       const std::vector<std::string>& command, std::chrono::milliseconds grace) {
   DFLOW_REQUIRE(!command.empty(), "launch: no program to run (give it after --)");
   g_received_signal = 0;
   struct sigaction action {};

@@ -23,12 +23,13 @@ struct TaskLaunch {
 
 struct LaunchOutcome {
   bool ok = true;              // every worker exited 0 and nothing failed
-  std::string failure;         // "task worker:1 exited with status 3", "... killed by signal 9 (Killed)"
+  // "task worker:1 (pid 42) exited with status 3", "... was killed by signal 9 (Killed)"
+  std::string failure;
   int interrupted_by = 0;      // SIGINT/SIGTERM received by the launcher, else 0
 };
 
 // Runs `program args` once per task and supervises them until all exit.
-LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks, const std::vector<std::string>& command,
-                       std::chrono::milliseconds grace);
+LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
+                       const std::vector<std::string>& command, std::chrono::milliseconds grace);
 
 }  // namespace dflow::cli

@@ -77,7 +77,8 @@ void Communicator::Broadcast(const std::string& name, Tensor& tensor) {
   Run(signature, [&] {
     std::string tag = StrCat("collective/", sequence_, "/broadcast");
     if (rank() == 0) {
-      for (int r = 1; r < num_ranks(); ++r) SendChunk(r, tag, tensor.raw_data(), tensor.TotalBytes());
+      for (int r = 1; r < num_ranks(); ++r)
+        SendChunk(r, tag, tensor.raw_data(), tensor.TotalBytes());
     } else {
       Bytes bytes = RecvChunk(0, tag, tensor.TotalBytes());
       if (!bytes.empty()) std::memcpy(tensor.raw_data(), bytes.data(), bytes.size());

@@ -29,7 +29,10 @@ expect_contains "cluster" out.txt '[worker:2] {"cluster":{"worker":["127.0.0.1:2
 expect_contains "last line without newline" out.txt "[worker:1] no newline"
 
 # --- parameter servers serve until the workers are done, then are stopped
-launch 0 "ps stopped after workers" -n 2 --ps 1 --base-port 23100 -- bash -c "if $IS_PS; then echo serving; sleep 60; else echo trained; fi"
+# (The workers wait for the ps to be up, so its line is always there.)
+WAIT_FOR_PS='for _ in $(seq 100); do [[ -e ps_ready ]] && break; sleep 0.1; done'
+launch 0 "ps stopped after workers" -n 2 --ps 1 --base-port 23100 -- \
+  bash -c "if $IS_PS; then echo serving; touch ps_ready; sleep 60; else $WAIT_FOR_PS; echo trained; fi"
 expect_contains "ps strategy" out.txt "[ps:0] serving"
 expect_contains "workers" out.txt "[worker:1] trained"
 
