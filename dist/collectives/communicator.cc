@@ -15,6 +15,27 @@ std::string RingTag(int64_t sequence, const char* phase, int step) {
   return StrCat("collective/", sequence, "/", phase, "/", step);
 }
 
+// a + b; float16 adds in float and rounds once, as its hardware would.
+template <typename T>
+T Plus(T a, T b) {
+  return a + b;
+}
+template <>
+Half Plus(Half a, Half b) {
+  return Half(static_cast<float>(a) + static_cast<float>(b));
+}
+
+template <typename T>
+void DivideInPlace(T* data, int64_t n, int divisor) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, Half>) {
+      data[i] = Half(static_cast<float>(data[i]) / static_cast<float>(divisor));
+    } else {
+      data[i] /= static_cast<T>(divisor);
+    }
+  }
+}
+
 // Chunk c (taken modulo `parts`, negative c too) of data[0, n).
 template <typename T>
 std::pair<T*, size_t> Chunk(T* data, int64_t n, int parts, int c) {
@@ -54,7 +75,7 @@ void Communicator::AllReduce(const std::string& name, Tensor& tensor, ReduceOp o
   std::string kind = StrCat("all_reduce(", op == ReduceOp::kSum ? "sum" : "mean",
                             rank_order ? ", rank order)" : ")");
   CollectiveSignature signature{kind, name, tensor.dtype(), tensor.shape(), sequence_};
-  Dispatch<float, double, int32_t, int64_t>(tensor.dtype(), "AllReduce", [&]<typename T>() {
+  Dispatch<float, double, Half, int32_t, int64_t>(tensor.dtype(), "AllReduce", [&]<typename T>() {
     Run(signature, [&] {
       T* data = tensor.data<T>();
       const int64_t n = tensor.NumElements();
@@ -64,9 +85,8 @@ void Communicator::AllReduce(const std::string& name, Tensor& tensor, ReduceOp o
         ReduceScatterRing(data, n);
       }
       AllGatherRing(data, n, rank_order ? 0 : 1);
-      if constexpr (std::is_floating_point_v<T>) {
-        if (op == ReduceOp::kMean)
-          for (int64_t i = 0; i < tensor.NumElements(); ++i) data[i] /= num_ranks();
+      if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half>) {
+        if (op == ReduceOp::kMean) DivideInPlace(data, n, num_ranks());
       }
     });
   });
@@ -99,7 +119,7 @@ void Communicator::ReduceScatterRing(T* data, int64_t n) {
     auto [in, in_len] = Chunk(data, n, size, rank() - step - 1);
     Bytes bytes = RecvChunk(left, RingTag(sequence_, "reduce", step), in_len * sizeof(T));
     const T* received = reinterpret_cast<const T*>(bytes.data());
-    for (size_t i = 0; i < in_len; ++i) in[i] = received[i] + in[i];
+    for (size_t i = 0; i < in_len; ++i) in[i] = Plus(received[i], in[i]);
   }
 }
 
@@ -122,7 +142,7 @@ void Communicator::ReduceScatterRankOrder(T* data, int64_t n) {
       bytes = RecvChunk(from, tag, len * sizeof(T));
       values = reinterpret_cast<const T*>(bytes.data());
     }
-    for (size_t i = 0; i < len; ++i) sum[i] = from == 0 ? values[i] : sum[i] + values[i];
+    for (size_t i = 0; i < len; ++i) sum[i] = from == 0 ? values[i] : Plus(sum[i], values[i]);
   }
   std::copy(sum.begin(), sum.end(), mine);
 }

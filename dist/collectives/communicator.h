@@ -66,7 +66,8 @@ class Communicator {
   // in all. The sum of chunk c is accumulated in ring order starting at rank
   // c (x_c + x_c+1 + ... + x_c-1), the same on every run, or in rank order
   // (options.sum_order). kMean divides the sum by N. float32, float64,
-  // int32, int64 (kMean: float types only).
+  // float16 (each addition rounded to float16), int32, int64 (kMean: float
+  // types only).
   void AllReduce(const std::string& name, Tensor& tensor, ReduceOp op = ReduceOp::kSum);
   // Copies rank 0's `tensor` into every other rank's (same dtype and shape).
   void Broadcast(const std::string& name, Tensor& tensor);

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "dist/gradient_codec.h"
+
 namespace dflow::dist {
 
 GradientBuckets::GradientBuckets(Communicator& comm, std::vector<GradientSpec> specs,
@@ -126,7 +128,16 @@ void GradientBuckets::ReduceBucket(int b) {
     std::memcpy(cursor, input.raw_data(), input.TotalBytes());
     cursor += input.TotalBytes();
   }
-  comm_.AllReduce(StrCat(options_.name, "/bucket:", b), fused, options_.op);
+  std::string name = StrCat(options_.name, "/bucket:", b);
+  if (options_.fp16_on_wire && dtype == DType::kFloat32) {
+    Bytes half_bits = EncodeFloat16(fused);
+    Tensor half(DType::kFloat16, fused.shape());
+    std::memcpy(half.raw_data(), half_bits.data(), half_bits.size());
+    comm_.AllReduce(name, half, options_.op);
+    fused = half.CastTo(DType::kFloat32);
+  } else {
+    comm_.AllReduce(name, fused, options_.op);
+  }
   std::vector<Tensor> reduced;
   cursor = static_cast<uint8_t*>(fused.raw_data());
   for (int i : bucket.members) {

@@ -31,6 +31,9 @@ struct BucketOptions {
   // larger gradient gets a bucket of its own.
   size_t bucket_bytes = size_t{4} << 20;
   ReduceOp op = ReduceOp::kMean;
+  // Horovod's fp16 compression: float32 buckets travel and are summed as
+  // float16 (saturating at +-65504) and come back as float32: half the bytes.
+  bool fp16_on_wire = false;
   std::string name = "gradients";  // collectives are named "<name>/bucket:<b>"
 };
 

@@ -122,6 +122,26 @@ TEST_CASE("mean, float64 and integer sums", "[collectives]") {
   }
 }
 
+TEST_CASE("float16 all-reduce rounds each addition to float16", "[collectives]") {
+  // Rank 0 has 2048, ranks 1 and 2 have 1 (float16 spacing at 2048 is 2).
+  std::vector<Tensor> results(3), means(3);
+  RunRanks(3, [&](Communicator& comm) {
+    float value = comm.rank() == 0 ? 2048 : 1;
+    Tensor t = Tensor::FromVector<float>({value, value, value}).CastTo(DType::kFloat16);
+    Tensor m = t.Clone();
+    comm.AllReduce("h", t);
+    comm.AllReduce("m", m, ReduceOp::kMean);
+    results[comm.rank()] = t.CastTo(DType::kFloat32);
+    means[comm.rank()] = m.CastTo(DType::kFloat32);
+  });
+  // Chunk c starts at rank c: 2048 + 1 rounds to 2048 (twice) in chunks 0
+  // and 2; chunk 1 adds 1 + 1 first and reaches 2050 exactly.
+  for (int r = 0; r < 3; ++r) {
+    CHECK(results[r].ToVector<float>() == std::vector<float>{2048, 2050, 2048});
+    CHECK(means[r].ToVector<float>() == std::vector<float>{682.5f, 683.5f, 682.5f});
+  }
+}
+
 TEST_CASE("broadcast copies rank 0's tensor everywhere", "[collectives]") {
   std::vector<Tensor> results(4);
   RunRanks(4, [&](Communicator& comm) {

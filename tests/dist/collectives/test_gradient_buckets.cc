@@ -62,6 +62,37 @@ TEST_CASE("bucketed all-reduce returns each gradient's mean, step after step", "
   }
 }
 
+TEST_CASE("fp16 on the wire halves the bytes and stays within float16 rounding",
+          "[collectives]") {
+  for (bool fp16 : {false, true}) {
+    std::vector<std::vector<Tensor>> results(2);
+    std::vector<size_t> sent(2);
+    testing::RunRanks(2, [&](dist::Communicator& comm) {
+      dist::BucketOptions options = kSmallBuckets;
+      options.fp16_on_wire = fp16;
+      GradientBuckets buckets(comm, kSpecs, options);
+      for (int i = 0; i < 4; ++i) {
+        Tensor g = Gradient(i, comm.rank(), 0);
+        for (float& v : g.flat<float>()) v = v / 3 + 1000;  // not exact in float16
+        buckets.Ready(i, g);
+      }
+      results[comm.rank()] = buckets.Finish();
+      sent[comm.rank()] = comm.payload_bytes_sent();
+    });
+    INFO("fp16 " << fp16);
+    CHECK(sent[0] == (fp16 ? 32u * 2 : 32u * 4));  // 32 elements, half of them sent per phase
+    for (int i = 0; i < 4; ++i) {
+      Tensor exact = Gradient(i, 0, 0);
+      for (int64_t k = 0; k < exact.NumElements(); ++k) {
+        float expected = ((Gradient(i, 0, 0).data<float>()[k] / 3 + 1000) +
+                          (Gradient(i, 1, 0).data<float>()[k] / 3 + 1000)) / 2;
+        CHECK(results[0][i].data<float>()[k] == Approx(expected).epsilon(fp16 ? 2e-3 : 1e-6));
+      }
+      CHECK(results[0][i].Equals(results[1][i]));
+    }
+  }
+}
+
 TEST_CASE("a full bucket is reduced before the later gradients exist", "[collectives]") {
   std::vector<int> reduced_early(2, -1);
   auto outcomes = testing::RunRanks(2, [&](dist::Communicator& comm) {
