@@ -7,6 +7,9 @@
 //   for each step:
 //     as backprop produces gradient i: buckets.Ready(i, grad_i);
 //     std::vector<Tensor> mean = buckets.Finish(); // one per spec, every rank equal
+//
+// A Communicator is used by one thread at a time: between the first Ready and
+// Finish of a step it belongs to the buckets' thread.
 #pragma once
 
 #include <condition_variable>
