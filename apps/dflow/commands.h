@@ -19,6 +19,8 @@ void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...]
 void AddFreezeCommand(CLI::App& app);  // dflow freeze GRAPH.json --output ... --init -o OUT.json
 // dflow place GRAPH.json --cluster FILE|--devices LIST [--json]; dflow partition ... --out DIR
 void AddPlaceCommands(CLI::App& app);
+// dflow launch -n N [--ps P] [--strategy ps|ring] -- PROGRAM ARGS
+void AddLaunchCommand(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);
