@@ -11,6 +11,8 @@
 
 #include <Eigen/Core>
 
+#include "bench/gemm_counters.h"
+
 #include "ops/cpu/conv2d.h"
 #include "ops/cpu/gemm_packed.h"
 
@@ -30,11 +32,6 @@ struct Operands {
         transpose(state.range(3) != 0) {}
 };
 
-void SetFlopCounter(benchmark::State& state) {
-  double gflop = 2e-9 * static_cast<double>(state.range(0) * state.range(1) * state.range(2));
-  state.counters["GFLOP"] = benchmark::Counter(gflop, benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void BM_Eigen(benchmark::State& state) {
   Operands x(state);
   for (auto _ : state) {
@@ -42,7 +39,7 @@ void BM_Eigen(benchmark::State& state) {
     else x.c.noalias() = x.a * x.b;
     benchmark::DoNotOptimize(x.c.data());
   }
-  SetFlopCounter(state);
+  SetGemmFlopCounter(state);
 }
 
 void BM_FixedRhs(benchmark::State& state) {
@@ -52,7 +49,7 @@ void BM_FixedRhs(benchmark::State& state) {
     rhs.Multiply(x.a.data(), x.a.rows(), x.c.data());
     benchmark::DoNotOptimize(x.c.data());
   }
-  SetFlopCounter(state);
+  SetGemmFlopCounter(state);
 }
 
 void Shapes(benchmark::internal::Benchmark* bench) {
