@@ -83,8 +83,8 @@ TEST_CASE("a training step through a split conv layer matches the unsplit net", 
   std::vector<Tensor> expected = ConvNet(false).Train(3);
   std::vector<Tensor> actual = ConvNet(true).Train(3);
   REQUIRE(actual.size() == expected.size());
-  // Not bit for bit: the forward strips may round their dot products' last
-  // bit differently (test_modnn_split.cc), and the split sums the filter's
+  // Not bit for bit (the forward strips are: test_modnn_split.cc): the
+  // split sums the filter's
   // gradient strip by strip (each strip's Conv2DBackpropFilter, then AddN)
   // and the input's over the halo rows two strips share (each strip's Pad of
   // its slice gradient, then AddN). Observed here: the losses and variables
