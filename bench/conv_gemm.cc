@@ -10,6 +10,8 @@
 
 #include <Eigen/Core>
 
+#include "bench/gemm_counters.h"
+
 #include "ops/cpu/gemm_long_k.h"
 
 namespace {
@@ -24,18 +26,13 @@ struct Operands {
         c(state.range(0), state.range(2)) {}
 };
 
-void SetFlopCounter(benchmark::State& state) {
-  double gflop = 2e-9 * static_cast<double>(state.range(0) * state.range(1) * state.range(2));
-  state.counters["GFLOP"] = benchmark::Counter(gflop, benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void BM_Eigen(benchmark::State& state) {
   Operands x(state);
   for (auto _ : state) {
     x.c.noalias() = x.a.transpose() * x.b;
     benchmark::DoNotOptimize(x.c.data());
   }
-  SetFlopCounter(state);
+  SetGemmFlopCounter(state);
 }
 
 void BM_LongK(benchmark::State& state) {
@@ -45,7 +42,7 @@ void BM_LongK(benchmark::State& state) {
                           x.c.cols());
     benchmark::DoNotOptimize(x.c.data());
   }
-  SetFlopCounter(state);
+  SetGemmFlopCounter(state);
 }
 
 void Shapes(benchmark::internal::Benchmark* bench) {

@@ -6,7 +6,8 @@
 // Prints one JSON line with the same keys, plus train_cpu_ms_per_step (the
 // process's CPU time per training step: on a shared, loaded machine a steadier
 // A/B figure than the wall time). --profile N first traces N training steps
-// and prints the slowest nodes and the time per op to stderr.
+// (with --latency-only: N batch-1 inference steps) and prints the slowest
+// nodes and the time per op to stderr.
 //   bench_models --model countnet --batch 8 --size 224 --threads 2 --steps 5
 // For the inference graph passes: --freeze runs inference on the frozen
 // graph (variables as Consts, so batch norms can fold), --conv-rewrites off
@@ -101,6 +102,9 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
       b.session = std::make_unique<Session>(FreezeGraph(*b.session, names), options);
     }
     b.step = [&b, feeds, fetches] { b.session->Run(feeds, fetches); };
+    b.traced_step = [&b, feeds, fetches](RunMetadata* metadata) {
+      b.session->Run(feeds, fetches, {}, RunOptions{.trace = true}, metadata);
+    };
     return;
   }
   Node* train;
@@ -120,13 +124,14 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
   };
 }
 
-// Traces `steps` training steps after two warm-up steps and prints the
-// per-node and per-op summary (each node's mean over the steps) to stderr.
-void Profile(const Bench& b, int steps) {
+// Traces `steps` steps (training, or inference for --latency-only) after two
+// warm-up steps and prints the per-node and per-op summary (each node's mean
+// over the steps) to stderr.
+void Profile(const Bench& b, int steps, const std::string& what) {
   for (int i = 0; i < 2; ++i) b.step();
   std::vector<RunMetadata> traced(steps);
   for (RunMetadata& m : traced) b.traced_step(&m);
-  std::cerr << "training step, mean of " << steps << " traced steps:\n"
+  std::cerr << what << ", mean of " << steps << " traced steps:\n"
             << TraceSummary(MeanOfSteps(traced), 400);
 }
 
@@ -154,6 +159,7 @@ double Timed(const std::function<void()>& fn, int n, double* cpu_s = nullptr) {
 void RunLatency(const Settings& s) {
   Bench single;
   Build(single, s, 1, false);
+  if (s.profile > 0) Profile(single, s.profile, "batch-1 inference");
   double latency_s = Timed(single.step, 3 * s.steps);
   std::cout << "{\"model\": \"" << s.model << "\", \"size\": " << s.size
             << ", \"threads\": " << s.threads << ", \"freeze\": " << s.freeze
@@ -165,7 +171,7 @@ void Run(const Settings& s) {
   if (s.latency_only) return RunLatency(s);
   Bench train;
   Build(train, s, s.batch, true);
-  if (s.profile > 0) Profile(train, s.profile);
+  if (s.profile > 0) Profile(train, s.profile, "training step");
   double train_cpu_s = 0;
   double train_s = Timed(train.step, s.steps, &train_cpu_s);
   int64_t params = train.parameters;
@@ -201,8 +207,8 @@ int main(int argc, char** argv) {
   app.add_option("--conv-rewrites", s.conv_rewrites,
                  "batch-norm folding and conv fusion in inference (on/off)");
   app.add_option("--profile", s.profile,
-                 "Also trace this many training steps first and print the top nodes and ops "
-                 "to stderr.")->check(CLI::NonNegativeNumber);
+                 "Also trace this many training steps (--latency-only: batch-1 inference steps) "
+                 "first and print the top nodes and ops to stderr.")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     Run(s);

@@ -43,7 +43,15 @@ double CostModel::Flops(const Node& node) const {
   return touched;
 }
 
+std::optional<double> CostModel::MeasuredSeconds(const Node& node,
+                                                 const DeviceName& device) const {
+  auto it = options_.measured.find(node.name());
+  if (it == options_.measured.end() || it->second.device_type != device.type) return std::nullopt;
+  return it->second.seconds;
+}
+
 double CostModel::ComputeSeconds(const Node& node, const DeviceName& device) const {
+  if (std::optional<double> measured = MeasuredSeconds(node, device)) return *measured;
   double speed =
       device.type == "GPU" ? options_.gpu_flops_per_second : options_.cpu_flops_per_second;
   return options_.op_overhead_seconds + Flops(node) / speed;

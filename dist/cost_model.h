@@ -11,9 +11,16 @@
 // for BatchMatMul), 2·|output|·kh·kw·cin for Conv2D, and one flop per input
 // and output element for every other op. A tensor whose shape is not fully
 // known counts as `unknown_elements` elements.
+//
+// A measured profile (dist/profile.h: a traced step's time per node) takes
+// the place of the estimate for the nodes it has, on devices of the type it
+// was measured on: compute(node, device) = measured seconds.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "graph/device.h"
 #include "graph/graph.h"
@@ -25,6 +32,12 @@ struct LinkCost {
   double bytes_per_second;
 };
 
+// A node's compute time measured on a device of type `device_type` ("CPU").
+struct MeasuredTime {
+  double seconds = 0;
+  std::string device_type;
+};
+
 struct CostModelOptions {
   double cpu_flops_per_second = 2e10;
   double gpu_flops_per_second = 2e12;
@@ -32,6 +45,8 @@ struct CostModelOptions {
   LinkCost same_task{5e-6, 1e10};     // two devices of one process: a memcpy
   LinkCost cross_task{1e-4, 1e9};     // two processes: a socket (~10 GbE)
   int64_t unknown_elements = 1024;
+  // Measured compute times by node name (dist/profile.h); empty: estimates only.
+  std::map<std::string, MeasuredTime> measured;
 };
 
 class CostModel {
@@ -40,6 +55,8 @@ class CostModel {
 
   double Flops(const Node& node) const;
   double ComputeSeconds(const Node& node, const DeviceName& device) const;
+  // The measured time ComputeSeconds uses for this node on this device, if any.
+  std::optional<double> MeasuredSeconds(const Node& node, const DeviceName& device) const;
   int64_t OutputBytes(const Node& node, int output) const;
   double TransferSeconds(int64_t bytes, const DeviceName& from, const DeviceName& to) const;
   const CostModelOptions& options() const { return options_; }

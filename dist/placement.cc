@@ -75,9 +75,14 @@ std::string Microseconds(double seconds) {
 }
 
 // "cost model: finishes at 120 us on it (next best: 340 us on /job:...)".
-std::string CostReason(const Scheduler& scheduler, const Node& node, int chosen,
-                       const std::vector<int>& candidates, const std::vector<DeviceName>& devices) {
-  std::string text = "cost model: finishes at " + Microseconds(scheduler.FinishOn(node, chosen));
+// With a measured time for the node there: "cost model (measured 950 us): ...".
+std::string CostReason(const Scheduler& scheduler, const CostModel& cost, const Node& node,
+                       int chosen, const std::vector<int>& candidates,
+                       const std::vector<DeviceName>& devices) {
+  std::string text = "cost model";
+  if (std::optional<double> measured = cost.MeasuredSeconds(node, devices[chosen]))
+    text += " (measured " + Microseconds(*measured) + ")";
+  text += ": finishes at " + Microseconds(scheduler.FinishOn(node, chosen));
   int runner_up = -1;
   for (int d : candidates)
     if (d != chosen &&
@@ -146,7 +151,7 @@ class Placer {
       group_device_[group] = scheduler_.BestDevice(node, c.candidates);
       if (c.candidates.size() > 1)
         group_reason_[group] =
-            CostReason(scheduler_, node, group_device_[group], c.candidates, devices_);
+            CostReason(scheduler_, cost_, node, group_device_[group], c.candidates, devices_);
       else if (reason.empty())
         reason = "the only device";
     }

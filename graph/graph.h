@@ -70,6 +70,8 @@ class Node {
   const Shape& output_shape(int i) const { return output_shapes_.at(i); }
 
   const std::string& requested_device() const { return requested_device_; }
+  // For device-setting passes (dist::AssignReplicaDevices) that run after building.
+  void set_requested_device(std::string device) { requested_device_ = std::move(device); }
   const std::string& assigned_device() const { return assigned_device_; }
   void set_assigned_device(std::string device) { assigned_device_ = std::move(device); }
 

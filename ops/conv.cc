@@ -108,6 +108,7 @@ ops::Conv2DAttrs TransposeConvAttrs(const ops::Conv2DTransposeAttrs& a) {
   if (a.strides.size() != 2 || a.dilations.size() != 2 || a.output_padding.size() != 2)
     Fail(Code::kInvalidArgument, "Conv2DTranspose: strides, dilations and output_padding need 2 "
          "entries (height, width)");
+  if (a.groups < 1) Fail(Code::kInvalidArgument, "Conv2DTranspose: groups must be >= 1, got ", a.groups);
   ops::Conv2DAttrs conv{{1, a.strides[0], a.strides[1], 1}, {1, a.dilations[0], a.dilations[1], 1},
                         a.padding, {}};
   if (a.padding == "EXPLICIT") {
@@ -133,9 +134,12 @@ std::vector<int32_t> TransposedHwc(const Output& x, const Output& w,
     Fail(Code::kInvalidArgument, "Conv2DTranspose: needs the input's height and width and the "
          "filter's [KH, KW, O] while building, or an explicit output_shape; input is ",
          in.ToString(), ", filter ", f.ToString());
+  if (in.dim(3) >= 0 && in.dim(3) % a.groups != 0)
+    Fail(Code::kInvalidArgument, "Conv2DTranspose: the input's ", in.dim(3),
+         " channels do not split into ", a.groups, " groups; input is ", in.ToString());
   return {static_cast<int32_t>(TransposedSize(a, 0, in.dim(1), f.dim(0))),
           static_cast<int32_t>(TransposedSize(a, 1, in.dim(2), f.dim(1))),
-          static_cast<int32_t>(f.dim(2))};
+          static_cast<int32_t>(f.dim(2) * a.groups)};
 }
 
 // input_sizes for Conv2DBackpropInput: a constant, unless the batch is known
@@ -146,6 +150,12 @@ Output TransposeSizes(const Scope& s, const Output& x, const Output& w,
     if (a.output_shape.size() != 4)
       Fail(Code::kInvalidArgument, "Conv2DTranspose: output_shape needs 4 entries (NHWC), got ",
            a.output_shape.size());
+    const Shape& f = w.shape();
+    if (!f.unknown_rank() && f.rank() == 4 && f.dim(2) >= 0 &&
+        a.output_shape[3] != f.dim(2) * a.groups)
+      Fail(Code::kInvalidArgument, "Conv2DTranspose: output_shape has ", a.output_shape[3],
+           " channels but the filter ", f.ToString(), " in ", a.groups, " groups makes ",
+           f.dim(2) * a.groups);
     return ops::Const(s, Tensor::FromVector<int32_t>({a.output_shape.begin(), a.output_shape.end()}));
   }
   std::vector<int32_t> hwc = TransposedHwc(x, w, a);

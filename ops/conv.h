@@ -67,6 +67,9 @@ struct Conv2DTransposeAttrs {
   std::vector<int> explicit_paddings = {};  // top, bottom, left, right (EXPLICIT only)
   std::vector<int> output_padding = {0, 0};  // extra rows / columns at the bottom / right
   std::vector<int64_t> output_shape = {};    // [N, OH, OW, O]; empty: computed as above
+  // Filter [KH, KW, O / groups, C]: each group of C / groups input channels
+  // makes O / groups output channels (PyTorch's ConvTranspose2d groups).
+  int groups = 1;
 };
 Output Conv2DTranspose(const Scope& scope, const Input& input, const Input& filter,
                        Conv2DTransposeAttrs attrs = {});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/run_metadata.h"
 #include "graph/session.h"
 
 namespace dflow::cli {
@@ -18,6 +19,8 @@ void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...]
 void AddFreezeCommand(CLI::App& app);  // dflow freeze GRAPH.json --output ... --init -o OUT.json
 // dflow place GRAPH.json --cluster FILE|--devices LIST [--json]; dflow partition ... --out DIR
 void AddPlaceCommands(CLI::App& app);
+// dflow launch -n N [--ps P] [--strategy ps|ring] -- PROGRAM ARGS
+void AddLaunchCommand(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);
@@ -25,5 +28,16 @@ FeedList ReadFeeds(const std::vector<std::string>& specs);
 // b=y.npy`); a value never swallows the positional GRAPH that follows it.
 void AddRepeatable(CLI::App* command, const char* name, std::vector<std::string>& values,
                    const char* help);
+
+// "a,b,,c" -> {"a", "b", "c"} (for --devices lists).
+std::vector<std::string> SplitCommas(const std::string& text);
+
+// `dflow run --show-placement`: the device of every node the run's session
+// placed, and why (dist::PlacementToText); `ran`, a traced step of that run,
+// must agree (kInternal naming the node otherwise).
+std::string RunPlacementText(const Graph& graph, const FeedList& feeds,
+                             const std::vector<TensorName>& fetches,
+                             const std::vector<TensorName>& targets,
+                             const SessionOptions& options, const RunMetadata& ran);
 
 }  // namespace dflow::cli

@@ -1,7 +1,8 @@
-// `dflow place GRAPH.json (--cluster FILE | --devices LIST) [--json]`: where
-// every node goes and why. `dflow partition ... --out DIR`: the per-device
-// subgraphs with their _Send/_Recv pairs, as JSON and DOT (teaching
-// material: docs/distributed.md walks through one).
+// `dflow place GRAPH.json (--cluster FILE | --devices LIST) [--profile TRACE]
+// [--json]`: where every node goes and why (using a traced step's measured
+// node times with --profile). `dflow partition ... --out DIR`: the
+// per-device subgraphs with their _Send/_Recv pairs, as JSON and DOT
+// (teaching material: docs/distributed.md walks through one).
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "dist/cluster.h"
 #include "dist/partition.h"
 #include "dist/placement.h"
+#include "dist/profile.h"
 #include "graph/file.h"
 #include "graph/graph_io.h"
 
@@ -24,6 +26,7 @@ struct PlaceArgs {
   bool soft = false;
   bool json = false;
   std::string out;
+  std::string profile;
 };
 
 void AddDeviceOptions(CLI::App* command, PlaceArgs& args) {
@@ -35,17 +38,9 @@ void AddDeviceOptions(CLI::App* command, PlaceArgs& args) {
                       "Comma-separated full device names, e.g. /device:CPU:0,/device:CPU:1.");
   command->add_flag("--soft-placement", args.soft,
                     "Fall back to another device when a requested one has no kernel.");
-}
-
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = std::min(text.find(',', start), text.size());
-    if (comma > start) parts.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return parts;
+  command->add_option("--profile", args.profile,
+                      "Chrome trace of a step (dflow run --trace, dflow profile --trace): the "
+                      "cost model uses its measured node times instead of FLOP estimates.");
 }
 
 std::vector<std::string> Devices(const PlaceArgs& args) {
@@ -61,6 +56,7 @@ std::vector<std::string> Devices(const PlaceArgs& args) {
 dist::Placement PlaceGraph(const Graph& graph, const PlaceArgs& args) {
   dist::PlacementOptions options;
   options.allow_soft_placement = args.soft;
+  if (!args.profile.empty()) options.cost.measured = dist::LoadProfile(args.profile);
   return dist::Place(graph, Devices(args), options);
 }
 
@@ -96,6 +92,17 @@ void RunPartition(const PlaceArgs& args) {
 }
 
 }  // namespace
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) parts.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
+}
 
 void AddPlaceCommands(CLI::App& app) {
   auto place_args = std::make_shared<PlaceArgs>();

@@ -1,6 +1,8 @@
 // `dflow run`: loads a graph file, feeds .npy files, runs one step, writes
 // each fetch as DIR/<fetch name with '/' and ':' as '_'>.npy and prints it;
-// --trace also writes a Chrome trace and prints the step summary.
+// --trace also writes a Chrome trace and prints the step summary;
+// --devices runs on several CPU devices; --show-placement says where each
+// node ran and why.
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -23,6 +25,8 @@ struct RunArgs {
   std::string out;
   std::string trace;
   int threads = 0;
+  std::string devices;
+  bool show_placement = false;
 };
 
 // "dense/mm:1" -> "dense_mm_1.npy"
@@ -69,11 +73,12 @@ void Run(const RunArgs& args) {
 
   SessionOptions session_options;
   session_options.num_threads = args.threads;
+  session_options.devices = SplitCommas(args.devices);
   Session session(graph, session_options);
   std::vector<TensorName> fetches(args.fetches.begin(), args.fetches.end());
   std::vector<TensorName> targets(args.targets.begin(), args.targets.end());
   RunOptions run_options;
-  run_options.trace = !args.trace.empty();
+  run_options.trace = !args.trace.empty() || args.show_placement;
   RunMetadata metadata;
   std::vector<Tensor> results = session.Run(feeds, fetches, targets, run_options, &metadata);
 
@@ -85,7 +90,10 @@ void Run(const RunArgs& args) {
     }
     std::cout << "\n";
   }
-  if (run_options.trace) {
+  if (args.show_placement)
+    std::cout << "\nplacement:\n"
+              << RunPlacementText(*graph, feeds, fetches, targets, session_options, metadata);
+  if (!args.trace.empty()) {
     WriteChromeTrace(metadata, args.trace);
     std::cout << "\ntrace written to " << args.trace << "\n" << TraceSummary(metadata);
   }
@@ -105,6 +113,11 @@ void AddRunCommand(CLI::App& app) {
   run->add_option("--trace", args->trace, "Write a Chrome trace (chrome://tracing, Perfetto).");
   run->add_option("--threads", args->threads, "Worker threads (default: one per core).")
       ->check(CLI::Range(0, 4096));
+  run->add_option("--devices", args->devices,
+                  "Comma-separated CPU devices by full name, each with its own --threads, e.g. "
+                  "/job:localhost/replica:0/task:0/device:CPU:0,/job:localhost/replica:0/task:0/device:CPU:1.");
+  run->add_flag("--show-placement", args->show_placement,
+                "Print the device of every node of the step, and why.");
   run->callback([args] { Run(*args); });
 }
 

@@ -1,9 +1,11 @@
 // CPU kernel of FusedBatchNorm over x seen as [M = N*H*W rows, C channels].
-// Training computes the statistics in two passes with double sums:
+// Training computes the statistics in one pass with shifted double sums
+// (BatchMoments below):
 //   mean = sum(x) / M,  var = sum((x - mean)^2) / M  (biased; normalises),
 //   batch_variance = var * M / (M - 1)  (unbiased, as TensorFlow; var when M = 1).
 // Then one pass y = x * a + b with a = scale / sqrt(var + epsilon) and
 // b = offset - mean * a per channel.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -44,26 +46,34 @@ class FusedBatchNormKernel : public OpKernel {
   }
 
  private:
-  // mean and biased variance per channel, two passes (no cancellation).
+  // mean and biased variance per channel in one pass over x, from double sums
+  // of d = x - shift and d^2 with shift[c] = x[0, c]:
+  //   mean = shift + E[d],  var = E[d^2] - E[d]^2.
+  // Shifting by a sample of the channel keeps E[d] of the order of the
+  // standard deviation, so the subtraction costs at most a few bits of the
+  // double sums, even for data far from zero.
   static void BatchMoments(OpKernelContext& ctx, const T* x, int64_t rows, int64_t channels,
                            std::vector<double>& mean, std::vector<double>& var) {
     const double inv_m = rows > 0 ? 1.0 / static_cast<double>(rows)
                                   : std::numeric_limits<double>::quiet_NaN();
-    std::vector<double> sums = SumOverRows(ctx.pool(), rows, channels, channels,
+    std::vector<double> shift(channels, 0.0);
+    if (rows > 0)
+      for (int64_t c = 0; c < channels; ++c) shift[c] = static_cast<double>(x[c]);
+    // acc[c] += d, acc[C + c] += d^2
+    std::vector<double> sums = SumOverRows(ctx.pool(), rows, 2 * channels, 3 * channels,
                                            [&](int64_t r, double* acc) {
       const T* xr = x + r * channels;
-      for (int64_t c = 0; c < channels; ++c) acc[c] += static_cast<double>(xr[c]);
-    });
-    for (int64_t c = 0; c < channels; ++c) mean[c] = sums[c] * inv_m;
-    std::vector<double> squares = SumOverRows(ctx.pool(), rows, channels, 2 * channels,
-                                              [&](int64_t r, double* acc) {
-      const T* xr = x + r * channels;
       for (int64_t c = 0; c < channels; ++c) {
-        double d = static_cast<double>(xr[c]) - mean[c];
-        acc[c] += d * d;
+        double d = static_cast<double>(xr[c]) - shift[c];
+        acc[c] += d;
+        acc[channels + c] += d * d;
       }
     });
-    for (int64_t c = 0; c < channels; ++c) var[c] = squares[c] * inv_m;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double mean_d = sums[c] * inv_m;
+      mean[c] = shift[c] + mean_d;
+      var[c] = std::max(0.0, sums[channels + c] * inv_m - mean_d * mean_d);
+    }
   }
 
   // y = x * a + b, rows in parallel.

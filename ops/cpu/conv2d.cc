@@ -10,7 +10,7 @@
 
 #include "ops/cpu/conv2d_depthwise.h"
 #include "ops/cpu/conv_util.h"
-#include "ops/cpu/matmul.h"
+#include "ops/cpu/gemm_packed.h"
 
 namespace dflow {
 namespace cpu {
@@ -22,6 +22,7 @@ void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
   const int64_t k = PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
   const int64_t chunk = RowsPerChunk(g);
   const auto filters = GroupFilters(g, w);
+  const auto products = FilterProducts(g, w, filters, false);
   const int64_t cost_per_row = g.out_w * k * g.out_c;
   ForBlocks(pool, NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
             [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
@@ -33,11 +34,10 @@ void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
       for (int64_t group = 0; group < g.groups; ++group) {
         Im2Col(g, x, group, r, r_end, cols.data());
         if (g.groups == 1) {
-          Gemm(gemm_pool, cols.data(), w, y_rows, pixels, k, g.out_c, false, false);
+          products[0].Multiply(gemm_pool, cols.data(), pixels, y_rows);
           continue;
         }
-        Gemm(gemm_pool, cols.data(), filters[group].data(), out.data(), pixels, k, og, false,
-             false);
+        products[group].Multiply(gemm_pool, cols.data(), pixels, out.data());
         ScatterColumns(out.data(), pixels, g.out_c, group * og, og, y_rows, false);
       }
       if (!epilogue.empty()) epilogue.Apply(y_rows, pixels, g.out_c);
@@ -45,24 +45,16 @@ void Conv2DIm2Col(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
   });
 }
 
-// Pointwise: y[pixels, O] = x[pixels, C] * w[C, O]. Without an epilogue,
-// or when the output is wide (fewer pixels than channels: the GEMM splits by
-// output columns, so each thread packs only its part of w), one GEMM over the
-// pool, then the epilogue on the small, still cached output. Otherwise each
-// thread takes a range of pixels and runs GEMM + epilogue per chunk of pixels,
-// so the epilogue reads what the GEMM has just written.
+// Pointwise: y[pixels, O] = x[pixels, C] * w[C, O], w packed once. Without
+// an epilogue, one product over the pool. Otherwise each thread takes a range
+// of pixels and runs product + epilogue per chunk of pixels, so the epilogue
+// reads what the product has just written.
 template <typename T>
 void Conv2DPointwise(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y,
                      const ConvEpilogue<T>& epilogue) {
   const int64_t pixels = g.batch * g.in_h * g.in_w;
-  if (epilogue.empty() || pixels < g.out_c) {
-    Gemm(&pool, x, w, y, pixels, g.in_c, g.out_c, false, false);
-    if (!epilogue.empty())
-      pool.ParallelFor(pixels, g.out_c, [&](int64_t begin, int64_t end) {
-        epilogue.Apply(y + begin * g.out_c, end - begin, g.out_c);
-      });
-    return;
-  }
+  const FixedRhsGemm<T> filter(w, g.in_c, g.out_c, false);
+  if (epilogue.empty()) return filter.Multiply(&pool, x, pixels, y);
   // About 256 KiB of output per chunk: GEMM-sized, and in L2 for the epilogue.
   const int64_t chunk = std::max<int64_t>(64, (int64_t{1} << 16) / g.out_c);
   const int64_t cost_per_pixel = g.in_c * g.out_c;
@@ -70,7 +62,7 @@ void Conv2DPointwise(ThreadPool& pool, const ConvGeometry& g, const T* x, const 
             [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
     for (int64_t p = begin; p < end; p += chunk) {
       const int64_t n = std::min(chunk, end - p);
-      Gemm(gemm_pool, x + p * g.in_c, w, y + p * g.out_c, n, g.in_c, g.out_c, false, false);
+      filter.Multiply(gemm_pool, x + p * g.in_c, n, y + p * g.out_c);
       epilogue.Apply(y + p * g.out_c, n, g.out_c);
     }
   });

@@ -1,5 +1,5 @@
 // CPU Conv2DBackpropInput kernel: dx for y = Conv2D(x, w), given dy.
-//   pointwise: dx[NHW, C] = dy[NHW, O] * w[C, O]^T, one GEMM;
+//   pointwise: dx[NHW, C] = dy[NHW, O] * w[C, O]^T, one product (w^T packed once);
 //   depthwise: a direct gather (conv2d_depthwise.cc);
 //   otherwise, per chunk of output rows and group g:
 //     dcols_g[(n, oh, ow), KH*KW*Cg] = dy_g[(n, oh, ow), O/groups] * w_g^T,
@@ -8,7 +8,7 @@
 //   fewer images than threads, the GEMMs split instead.
 #include "ops/cpu/conv2d_depthwise.h"
 #include "ops/cpu/conv_util.h"
-#include "ops/cpu/matmul.h"
+#include "ops/cpu/gemm_packed.h"
 
 namespace dflow {
 namespace cpu {
@@ -18,6 +18,7 @@ void Conv2DBackpropInputIm2Col(ThreadPool& pool, const ConvGeometry& g, const T*
                                T* dx) {
   const int64_t k = PatchSize(g), og = g.group_out_c(), chunk = RowsPerChunk(g);
   const auto filters = GroupFilters(g, w);
+  const auto products = FilterProducts(g, w, filters, true);
   const int64_t cost_per_image = g.out_h * g.out_w * k * g.out_c;
   std::fill(dx, dx + g.batch * g.in_h * g.in_w * g.in_c, T(0));
   ForBlocks(pool, NumBlocks(pool, g.batch, cost_per_image), g.batch, cost_per_image,
@@ -30,11 +31,10 @@ void Conv2DBackpropInputIm2Col(ThreadPool& pool, const ConvGeometry& g, const T*
       const T* dy_rows = dy + r * g.out_w * g.out_c;
       for (int64_t group = 0; group < g.groups; ++group) {
         if (g.groups == 1) {
-          Gemm(gemm_pool, dy_rows, w, dcols.data(), pixels, g.out_c, k, false, true);
+          products[0].Multiply(gemm_pool, dy_rows, pixels, dcols.data());
         } else {
           GatherColumns(dy_rows, pixels, g.out_c, group * og, og, grad.data());
-          Gemm(gemm_pool, grad.data(), filters[group].data(), dcols.data(), pixels, og, k, false,
-               true);
+          products[group].Multiply(gemm_pool, grad.data(), pixels, dcols.data());
         }
         Col2Im(g, dcols.data(), group, r, r_end, dx);
       }
@@ -62,8 +62,8 @@ class Conv2DBackpropInputKernel : public OpKernel {
     T* out = dx.data<T>();
     if (dx.NumElements() == 0) return;
     if (cpu::IsPointwise(g))
-      cpu::Gemm(&ctx.pool(), dy.data<T>(), w.data<T>(), out, g.batch * g.in_h * g.in_w, g.out_c,
-                g.in_c, false, true);
+      cpu::FixedRhsGemm<T>(w.data<T>(), g.out_c, g.in_c, true)
+          .Multiply(&ctx.pool(), dy.data<T>(), g.batch * g.in_h * g.in_w, out);
     else if (g.depthwise())
       cpu::DepthwiseBackpropInput(ctx.pool(), g, w.data<T>(), dy.data<T>(), out);
     else cpu::Conv2DBackpropInputIm2Col(ctx.pool(), g, w.data<T>(), dy.data<T>(), out);

@@ -191,12 +191,30 @@ std::vector<std::vector<T>> GroupFilters(const ConvGeometry& g, const T* filter)
   return packed;
 }
 
+template <typename T>
+std::vector<FixedRhsGemm<T>> FilterProducts(const ConvGeometry& g, const T* filter,
+                                           const std::vector<std::vector<T>>& filters,
+                                           bool transpose) {
+  const int64_t k = PatchSize(g), og = g.group_out_c();
+  std::vector<FixedRhsGemm<T>> products;
+  products.reserve(g.groups);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    const T* b = g.groups == 1 ? filter : filters[group].data();
+    // b is [k, og]; as b^T it is the [og, k] operand of the input gradient.
+    if (transpose) products.emplace_back(b, og, k, true);
+    else products.emplace_back(b, k, og, false);
+  }
+  return products;
+}
+
 #define DFLOW_CONV_UTIL_INSTANTIATE(T)                                                          \
   template void Im2Col<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*);       \
   template void Col2Im<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*);       \
   template void GatherColumns<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*);           \
   template void ScatterColumns<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*, bool);    \
-  template std::vector<std::vector<T>> GroupFilters<T>(const ConvGeometry&, const T*);
+  template std::vector<std::vector<T>> GroupFilters<T>(const ConvGeometry&, const T*);      \
+  template std::vector<FixedRhsGemm<T>> FilterProducts<T>(                                  \
+      const ConvGeometry&, const T*, const std::vector<std::vector<T>>&, bool);
 DFLOW_CONV_UTIL_INSTANTIATE(float)
 DFLOW_CONV_UTIL_INSTANTIATE(double)
 

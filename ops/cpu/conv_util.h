@@ -17,6 +17,7 @@
 
 #include "graph/kernel.h"
 #include "ops/conv.h"
+#include "ops/cpu/gemm_packed.h"
 
 namespace dflow::cpu {
 
@@ -66,5 +67,13 @@ void ScatterColumns(const T* src, int64_t rows, int64_t width, int64_t first, in
 // empty, when groups == 1: the filter itself is that matrix).
 template <typename T>
 std::vector<std::vector<T>> GroupFilters(const ConvGeometry& g, const T* filter);
+// Each group's filter block ([K, O/groups]: filter itself when groups == 1,
+// else filters[group] from GroupFilters) ready to multiply chunks of rows:
+// as b, or as b^T when transpose (the input gradient). They point into
+// filter and filters, which must outlive them.
+template <typename T>
+std::vector<FixedRhsGemm<T>> FilterProducts(const ConvGeometry& g, const T* filter,
+                                           const std::vector<std::vector<T>>& filters,
+                                           bool transpose);
 
 }  // namespace dflow::cpu

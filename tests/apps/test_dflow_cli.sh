@@ -196,6 +196,48 @@ EOF
 expect_error "freeze without values" "--init, --checkpoint FILE" freeze v.json --output y -o f.json
 expect_error "freeze without outputs" "at least one --output" freeze v.json --init -o f.json
 expect_error "freeze a missing output" "nope" freeze v.json --output nope --init -o f.json
+# --- dflow freeze --checkpoint: a plain safetensors file (as PyTorch writes
+# them: no dflow checksums) gives w the values [4, 5, 6]
+"$JSON_PYTHON" - << 'EOF'
+import json, struct
+def write(path, tensors):
+    header, data = {}, b""
+    for name, (dtype, fmt, shape, values) in tensors.items():
+        raw = struct.pack("<%d%s" % (len(values), fmt), *values)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    blob = json.dumps(header).encode()
+    open(path, "wb").write(struct.pack("<Q", len(blob)) + blob + data)
+write("w456.safetensors", {"w": ("F32", "f", [3], [4, 5, 6])})
+write("w_wrong_shape.safetensors", {"w": ("F32", "f", [2], [4, 5])})
+write("other.safetensors", {"v": ("F32", "f", [3], [4, 5, 6])})
+EOF
+check_frozen_w() {  # check_frozen_w FILE EXPECTED_VALUES (a JSON list)
+  checks=$((checks + 1))
+  "$JSON_PYTHON" - "$1" "$2" << 'EOF' || fail "$1: w is not a Const holding $2"
+import json, sys
+nodes = {n["name"]: n for n in json.load(open(sys.argv[1]))["nodes"]}
+assert nodes["w"]["op"] == "Const", nodes["w"]
+assert nodes["w"]["attrs"]["value"]["values"] == json.loads(sys.argv[2]), nodes["w"]
+EOF
+}
+expect_ok "freeze --checkpoint" freeze v.json --output y --checkpoint w456.safetensors -o frozen_ckpt.json
+check_frozen_w frozen_ckpt.json "[4, 5, 6]"
+# --init, then --checkpoint: the checkpoint's values win
+expect_ok "freeze --init --checkpoint" freeze v.json --output y --init --checkpoint w456.safetensors \
+  -o frozen_both.json
+check_frozen_w frozen_both.json "[4, 5, 6]"
+expect_error "freeze: checkpoint of another model" "variable 'w' is not in the checkpoint" \
+  freeze v.json --output y --checkpoint other.safetensors -o f.json
+expect_error "freeze: checkpoint shape differs" "has shape [3] in the graph but [2] in the checkpoint" \
+  freeze v.json --output y --checkpoint w_wrong_shape.safetensors -o f.json
+head -c 20 w456.safetensors > truncated.safetensors
+expect_error "freeze: truncated checkpoint" "truncated.safetensors" \
+  freeze v.json --output y --checkpoint truncated.safetensors -o f.json
+expect_error "freeze: missing checkpoint" "no_such.safetensors" \
+  freeze v.json --output y --checkpoint no_such.safetensors -o f.json
+checks=$((checks + 1))
+[[ ! -e f.json ]] || fail "a failed freeze wrote f.json"
 
 checks=$((checks + 1))
 "$DFLOW" --help > out.txt 2>&1 || fail "--help exits non-zero"

@@ -70,4 +70,53 @@ expect_error "request not in cluster" "VariableV2 'w' requests device '/job:ps' 
 expect_error "partial device in list" "device '/job:worker' is not a full device name" place g.json --devices /job:worker
 expect_error "partition needs out" "--out" partition g.json --cluster cluster.json
 
+# --- dflow run --show-placement and dflow place --profile (measured node times)
+# Two element-wise ops reading one 1 MB feed: by the FLOP estimate each takes
+# ~26 us and shipping the feed to the other device ~105 us, so they share one.
+cat > readers.json << 'EOF'
+{"format": "dflow.graph/1", "nodes": [
+  {"name": "dims", "op": "Const", "attrs": {"dtype": "int32",
+     "value": {"dtype": "int32", "shape": [2], "values": [512, 512]}}},
+  {"name": "one", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [], "values": [1]}}},
+  {"name": "ones", "op": "Fill", "inputs": ["dims", "one"]},
+  {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [512, 512]}},
+  {"name": "a", "op": "Exp", "inputs": ["x"]},
+  {"name": "b", "op": "Log", "inputs": ["x"]}
+]}
+EOF
+C0=/job:localhost/replica:0/task:0/device:CPU:0
+C1=/job:localhost/replica:0/task:0/device:CPU:1
+expect_ok "make a 1 MB feed" run readers.json --fetch ones --out feeds
+expect_ok "run --show-placement" run readers.json --feed x=feeds/ones.npy --fetch a --fetch b \
+  --devices $C0,$C1 --threads 1 --show-placement --trace step.json
+expect_contains "show-placement: a" out.txt "a (Exp) -> $C0: cost model: finishes at"
+expect_contains "show-placement: b stays with a" out.txt "b (Log) -> $C0: cost model: finishes at"
+expect_ok "run --show-placement, one device" run readers.json --feed x=feeds/ones.npy --fetch a \
+  --show-placement
+expect_contains "show-placement: the only device" out.txt "a (Exp) -> /device:CPU:0: the only device"
+expect_ok "place --profile with a real trace" place readers.json --devices $C0,$C1 --profile step.json
+expect_contains "place --profile: measured" out.txt "(Exp) -> "
+expect_contains "place --profile: measured" out.txt ": cost model (measured "
+expect_ok "profile --trace" profile readers.json --feed x=feeds/ones.npy --fetch a --steps 2 \
+  --trace mean.json
+expect_contains "profile --trace: written" out.txt "mean step written to mean.json"
+expect_ok "place --profile with a mean step" place readers.json --devices $C0,$C1 --profile mean.json
+expect_contains "place --profile with a mean step: measured" out.txt "a (Exp) -> $C0: cost model (measured "
+# A profile in which each op takes 10 ms: waiting 10 ms for the first one
+# placed (b) is worse than shipping the feed, so a moves to the other device.
+cat > slow.json << EOF
+{"traceEvents": [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "$C0"}},
+  {"name": "a", "cat": "Exp", "ph": "X", "ts": 0, "dur": 10000, "pid": 0, "tid": 0},
+  {"name": "b", "cat": "Log", "ph": "X", "ts": 0, "dur": 10000, "pid": 0, "tid": 0}]}
+EOF
+expect_ok "place --profile" place readers.json --devices $C0,$C1 --profile slow.json
+expect_contains "place --profile: b measured" out.txt "b (Log) -> $C0: cost model (measured 10000 us)"
+expect_contains "place --profile: a moves" out.txt "a (Exp) -> $C1: cost model (measured 10000 us)"
+expect_error "missing profile" "nope.json" place readers.json --devices $C0,$C1 --profile nope.json
+echo '{"events": []}' > notrace.json
+expect_error "not a trace" "profile 'notrace.json' has no traceEvents list" \
+  place readers.json --devices $C0,$C1 --profile notrace.json
+expect_error "run --devices bad" "CPU" run readers.json --fetch ones --devices CPU
+
 cli_summary

@@ -124,7 +124,7 @@ TEST_CASE("FusedBatchNorm in inference mode uses and passes through mean and var
 }
 
 TEST_CASE("FusedBatchNorm float32 statistics stay accurate far from zero", "[batch_norm]") {
-  // 2^18 values per channel around 1000 with spread 1: double sums, two passes.
+  // 2^18 values per channel around 1000 with spread 1: double sums.
   Tensor x = RandomTensor(DType::kFloat32, {16, 128, 128, 2}, 5, 999, 1001);
   Tensor ones = Tensor::FromVector<float>({1, 1}), zeros = Tensor::FromVector<float>({0, 0});
   auto out = RunOp({.op = "FusedBatchNorm", .inputs = {x, ones, zeros, zeros, ones},
@@ -132,6 +132,20 @@ TEST_CASE("FusedBatchNorm float32 statistics stay accurate far from zero", "[bat
   Stats s = BatchStats(x);
   ExpectClose(out[1], Vec(s.mean, DType::kFloat32), 1e-7, 0);
   ExpectClose(out[4], Vec(s.var, DType::kFloat32), 1e-5, 0);
+}
+
+TEST_CASE("FusedBatchNorm one-pass statistics survive a mean 1e9 times the spread",
+          "[batch_norm]") {
+  // Unshifted, E[x^2] - E[x]^2 would subtract two sums of ~1e18 in double
+  // (ulp ~128) to find a variance of ~1/3; shifted by a sample it keeps ~9
+  // digits.
+  Tensor x = RandomTensor(DType::kFloat64, {4, 33, 17, 3}, 9, 1e9 - 1, 1e9 + 1);
+  Tensor ones = Tensor::FromVector<double>({1, 1, 1}), zeros = Tensor::FromVector<double>({0, 0, 0});
+  auto out = RunOp({.op = "FusedBatchNorm", .inputs = {x, ones, zeros, zeros, ones},
+                    .attrs = Attrs(true)});
+  Stats s = BatchStats(x);
+  ExpectClose(out[1], Vec(s.mean, DType::kFloat64), 1e-13, 0);  // the reference sums ~1e9 / M terms
+  ExpectClose(out[4], Vec(s.var, DType::kFloat64), 1e-6, 0);
 }
 
 TEST_CASE("FusedBatchNormGrad matches the reference", "[batch_norm]") {

@@ -1,7 +1,8 @@
 // Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter against naive
 // 7-nested-loop references in double (odd sizes, strides 1-3, dilations 1-2,
 // SAME / VALID / EXPLICIT, groups 1-3, depthwise with multiplier 1 and 2,
-// 1x1 filters, chunked im2col), their shape-function and run-time errors,
+// 1x1 filters, chunked im2col, vector and panel edges of the depthwise and
+// packed-GEMM paths), their shape-function and run-time errors,
 // and Conv2DTranspose against a naive PyTorch-style transposed convolution.
 #include <catch2/catch.hpp>
 
@@ -152,6 +153,16 @@ TEST_CASE("Conv2D and its backprops match naive loops", "[conv]") {
       {1, 3, 3, 12, 3, 3, 12, 33, 1, 1, 1, 1, "EXPLICIT", {3, 0, 0, 2}},
       {2, 1, 1, 12, 3, 3, 12, 5, 1, 1, 1, 1, "SAME"},
       {3, 19, 19, 25, 3, 3, 25, 54, 1, 1, 1, 1, "SAME"},
+      // depthwise, multiplier 1, channels on both sides of the vector blocks
+      // (4 vectors, 1 vector, scalar tail), strides, dilation, padding
+      {2, 9, 10, 83, 3, 3, 1, 83, 2, 2, 1, 1, "SAME"},
+      {1, 7, 6, 40, 3, 3, 1, 40, 1, 1, 2, 2, "SAME"},
+      {2, 12, 11, 64, 5, 5, 1, 64, 1, 3, 1, 1, "EXPLICIT", {2, 0, 1, 3}},
+      {1, 3, 4, 520, 3, 3, 1, 520, 2, 1, 1, 1, "SAME"},  // rows > 2 KB: the per-tap loops
+      // packed GEMM: several column panels, rows packed, k cut into slices
+      {2, 7, 9, 70, 1, 1, 70, 300, 1, 1, 1, 1, "VALID"},
+      {1, 5, 5, 300, 1, 1, 300, 40, 1, 1, 1, 1, "VALID"},
+      {1, 6, 7, 40, 3, 3, 40, 70, 1, 1, 1, 1, "SAME"},
   };
   uint64_t seed = 1;
   for (const ConvCase& c : cases)
@@ -237,14 +248,18 @@ TEST_CASE("Conv2D kernels report bad run-time shapes", "[conv]") {
 
 namespace {
 
-// PyTorch's ConvTranspose2d(C, O, k, stride, padding=p, output_padding) on
-// NHWC, weight given as [KH, KW, O, C] (= PyTorch's [C, O, KH, KW] transposed):
-// out[n, i*sh - ph + kh, j*sw - pw + kw, o] += x[n, i, j, c] * w[kh, kw, o, c].
+// PyTorch's ConvTranspose2d(C, O, k, stride, padding=p, output_padding,
+// groups) on NHWC, weight given as [KH, KW, O / groups, C] (= PyTorch's
+// [C, O / groups, KH, KW] transposed): for output channel o of group
+// g = o / (O / groups) and input channel c of that group,
+// out[n, i*sh - ph + kh, j*sw - pw + kw, o] += x[n, i, j, c] * w[kh, kw, o % (O / groups), c].
 // Strides, pads and output size as {sh, sw, ph, pw, out_h, out_w}.
-Tensor NaiveTransposedConv(const Tensor& x, const Tensor& w, std::vector<int64_t> t) {
+Tensor NaiveTransposedConv(const Tensor& x, const Tensor& w, std::vector<int64_t> t,
+                           int64_t groups = 1) {
   int64_t sh = t[0], sw = t[1], ph = t[2], pw = t[3], out_h = t[4], out_w = t[5];
-  int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c = x.dim(3);
-  int64_t kh = w.dim(0), kw = w.dim(1), o = w.dim(2);
+  int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c_all = x.dim(3);
+  int64_t kh = w.dim(0), kw = w.dim(1), o_group = w.dim(2), o = o_group * groups;
+  int64_t c = c_all / groups;  // input channels per group
   Tensor out = Tensor::Zeros(DType::kFloat64, {n, out_h, out_w, o});
   const double *xp = x.data<double>(), *wp = w.data<double>();
   double* y = out.data<double>();
@@ -257,8 +272,10 @@ Tensor NaiveTransposedConv(const Tensor& x, const Tensor& w, std::vector<int64_t
               for (int64_t ic = 0; ic < c; ++ic) {
                 int64_t r = i * sh - ph + a, q = j * sw - pw + e;
                 if (r < 0 || r >= out_h || q < 0 || q >= out_w) continue;
+                int64_t xc = oc / o_group * c + ic;  // the channel of x in oc's group
                 y[((b * out_h + r) * out_w + q) * o + oc] +=
-                    xp[((b * h + i) * wd + j) * c + ic] * wp[((a * kw + e) * o + oc) * c + ic];
+                    xp[((b * h + i) * wd + j) * c_all + xc] *
+                    wp[((a * kw + e) * o_group + oc % o_group) * c_all + xc];
               }
   return out;
 }
@@ -308,4 +325,51 @@ TEST_CASE("Conv2DTranspose output sizes for VALID, SAME and an explicit shape", 
   // from 7x5: top 1, left 0.
   ExpectClose(out[1], NaiveTransposedConv(xv, wv, {2, 2, 0, 0, 8, 6}), 1e-10, 1e-10);
   ExpectClose(out[2], NaiveTransposedConv(xv, wv, {2, 2, 1, 0, 7, 5}), 1e-10, 1e-10);
+}
+
+TEST_CASE("Conv2DTranspose with groups matches PyTorch's grouped ConvTranspose2d", "[conv]") {
+  for (int groups : {2, 3}) {
+    CAPTURE(groups);
+    Scope s = Scope::NewRootScope();
+    // x has 6 channels; each group of 6 / groups makes 4 output channels.
+    auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat64, {-1, 5, 4, 6});
+    Tensor wv = RandomTensor(DType::kFloat64, {3, 3, 4, 6}, 2);
+    auto y = ops::Conv2DTranspose(s.WithOpName("up"), x, wv,
+                                  {.strides = {2, 2}, .padding = "EXPLICIT",
+                                   .explicit_paddings = {1, 1, 1, 1}, .output_padding = {1, 1},
+                                   .groups = groups});
+    CHECK(y.shape() == Shape({-1, 10, 8, 4 * groups}));
+    Session session(s);
+    Tensor xv = RandomTensor(DType::kFloat64, {2, 5, 4, 6}, 1);
+    Tensor got = session.Run({{x, xv}}, {y})[0];
+    REQUIRE(got.shape() == Shape({2, 10, 8, 4 * groups}));
+    ExpectClose(got, NaiveTransposedConv(xv, wv, {2, 2, 1, 1, 10, 8}, groups), 1e-10, 1e-10);
+  }
+}
+
+TEST_CASE("Conv2DTranspose rejects groups that do not divide the input channels", "[conv]") {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {1, 5, 4, 6});
+  Tensor wv = RandomTensor(DType::kFloat32, {3, 3, 4, 6}, 2);
+  ExpectError([&] { ops::Conv2DTranspose(s, x, wv, {.groups = 0}); }, Code::kInvalidArgument,
+              "groups must be >= 1, got 0");
+  // 6 input channels in 4 groups: the forward conv's 6 output channels do not split.
+  ExpectError([&] { ops::Conv2DTranspose(s, x, wv, {.groups = 4}); }, Code::kInvalidArgument,
+              "the input's 6 channels do not split into 4 groups");
+}
+
+TEST_CASE("Conv2DTranspose checks an explicit output_shape against filter and groups", "[conv]") {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat64, {1, 4, 3, 6});
+  Tensor wv = RandomTensor(DType::kFloat64, {3, 3, 4, 6}, 2);
+  auto y = ops::Conv2DTranspose(s, x, wv, {.strides = {2, 2}, .output_shape = {1, 7, 5, 8}, .groups = 2});
+  CHECK(y.shape() == Shape({1, 7, 5, 8}));
+  Session session(s);
+  Tensor xv = RandomTensor(DType::kFloat64, {1, 4, 3, 6}, 1);
+  // SAME pads of the forward conv from 7x5 by 3x3 at stride 2: top 1, left 1.
+  ExpectClose(session.Run({{x, xv}}, {y})[0], NaiveTransposedConv(xv, wv, {2, 2, 1, 1, 7, 5}, 2),
+              1e-10, 1e-10);
+  ExpectError([&] { ops::Conv2DTranspose(s, x, wv, {.output_shape = {1, 8, 6, 12}, .groups = 2}); },
+              Code::kInvalidArgument,
+              "output_shape has 12 channels but the filter [3,3,4,6] in 2 groups makes 8");
 }

@@ -1,0 +1,91 @@
+// dflow launch -n N [--ps P] [--strategy ps|ring] [--base-port PORT] -- PROGRAM ARGS
+// Starts N workers (and P parameter servers) of PROGRAM on this machine, each
+// with DFLOW_CLUSTER describing the cluster on 127.0.0.1 and its own task,
+// and DFLOW_STRATEGY; see task_processes.h for how they are supervised.
+#include <nlohmann/json.hpp>
+
+#include "apps/dflow/commands.h"
+#include "apps/dflow/task_processes.h"
+
+namespace dflow::cli {
+namespace {
+
+struct LaunchSettings {
+  int workers = 1;
+  int ps = 0;
+  std::string strategy;  // empty: "ps" when there are parameter servers, else "ring"
+  int base_port = 2222;
+  double grace_seconds = 3;
+  std::vector<std::string> command;
+};
+
+void Validate(LaunchSettings& s) {
+  DFLOW_REQUIRE(s.workers >= 1, "launch: -n must be at least 1, got ", s.workers);
+  DFLOW_REQUIRE(s.ps >= 0, "launch: --ps must be 0 or more, got ", s.ps);
+  if (s.strategy.empty()) s.strategy = s.ps > 0 ? "ps" : "ring";
+  DFLOW_REQUIRE(s.strategy == "ps" || s.strategy == "ring", "launch: unknown --strategy '",
+                s.strategy, "' (expected ps or ring)");
+  DFLOW_REQUIRE(s.strategy != "ps" || s.ps > 0,
+                "launch: --strategy ps needs at least one parameter server (--ps P)");
+  DFLOW_REQUIRE(s.strategy != "ring" || s.ps == 0,
+                "launch: --strategy ring takes no parameter servers, got --ps ", s.ps);
+  int last_port = s.base_port + s.workers + s.ps - 1;
+  DFLOW_REQUIRE(s.base_port >= 1 && last_port <= 65535, "launch: ports ", s.base_port, "..",
+                last_port, " are not all in 1..65535 (--base-port)");
+  DFLOW_REQUIRE(s.grace_seconds >= 0, "launch: --grace must be >= 0");
+  DFLOW_REQUIRE(!s.command.empty(), "launch: no program to run (give it after --)");
+}
+
+// Workers take base_port.., parameter servers the ports after them.
+nlohmann::ordered_json ClusterJobs(const LaunchSettings& s) {
+  nlohmann::ordered_json jobs;
+  int port = s.base_port;
+  for (int i = 0; i < s.workers; ++i) jobs["worker"].push_back(StrCat("127.0.0.1:", port++));
+  for (int i = 0; i < s.ps; ++i) jobs["ps"].push_back(StrCat("127.0.0.1:", port++));
+  return jobs;
+}
+
+std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
+  nlohmann::ordered_json jobs = ClusterJobs(s);
+  std::vector<TaskLaunch> tasks;
+  auto add = [&](const std::string& job, int index) {
+    nlohmann::ordered_json task = {{"type", job}, {"index", index}};
+    nlohmann::ordered_json cluster = {{"cluster", jobs}, {"task", task}};
+    tasks.push_back({StrCat(job, ":", index), job == "worker",
+                     {{"DFLOW_CLUSTER", cluster.dump()}, {"DFLOW_STRATEGY", s.strategy}}});
+  };
+  for (int i = 0; i < s.workers; ++i) add("worker", i);
+  for (int i = 0; i < s.ps; ++i) add("ps", i);
+  return tasks;
+}
+
+void Launch(LaunchSettings settings) {
+  Validate(settings);
+  auto grace = std::chrono::milliseconds(static_cast<int64_t>(settings.grace_seconds * 1000));
+  LaunchOutcome outcome = RunTasks(Tasks(settings), settings.command, grace);
+  if (outcome.interrupted_by)
+    Fail(Code::kCancelled, "launch: interrupted by signal ", outcome.interrupted_by, " (",
+         strsignal(outcome.interrupted_by), "); stopped every task");
+  if (!outcome.ok) Fail(Code::kUnavailable, "launch: ", outcome.failure);
+}
+
+}  // namespace
+
+void AddLaunchCommand(CLI::App& app) {
+  auto settings = std::make_shared<LaunchSettings>();
+  CLI::App* cmd = app.add_subcommand(
+      "launch", "Run PROGRAM as N workers (and P parameter servers) on this machine, each with "
+                "DFLOW_CLUSTER and DFLOW_STRATEGY set; stop all if one fails");
+  cmd->add_option("-n,--workers", settings->workers, "Worker processes")->required();
+  cmd->add_option("--ps", settings->ps, "Parameter server processes");
+  cmd->add_option("--strategy", settings->strategy,
+                  "ps or ring (default: ps with --ps, else ring)");
+  cmd->add_option("--base-port", settings->base_port,
+                  "First port; workers take the first N, parameter servers the next P");
+  cmd->add_option("--grace", settings->grace_seconds,
+                  "Seconds between SIGTERM and SIGKILL when stopping tasks");
+  cmd->add_option("command", settings->command, "-- PROGRAM ARGS...");
+  cmd->callback([settings] { Launch(*settings); });
+}
+
+}  // namespace dflow::cli

@@ -1,0 +1,35 @@
+// The processes `dflow launch` runs: one per task, each in its own process
+// group with its stdout and stderr on one pipe. The supervisor prefixes every
+// line with the task ("[worker:1] ..."), forwards SIGINT/SIGTERM, and when a
+// task fails (non-zero exit or a signal) or all workers are done, stops the
+// rest: SIGTERM to each group, SIGKILL after the grace period.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dflow::cli {
+
+struct TaskLaunch {
+  std::string label;  // "worker:0", "ps:1"
+  bool is_worker = true;
+  std::map<std::string, std::string> environment;  // set on top of ours
+};
+
+struct LaunchOutcome {
+  bool ok = true;              // every worker exited 0 and nothing failed
+  // "task worker:1 (pid 42) exited with status 3", "... was killed by signal 9 (Killed)"
+  std::string failure;
+  int interrupted_by = 0;      // SIGINT/SIGTERM received by the launcher, else 0
+};
+
+// Runs `program args` once per task and supervises them until all exit.
+LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
+                       const std::vector<std::string>& command, std::chrono::milliseconds grace);
+
+}  // namespace dflow::cli

@@ -1,0 +1,31 @@
+// The point-to-point link the collectives are written against: send bytes to
+// a rank under a tag, receive from a rank under a tag before a deadline. The
+// in-process link (in_process_link.h) joins threads; a ZeroMQ link can join
+// processes behind the same interface.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dflow::dist {
+
+using Bytes = std::vector<uint8_t>;
+using Deadline = std::chrono::steady_clock::time_point;
+
+class PointToPoint {
+ public:
+  virtual ~PointToPoint() = default;
+
+  virtual int rank() const = 0;
+  virtual int num_ranks() const = 0;
+  // Queues `bytes` for rank `to` under `tag` and returns without waiting for
+  // the receiver. Messages from one rank under one tag arrive in order.
+  virtual void Send(int to, const std::string& tag, Bytes bytes) = 0;
+  // The next message from `from` under `tag`. Throws kUnavailable naming
+  // both ranks and the tag when none arrives by `deadline`.
+  virtual Bytes Recv(int from, const std::string& tag, Deadline deadline) = 0;
+};
+
+}  // namespace dflow::dist

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# End-to-end tests of `dflow launch` with tiny shell programs as the tasks:
+# the cluster environment each task sees, prefixed output, a failing task, a
+# task killed with -9, a task that ignores SIGTERM, SIGINT forwarding, and bad
+# arguments. Every run is under `timeout`, so a hang fails instead of hanging.
+# Usage: test_dflow_launch.sh PATH/TO/dflow
+set -u
+DFLOW=${1:?usage: $0 PATH/TO/dflow}
+source "$(dirname "$(readlink -f "$0")")/cli_checks.sh"
+
+# launch EXPECTED_EXIT DESCRIPTION ARGS...: runs dflow launch (at most 30 s).
+launch() {
+  local expected=$1 desc=$2; shift 2
+  checks=$((checks + 1))
+  timeout 30 "$DFLOW" launch "$@" > out.txt 2> err.txt
+  local code=$?
+  [[ $code == "$expected" ]] || fail "$desc: exit $code (expected $expected); stderr: $(cat err.txt)"
+}
+
+# Task bodies pick their role from DFLOW_CLUSTER's "task" part.
+IS_WORKER1='[[ $DFLOW_CLUSTER == *"\"type\":\"worker\",\"index\":1}"* ]]'
+IS_PS='[[ $DFLOW_CLUSTER == *"\"type\":\"ps\""* ]]'
+
+# --- every task succeeds
+launch 0 "all succeed" -n 3 --base-port 23000 -- bash -c 'echo "strategy $DFLOW_STRATEGY"; echo "$DFLOW_CLUSTER"; printf "no newline"'
+expect_contains "prefix" out.txt "[worker:0] strategy ring"
+expect_contains "prefix 2" out.txt "[worker:2] strategy ring"
+expect_contains "cluster" out.txt '[worker:2] {"cluster":{"worker":["127.0.0.1:23000","127.0.0.1:23001","127.0.0.1:23002"]},"task":{"type":"worker","index":2}}'
+expect_contains "last line without newline" out.txt "[worker:1] no newline"
+
+# --- parameter servers serve until the workers are done, then are stopped
+# (The workers wait for the ps to be up, so its line is always there.)
+WAIT_FOR_PS='for _ in $(seq 100); do [[ -e ps_ready ]] && break; sleep 0.1; done'
+launch 0 "ps stopped after workers" -n 2 --ps 1 --base-port 23100 -- \
+  bash -c "if $IS_PS; then echo serving; touch ps_ready; sleep 60; else $WAIT_FOR_PS; echo trained; fi"
+expect_contains "ps strategy" out.txt "[ps:0] serving"
+expect_contains "workers" out.txt "[worker:1] trained"
+
+# --- one worker fails: the others are stopped and the launcher says who
+launch 1 "a worker fails" -n 3 -- bash -c "if $IS_WORKER1; then echo failing; exit 3; fi; sleep 60"
+expect_contains "failure named" err.txt "task worker:1"
+expect_contains "failure how" err.txt "exited with status 3; stopping the other tasks"
+expect_contains "failure in the error" err.txt "dflow: error: launch: task worker:1"
+
+launch 1 "a worker is killed with -9" -n 2 -- bash -c "if $IS_WORKER1; then kill -9 \$\$; fi; sleep 60"
+expect_contains "signal named" err.txt "task worker:1"
+expect_contains "signal how" err.txt "was killed by signal 9"
+
+# A task that ignores SIGTERM is killed after the grace period.
+launch 1 "stubborn task" -n 2 --grace 0.5 -- bash -c "if $IS_WORKER1; then sleep 0.2; exit 1; fi; trap '' TERM; sleep 60"
+expect_contains "stubborn failure" err.txt "task worker:1"
+
+launch 1 "program not found" -n 2 -- /nonexistent/program
+expect_contains "exec failure" out.txt "dflow launch: cannot run '/nonexistent/program'"
+expect_contains "exec failure status" err.txt "exited with status 127"
+
+# --- SIGINT to the launcher reaches every task
+checks=$((checks + 1))
+timeout 30 "$DFLOW" launch -n 2 -- bash -c 'trap "echo caught INT; exit 0" INT; echo ready; sleep 60 & wait' > out.txt 2> err.txt &
+launcher=$!
+for _ in $(seq 100); do [[ $(grep -c ready out.txt) == 2 ]] && break; sleep 0.1; done
+kill -INT "$launcher"
+wait "$launcher"
+code=$?
+[[ $code == 1 ]] || fail "SIGINT: exit $code (expected 1); stderr: $(cat err.txt)"
+expect_contains "SIGINT forwarded 0" out.txt "[worker:0] caught INT"
+expect_contains "SIGINT forwarded 1" out.txt "[worker:1] caught INT"
+expect_contains "SIGINT reported" err.txt "interrupted by signal 2"
+
+# --- bad arguments
+expect_error "no workers" "-n must be at least 1, got 0" launch -n 0 -- true
+expect_error "ps strategy without ps" "--strategy ps needs at least one parameter server" launch -n 2 --strategy ps -- true
+expect_error "ring with ps" "--strategy ring takes no parameter servers, got --ps 1" launch -n 2 --ps 1 --strategy ring -- true
+expect_error "unknown strategy" "unknown --strategy 'star' (expected ps or ring)" launch -n 2 --strategy star -- true
+expect_error "ports" "ports 65535..65536 are not all in 1..65535" launch -n 2 --base-port 65535 -- true
+expect_error "no program" "no program to run (give it after --)" launch -n 2
+
+cli_summary

@@ -1,0 +1,37 @@
+// The spiral MLP as data-parallel tests use it: gradients are fetched, and
+// the (averaged) gradients are fed back into placeholders that Adam applies;
+// plus each worker's shard and batch.
+#pragma once
+
+#include <vector>
+
+#include "graph/session.h"
+#include "models/data/spirals.h"
+
+namespace dflow::testing {
+
+struct ReplicatedMlp {
+  Scope scope = Scope::NewRootScope();
+  Output x, labels, logits;
+  std::vector<Output> vars, grads, mean_grads;  // mean_grads are fed
+  Node* apply = nullptr;
+  Node* init = nullptr;
+};
+
+// Two ReLU layers of 32 and a 3-class output; replicas built with one
+// graph seed start from the same weights.
+ReplicatedMlp BuildReplicatedMlp(int64_t seed = 7);
+
+// Worker k's batch of step `step`: rows k, k + N, k + 2N, ... of `data`
+// taken `batch` at a time, wrapping around.
+models::LabelledPoints WorkerBatch(const models::LabelledPoints& data, int k, int num_workers,
+                                   int step, int64_t batch);
+
+// The gradients of `m` on one batch, in m.vars order.
+std::vector<Tensor> ComputeGradients(Session& session, const ReplicatedMlp& m,
+                                     const models::LabelledPoints& batch);
+
+// Feeds one gradient per variable and runs Adam's update.
+void ApplyGradients(Session& session, const ReplicatedMlp& m, const std::vector<Tensor>& grads);
+
+}  // namespace dflow::testing

@@ -1,0 +1,126 @@
+// The spiral MLP trained data-parallel by 3 workers two ways, in one process:
+// ring all-reduce (threads, each with its own Session, initial variables
+// broadcast from rank 0, gradients handed to GradientBuckets in backprop
+// order) and a synchronous parameter server (SyncGradientAccumulator, pushes
+// arriving in a different order every step). With rank-order summation both
+// give the same parameters, bit for bit, after every step count.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "dist/collectives/gradient_buckets.h"
+#include "dist/collectives/in_process_link.h"
+#include "dist/gradient_accumulator.h"
+#include "tests/dist/replicated_mlp.h"
+
+namespace dflow {
+namespace {
+
+using testing::ReplicatedMlp;
+
+const int kWorkers = 3;
+const int kSteps = 15;
+const int64_t kBatch = 16;
+
+std::vector<Tensor> ReadVariables(Session& session, const ReplicatedMlp& m) {
+  return session.Run(std::vector<TensorName>(m.vars.begin(), m.vars.end()));
+}
+
+// Rank 0's initial values everywhere: the replicas were built with
+// different seeds, so without the broadcast they would start apart.
+void BroadcastVariables(dist::Communicator& comm, Session& session, const ReplicatedMlp& m) {
+  for (const Output& var : m.vars) {
+    Tensor value = session.Run({var})[0];
+    comm.Broadcast("init/" + var.node()->name(), value);
+    session.resources().FindVariable(var.node()->name())->Assign(value);
+  }
+}
+
+void RingWorker(dist::PointToPoint& link, const models::LabelledPoints& data,
+                std::vector<Tensor>& final_variables) {
+  const int rank = link.rank();
+  ReplicatedMlp m = testing::BuildReplicatedMlp(/*seed=*/7 + rank);
+  Session session(m.scope, {.num_threads = 1});
+  session.Run({}, {}, {m.init});
+  dist::Communicator comm(link, {.timeout = std::chrono::seconds(60),
+                                 .sum_order = dist::SumOrder::kRankOrder});
+  BroadcastVariables(comm, session, m);
+  // Backprop produces the last layer's gradients first: list them that way.
+  const int num_vars = static_cast<int>(m.vars.size());
+  std::vector<dist::GradientSpec> specs;
+  for (int v = num_vars - 1; v >= 0; --v)
+    specs.push_back({m.vars[v].node()->name(), DType::kFloat32, m.vars[v].shape()});
+  dist::GradientBuckets buckets(comm, specs, {.bucket_bytes = 2048});
+  for (int step = 0; step < kSteps; ++step) {
+    auto grads = testing::ComputeGradients(session, m, testing::WorkerBatch(data, rank, kWorkers, step, kBatch));
+    for (int v = num_vars - 1; v >= 0; --v) buckets.Ready(num_vars - 1 - v, grads[v]);
+    std::vector<Tensor> reversed = buckets.Finish();
+    testing::ApplyGradients(session, m, std::vector<Tensor>(reversed.rbegin(), reversed.rend()));
+  }
+  final_variables = ReadVariables(session, m);
+}
+
+std::vector<std::vector<Tensor>> TrainWithRing(const models::LabelledPoints& data) {
+  dist::InProcessNetwork network(kWorkers);
+  std::vector<std::vector<Tensor>> finals(kWorkers);
+  std::vector<std::string> errors(kWorkers);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorkers; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        RingWorker(network.endpoint(r), data, finals[r]);
+      } catch (const Error& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& error : errors) REQUIRE(error.empty());
+  return finals;
+}
+
+// The parameter server holds the variables; each step every worker reads
+// them (here: computes its gradients in the server's session), pushes, and
+// the chief applies the mean.
+std::vector<Tensor> TrainWithParameterServer(const models::LabelledPoints& data) {
+  ReplicatedMlp m = testing::BuildReplicatedMlp(/*seed=*/7);
+  Session session(m.scope, {.num_threads = 1});
+  session.Run({}, {}, {m.init});
+  std::vector<dist::GradientSpec> specs;
+  for (const Output& var : m.vars) specs.push_back({var.node()->name(), DType::kFloat32, var.shape()});
+  dist::SyncGradientAccumulator accumulator(specs, kWorkers);
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<std::vector<Tensor>> grads(kWorkers);
+    for (int k = 0; k < kWorkers; ++k)
+      grads[k] = testing::ComputeGradients(session, m, testing::WorkerBatch(data, k, kWorkers, step, kBatch));
+    for (int i = 0; i < kWorkers; ++i) {
+      int k = (i + step) % kWorkers;  // a different arrival order each step
+      REQUIRE(accumulator.Push(k, step, grads[k]));
+    }
+    testing::ApplyGradients(session, m, accumulator.TakeMean(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+    accumulator.FinishStep();
+  }
+  return ReadVariables(session, m);
+}
+
+TEST_CASE("ring all-reduce and a sync parameter server train to the same bits", "[training][ps]") {
+  auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
+  std::vector<std::vector<Tensor>> ring = TrainWithRing(data);
+  std::vector<Tensor> ps = TrainWithParameterServer(data);
+  std::vector<Tensor> initial = [] {
+    ReplicatedMlp m = testing::BuildReplicatedMlp(7);
+    Session session(m.scope, {.num_threads = 1});
+    session.Run({}, {}, {m.init});
+    return ReadVariables(session, m);
+  }();
+  REQUIRE(ps.size() == initial.size());
+  for (int r = 0; r < kWorkers; ++r) {
+    REQUIRE(ring[r].size() == ps.size());
+    for (size_t v = 0; v < ps.size(); ++v) {
+      INFO("rank " << r << ", variable " << v);
+      CHECK(ring[r][v].Equals(ps[v]));
+      CHECK_FALSE(ps[v].Equals(initial[v]));  // training moved every variable
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dflow
