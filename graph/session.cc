@@ -16,6 +16,10 @@ struct Session::Executable {
 Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
   if (!graph_) Fail(Code::kInvalidArgument, "Session needs a graph");
+  if (!options_.target.empty()) {
+    StartRemote();
+    return;
+  }
   int threads = options_.num_threads > 0 ? options_.num_threads : ThreadPool::DefaultNumThreads();
   if (options_.devices.empty()) {
     pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-cpu"));
@@ -34,6 +38,30 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     devices_.push_back(NewCpuDevice(name, pools_.back().get()));
   }
 }
+
+// --- remote sessions (issue 7)
+namespace {
+RemoteSessionFactory& RegisteredRemoteFactory() {
+  static RemoteSessionFactory factory;
+  return factory;
+}
+}  // namespace
+
+void RegisterRemoteSessionFactory(RemoteSessionFactory factory) {
+  RegisteredRemoteFactory() = std::move(factory);
+}
+
+// The graph runs elsewhere; the one local device only serves device().
+void Session::StartRemote() {
+  if (!RegisteredRemoteFactory())
+    Fail(Code::kFailedPrecondition, "session target '", options_.target,
+         "' needs a remote session factory, and none is registered (dist/remote_session.cc "
+         "registers one in libdflow)");
+  pools_.push_back(std::make_unique<ThreadPool>(1, "dflow-cpu"));
+  devices_.push_back(NewCpuDevice(0, pools_.back().get()));
+  remote_ = RegisteredRemoteFactory()(graph_, options_);
+}
+// --- end remote sessions
 
 Session::Session(const Scope& scope, SessionOptions options) : Session(scope.graph_ptr(), options) {}
 
@@ -215,6 +243,7 @@ std::shared_ptr<Session::Executable> Session::GetExecutable(const FeedList& feed
 std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                  const std::vector<TensorName>& targets, const RunOptions& options,
                                  RunMetadata* metadata) {
+  if (remote_) return remote_->Run(feeds, fetches, targets, options, metadata);
   std::shared_ptr<Executable> executable = GetExecutable(feeds, fetches, targets);
   std::vector<Tensor> args;
   args.reserve(feeds.size());

@@ -36,6 +36,9 @@ struct SessionOptions {
   // CPU devices by full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
   // each with its own thread pool. Empty: one "/device:CPU:0".
   std::vector<std::string> devices;
+  // "zmq://host:port": the graph runs on the cluster of the worker listening
+  // there (see RemoteSessionRunner below); empty: in this process.
+  std::string target;
 };
 
 // How a Session with several devices cuts a graph and joins the pieces at run
@@ -61,6 +64,22 @@ struct TensorName {
 };
 
 using FeedList = std::vector<std::pair<TensorName, Tensor>>;
+
+// --- remote sessions (issue 7)
+// A Session with a target hands every Run to a runner that dist/ registers
+// (dist/remote_session.cc: it places, partitions and runs the graph on the
+// cluster's worker tasks); graph/ may not use dist/.
+class RemoteSessionRunner {
+ public:
+  virtual ~RemoteSessionRunner() = default;
+  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                                  const std::vector<TensorName>& targets, const RunOptions& options,
+                                  RunMetadata* metadata) = 0;
+};
+using RemoteSessionFactory = std::function<std::unique_ptr<RemoteSessionRunner>(
+    std::shared_ptr<Graph> graph, const SessionOptions& options)>;
+void RegisterRemoteSessionFactory(RemoteSessionFactory factory);
+// --- end remote sessions
 
 class Session {
  public:
@@ -90,6 +109,7 @@ class Session {
                                             const std::vector<TensorName>& targets);
   std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                     const std::vector<TensorName>& targets);
+  void StartRemote();
   void Place(Graph& graph) const;
   void AddExecutors(std::unique_ptr<Graph> graph, Executable& executable);
   void RunPartitions(const Executable& executable, const std::vector<Tensor>& args,
@@ -103,6 +123,7 @@ class Session {
   ResourceStore resources_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Executable>> cache_;
+  std::unique_ptr<RemoteSessionRunner> remote_;  // set when options.target is
 };
 
 }  // namespace dflow

@@ -18,6 +18,8 @@ void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...]
 void AddFreezeCommand(CLI::App& app);  // dflow freeze GRAPH.json --output ... --init -o OUT.json
 // dflow place GRAPH.json --cluster FILE|--devices LIST [--json]; dflow partition ... --out DIR
 void AddPlaceCommands(CLI::App& app);
+// dflow server --cluster FILE --job worker --task 1 [--bind ADDR]
+void AddServerCommand(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);

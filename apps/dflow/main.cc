@@ -1,5 +1,5 @@
 // dflow: run graph files, list ops, export DOT, freeze variables into
-// constants, place and partition graphs. Exit status: 0 on success, 1 for bad
+// constants, place and partition graphs, serve a worker task. Exit status: 0 on success, 1 for bad
 // input (arguments, files, graphs, feeds), 2 for an internal error.
 #include <iostream>
 
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   dflow::cli::AddProfileCommand(app);
   dflow::cli::AddFreezeCommand(app);
   dflow::cli::AddPlaceCommands(app);
+  dflow::cli::AddServerCommand(app);
   try {
     app.parse(argc, argv);  // the chosen subcommand's callback runs inside parse()
   } catch (const CLI::ParseError& e) {
