@@ -215,9 +215,10 @@ void RemoteSession::RunStep(const Executable& executable, const std::vector<Tens
     for (size_t index : part.args) request.tensors.push_back({StrCat("arg:", index), args[index]});
     tasks_[part.task].channel->Call(std::move(request), [calls, &retvals](std::optional<Error> error, Message reply) {
       std::lock_guard<std::mutex> lock(calls->mu);
-      for (WireTensor& fetch : reply.tensors) {
-        size_t index = std::strtoull(fetch.name.c_str() + 4, nullptr, 10);  // "ret:<i>"
-        if (fetch.name.starts_with("ret:") && index < retvals.size()) retvals[index] = std::move(fetch.value);
+      for (WireTensor& fetch : reply.tensors) {  // "ret:<i>"
+        size_t index = fetch.name.starts_with("ret:") ? std::strtoull(fetch.name.c_str() + 4, nullptr, 10)
+                                                      : retvals.size();
+        if (index < retvals.size()) retvals[index] = std::move(fetch.value);
       }
       if (error && !calls->first_error) calls->first_error = std::move(error);
       --calls->waiting;

@@ -1,5 +1,6 @@
 #include "dist/worker_service.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -45,6 +46,29 @@ Message Reply(std::string text = {}) {
   Message reply;
   reply.text = std::move(text);
   return reply;
+}
+
+// "arg:12" -> 12 for prefix "arg:"; -1 for anything else.
+int64_t IndexOf(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return -1;
+  int64_t index = -1;
+  auto digits = name.substr(prefix.size());
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return error == std::errc() && end == digits.data() + digits.size() ? index : -1;
+}
+
+// Every feed a graph's _Arg nodes read is there with their dtype: the client
+// checked, but a server trusts no message.
+void CheckFeeds(const Graph& graph, const std::vector<Tensor>& args) {
+  for (const Node* node : graph.nodes()) {
+    if (node->op() != "_Arg") continue;
+    auto index = node->attr<int64_t>("index");
+    if (index < 0 || index >= static_cast<int64_t>(args.size()) || !args[index].valid())
+      Fail(Code::kInvalidArgument, "bad RunStep request: ", node->Describe(), " needs feed arg:", index);
+    if (args[index].dtype() != node->output_dtype(0))
+      Fail(Code::kInvalidArgument, "bad RunStep request: ", node->Describe(), " needs ",
+           DTypeName(node->output_dtype(0)), ", arg:", index, " is ", args[index].SummaryString());
+  }
 }
 
 int64_t DrawIncarnation() {
@@ -160,7 +184,7 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
   run->args.resize(num_args);
   run->retvals.resize(num_retvals);
   for (const WireTensor& feed : request.tensors) {
-    int64_t index = feed.name.starts_with("arg:") ? std::atoll(feed.name.c_str() + 4) : -1;
+    int64_t index = IndexOf(feed.name, "arg:");
     if (index < 0 || index >= num_args)
       Fail(Code::kInvalidArgument, "bad RunStep request: feed '", feed.name, "' is not arg:0..", num_args - 1);
     run->args[index] = feed.value;
@@ -172,6 +196,7 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
       if (it == graphs_.end())
         Fail(Code::kNotFound, "task ", task_prefix_, " has no graph ", handle,
              " (it restarted, or the session closed)");
+      CheckFeeds(it->second->graph(), run->args);
       run->executors.push_back(it->second);
     }
     ++running_steps_;
