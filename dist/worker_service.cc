@@ -90,6 +90,7 @@ WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads)
     pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-worker"));
     devices_.push_back(NewCpuDevice(name, pools_.back().get()));
   }
+  if (devices_.empty()) Fail(Code::kInternal, "task ", task_prefix_, " has no CPU device in the cluster");
 }
 
 // Aborting wakes every Recv, so each running step finishes its current
@@ -109,7 +110,7 @@ WorkerService::~WorkerService() {
 void WorkerService::Handle(Message request, MessageServer::Respond respond) {
   switch (request.type) {
     case MessageType::kGetStatus: return respond(GetStatus());
-    case MessageType::kRegisterGraph: return respond(RegisterGraph(request));
+    case MessageType::kRegisterGraph: return RegisterGraphOffIoThread(std::move(request), std::move(respond));
     case MessageType::kDeregisterGraph: return respond(DeregisterGraph(request));
     case MessageType::kRunStep: return RunStep(request, std::move(respond));
     case MessageType::kRecvTensor: return RecvTensor(request, std::move(respond));
@@ -143,6 +144,28 @@ Message WorkerService::RegisterGraph(const Message& request) {
   int64_t handle = next_handle_++;
   graphs_[handle] = std::move(executor);
   return Reply(json{{"handle", handle}}.dump());
+}
+
+// Parsing a graph and building its executor can take a while: done on the
+// first device's pool, so the I/O thread keeps answering heartbeats. It
+// counts as a running step, which the destructor waits for.
+void WorkerService::RegisterGraphOffIoThread(Message request, MessageServer::Respond respond) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++running_steps_;
+  }
+  pools_.front()->Schedule([this, request = std::move(request), respond = std::move(respond)] {
+    try {
+      respond(RegisterGraph(request));
+    } catch (const Error& e) {
+      respond(Message::ErrorReply(0, e));
+    } catch (const std::exception& e) {
+      respond(Message::ErrorReply(0, Error(Code::kInternal, e.what())));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_steps_;
+    steps_done_.notify_all();
+  });
 }
 
 Message WorkerService::DeregisterGraph(const Message& request) {

@@ -39,6 +39,7 @@ class WorkerService {
   struct StepRun;
   Message GetStatus() const;
   Message RegisterGraph(const Message& request);
+  void RegisterGraphOffIoThread(Message request, MessageServer::Respond respond);
   Message DeregisterGraph(const Message& request);
   void RunStep(const Message& request, MessageServer::Respond respond);
   void RecvTensor(const Message& request, MessageServer::Respond respond);
@@ -62,7 +63,7 @@ class WorkerService {
   int64_t next_handle_ = 1;
   std::map<int64_t, std::shared_ptr<ZmqRendezvous>> steps_;  // by step id
   std::map<std::string, std::unique_ptr<Channel>> peers_;    // by task prefix
-  int running_steps_ = 0;
+  int running_steps_ = 0;  // steps and graph registrations under way
   std::condition_variable steps_done_;
 };
 
