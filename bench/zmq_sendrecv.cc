@@ -53,6 +53,7 @@ int RunPeer(int port) {
     Fail(Code::kInternal, "the bench peer receives nothing");
   });
   MessageServer server(StrCat("127.0.0.1:", port), [&](Message request, MessageServer::Respond respond) {
+    if (request.type == MessageType::kGetStatus) return respond(Message());  // a bare round trip
     RendezvousKey key = KeyFromJson(request.text);
     size_t bytes = BytesOfName(key.tensor_name);
     if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
@@ -164,6 +165,17 @@ double DflowLatencyUs(Peer& peer, int count, int run) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
 }
 
+// The transport alone: an empty request and reply through Channel and MessageServer.
+double ChannelLatencyUs(Peer& peer, int count) {
+  auto start = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    Message request;
+    request.type = MessageType::kGetStatus;
+    peer.channel.CallAndWait(std::move(request));
+  }
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
+}
+
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -195,13 +207,15 @@ int main(int argc, char** argv) {
     double dflow_rate = Median(dflow_rates) / 1e6, raw_rate = Median(raw_rates) / 1e6;
     std::printf("%-10zu %14.1f %14.1f %7.2fx\n", bytes, dflow_rate, raw_rate, dflow_rate / raw_rate);
   }
-  std::vector<double> dflow_us, raw_us;
+  std::vector<double> dflow_us, raw_us, channel_us;
   for (int run = 0; run < kRuns; ++run) {
     raw_us.push_back(RawLatencyUs(peer, 2000));
     dflow_us.push_back(DflowLatencyUs(peer, 2000, run));
+    channel_us.push_back(ChannelLatencyUs(peer, 2000));
   }
-  std::printf("round trip, 4 bytes: dflow %.1f us, raw REQ/REP %.1f us (target <= %.1f us)\n",
-              Median(dflow_us), Median(raw_us), 1.2 * Median(raw_us) + 20);
+  std::printf("round trip, 4 bytes: dflow %.1f us, raw REQ/REP %.1f us (target <= %.1f us); "
+              "empty Channel call %.1f us\n",
+              Median(dflow_us), Median(raw_us), 1.2 * Median(raw_us) + 20, Median(channel_us));
   peer.Ask("quit");
   waitpid(child, nullptr, 0);
   return 0;

@@ -36,7 +36,11 @@ RendezvousKey KeyFromJson(const std::string& text) {
 }
 
 ZmqRendezvous::ZmqRendezvous(std::string task_prefix, int64_t incarnation, PeerChannels peers)
-    : task_prefix_(std::move(task_prefix)), incarnation_(incarnation), peers_(std::move(peers)) {}
+    : task_prefix_(std::move(task_prefix)), device_prefix_(task_prefix_ + "/device:"),
+      incarnation_(incarnation), peers_(std::move(peers)) {}
+
+// A string test, not a parse: this runs for every tensor.
+bool ZmqRendezvous::IsLocal(const std::string& device) const { return device.starts_with(device_prefix_); }
 
 ZmqRendezvous::~ZmqRendezvous() {
   AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, ": the step's rendezvous was "
@@ -46,7 +50,7 @@ ZmqRendezvous::~ZmqRendezvous() {
 void ZmqRendezvous::Send(const RendezvousKey& key, Tensor value) { local_.Send(key, std::move(value)); }
 
 void ZmqRendezvous::RecvAsync(const RendezvousKey& key, RecvDone done) {
-  if (TaskOfDevice(key.send_device) == task_prefix_) return local_.RecvAsync(key, std::move(done));
+  if (IsLocal(key.send_device)) return local_.RecvAsync(key, std::move(done));
   RecvFromPeer(key, std::move(done));
 }
 
@@ -116,7 +120,7 @@ void ZmqRendezvous::AbortFromPeer(const Error& error) {
 }
 
 void ZmqRendezvous::ServeRecv(const RendezvousKey& key, RecvDone done) {
-  if (TaskOfDevice(key.send_device) != task_prefix_)
+  if (!IsLocal(key.send_device))
     return done(Error(Code::kInvalidArgument, StrCat("task ", task_prefix_, " was asked for ",
                                                      key.ToString(), ", which another task sends")),
                 Tensor());

@@ -45,7 +45,10 @@ class ZmqRendezvous final : public Rendezvous,
   // Takes the waiting remote Recv `id`, if nobody else (reply or abort) has.
   RecvDone TakeRemote(uint64_t id);
 
+  bool IsLocal(const std::string& device) const;  // on this task?
+
   const std::string task_prefix_;
+  const std::string device_prefix_;  // task_prefix_ + "/device:"
   const int64_t incarnation_;
   PeerChannels peers_;
   LocalRendezvous local_;
