@@ -26,6 +26,7 @@ Channel::Channel(std::string task, std::string address, ChannelOptions options)
   SetSocketLimits(socket_);
   socket_.set(zmq::sockopt::linger, 500);  // let requests posted just before closing go out
   socket_.connect(ZmqEndpoint(address_));
+  socket_fd_ = socket_.get(zmq::sockopt::fd);
   last_heard_ = Clock::now();
   next_heartbeat_ = last_heard_;
   io_thread_ = std::thread([this] { Loop(); });
@@ -38,19 +39,39 @@ Channel::~Channel() {
   FailAll(Error(Code::kCancelled, StrCat("the channel to task ", task_, " at ", address_, " closed")));
 }
 
+// ZMQ_FD is edge-triggered: a send may take in the news that a reply came,
+// and then the fd stays quiet. So after sending, a reply already waiting
+// wakes the I/O thread by hand.
+bool Channel::SendNow(const Message& message) {
+  bool sent, reply_waiting;
+  {
+    std::lock_guard<std::mutex> lock(socket_mu_);
+    sent = SendMessage(socket_, message);
+    reply_waiting = socket_.get(zmq::sockopt::events) & ZMQ_POLLIN;
+  }
+  if (reply_waiting) wakeup_.Signal();
+  return sent;
+}
+
 void Channel::Call(Message request, Done done) {
-  request.request_id = next_request_id_++;
-  Pending pending{request.type, std::move(done), request.deadline_ms, Clock::now()};
+  uint64_t id = request.request_id = next_request_id_++;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stop_) {
-      outbox_.emplace_back(std::move(request), std::move(pending));
-      pending.done = nullptr;
+      pending_.emplace(id, Pending{request.type, std::move(done), request.deadline_ms, Clock::now()});
+      done = nullptr;
     }
   }
-  if (pending.done)
-    return pending.done(Error(Code::kCancelled, StrCat("the channel to task ", task_, " is closed")), {});
-  wakeup_.Signal();
+  if (done)
+    return done(Error(Code::kCancelled, StrCat("the channel to task ", task_, " is closed")), {});
+  std::optional<Error> error;
+  try {
+    if (!SendNow(request)) error = PeerError(StrCat("cannot queue ", MessageTypeName(request.type), " for"));
+  } catch (const Error& e) {
+    error = e;
+  }
+  if (!error) return;
+  if (Done failed = TakePending(id)) failed(std::move(error), {});
 }
 
 Message Channel::CallAndWait(Message request) {
@@ -65,11 +86,11 @@ Message Channel::CallAndWait(Message request) {
 
 void Channel::Post(Message request) {
   request.request_id = next_request_id_++;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    outbox_.emplace_back(std::move(request), std::nullopt);
+  try {
+    SendNow(request);
+  } catch (const Error&) {
+    // Nobody waits for a posted message's fate.
   }
-  wakeup_.Signal();
 }
 
 void Channel::Loop() {
@@ -78,57 +99,49 @@ void Channel::Loop() {
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_heartbeat_ - now);
     // Wake at least every 100 ms to check deadlines and silence.
     long timeout_ms = std::clamp<long>(wait.count(), 0, 100);
-    zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+    zmq::pollitem_t items[] = {{nullptr, socket_fd_, ZMQ_POLLIN, 0},
                                {nullptr, wakeup_.fd(), ZMQ_POLLIN, 0}};
     zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms));
     if (items[1].revents & ZMQ_POLLIN) wakeup_.Drain();
+    std::vector<std::vector<zmq::message_t>> received = ReceiveAll();
     now = Clock::now();
-    SendQueued(now);
-    ReceiveAll(now);
+    if (!received.empty()) {
+      last_heard_ = now;
+      peer_alive_ = true;
+    }
+    for (auto& frames : received) {
+      try {
+        Deliver(DecodeFrames(frames, 0));
+      } catch (const Error&) {
+        // A reply we cannot read matches no request; its request's deadline
+        // or the heartbeat timeout ends that request.
+      }
+    }
     HeartbeatIfDue(now);
     FailExpired(now);
   }
-  SendQueued(Clock::now());  // what was posted just before closing
 }
 
-void Channel::SendQueued(Clock::time_point now) {
-  std::vector<std::pair<Message, std::optional<Pending>>> queued;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queued.swap(outbox_);
-  }
-  for (auto& [request, pending] : queued) {
-    std::optional<Error> error;
-    try {
-      if (!SendMessage(socket_, request))
-        error = PeerError(StrCat("cannot queue ", MessageTypeName(request.type), " for"));
-    } catch (const Error& e) {
-      error = e;
-    }
-    if (!pending) continue;
-    if (error) {
-      pending->done(std::move(error), {});
-      continue;
-    }
-    pending->sent_at = now;
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.emplace(request.request_id, std::move(*pending));
-  }
-}
-
-void Channel::ReceiveAll(Clock::time_point now) {
-  while (true) {
+// Every message waiting, read until the socket has no more (which also
+// re-arms ZMQ_FD); decoded later, outside the socket's lock.
+std::vector<std::vector<zmq::message_t>> Channel::ReceiveAll() {
+  std::vector<std::vector<zmq::message_t>> received;
+  std::lock_guard<std::mutex> lock(socket_mu_);
+  while (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN) {
     std::vector<zmq::message_t> frames = ReceiveFrames(socket_);
-    if (frames.empty()) return;
-    last_heard_ = now;
-    peer_alive_ = true;
-    try {
-      Deliver(DecodeFrames(frames, 0));
-    } catch (const Error&) {
-      // A reply we cannot read matches no request; its request's deadline or
-      // the heartbeat timeout ends that request.
-    }
+    if (frames.empty()) break;
+    received.push_back(std::move(frames));
   }
+  return received;
+}
+
+Channel::Done Channel::TakePending(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return nullptr;
+  Done done = std::move(it->second.done);
+  pending_.erase(it);
+  return done;
 }
 
 void Channel::Deliver(Message reply) {
@@ -151,7 +164,7 @@ void Channel::HeartbeatIfDue(Clock::time_point now) {
   Message heartbeat;
   heartbeat.type = MessageType::kHeartbeat;
   heartbeat.request_id = next_request_id_++;
-  SendMessage(socket_, heartbeat);
+  SendNow(heartbeat);
 }
 
 // A request fails when its deadline passed, or when the task has been silent
@@ -189,10 +202,7 @@ void Channel::FailAll(const Error& error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, p] : pending_) waiting.push_back(std::move(p.done));
-    for (auto& [request, p] : outbox_)
-      if (p) waiting.push_back(std::move(p->done));
     pending_.clear();
-    outbox_.clear();
   }
   for (Done& done : waiting) done(error, {});
 }

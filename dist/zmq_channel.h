@@ -1,5 +1,7 @@
-// A connection from this process to one task's server: a DEALER socket owned
-// by one I/O thread, with request ids, per-request deadlines and heartbeats.
+// A connection from this process to one task's server: a DEALER socket with
+// request ids, per-request deadlines and heartbeats. Callers send on their
+// own thread (the socket is used under a mutex); one I/O thread receives,
+// woken by the socket's ZMQ_FD, and sends the heartbeats.
 // Every request ends in exactly one call of its callback: the reply, or an
 // error when its deadline passes, when the task stops answering (no message
 // for kHeartbeatTimeoutMs while heartbeats go out every kHeartbeatIntervalMs),
@@ -59,8 +61,10 @@ class Channel {
   using Clock = std::chrono::steady_clock;
 
   void Loop();
-  void SendQueued(Clock::time_point now);
-  void ReceiveAll(Clock::time_point now);
+  // Sends under socket_mu_; false when the socket would block.
+  bool SendNow(const Message& message);
+  std::vector<std::vector<zmq::message_t>> ReceiveAll();
+  Done TakePending(uint64_t id);
   void Deliver(Message reply);
   void HeartbeatIfDue(Clock::time_point now);
   void FailExpired(Clock::time_point now);
@@ -70,14 +74,15 @@ class Channel {
   const std::string task_;
   const std::string address_;
   const ChannelOptions options_;
+  std::mutex socket_mu_;  // guards socket_: callers send, the I/O thread receives
   zmq::socket_t socket_;
+  int socket_fd_ = -1;    // ZMQ_FD: readable when the socket may have news
   Wakeup wakeup_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> peer_alive_{true};
   std::atomic<uint64_t> next_request_id_{1};
 
-  std::mutex mu_;  // guards outbox_ and pending_
-  std::vector<std::pair<Message, std::optional<Pending>>> outbox_;
+  std::mutex mu_;  // guards pending_
   std::map<uint64_t, Pending> pending_;
 
   Clock::time_point last_heard_;  // I/O thread only

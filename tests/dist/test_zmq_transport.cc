@@ -137,3 +137,19 @@ TEST_CASE("a closing channel fails what is pending and a bad target is refused",
   CHECK_THROWS_WITH(ZmqEndpointOfTarget("zmq://127.0.0.1:99999"), Contains("99999"));
   CHECK_THROWS_WITH(MessageServer("256.1.1.1:1", Echo()), Contains("cannot listen on 256.1.1.1:1"));
 }
+
+TEST_CASE("callers on several threads share one channel", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+  std::vector<std::future<int>> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.push_back(std::async(std::launch::async, [&channel, t] {
+      int matched = 0;
+      for (int i = 0; i < 50; ++i) {
+        std::string text = StrCat("thread ", t, " call ", i);
+        matched += channel.CallAndWait(Text(text)).text == text;
+      }
+      return matched;
+    }));
+  for (auto& caller : callers) CHECK(caller.get() == 50);
+}
