@@ -40,17 +40,6 @@ int64_t RandomStepId() {
   return static_cast<int64_t>(random() >> 1);
 }
 
-std::string SignatureKey(const FeedList& feeds, const std::vector<TensorName>& fetches,
-                         const std::vector<TensorName>& targets) {
-  std::string key;
-  for (const auto& [name, value] : feeds) key += name.name + ",";
-  key += "|";
-  for (const auto& fetch : fetches) key += fetch.name + ",";
-  key += "|";
-  for (const auto& target : targets) key += target.name + ",";
-  return key;
-}
-
 }  // namespace
 
 RemoteSession::RemoteSession(std::shared_ptr<Graph> graph, const SessionOptions& options)
@@ -112,26 +101,12 @@ int64_t RemoteSession::RegisterPartition(Task& task, const std::string& device, 
 std::shared_ptr<RemoteSession::Executable> RemoteSession::Build(const FeedList& feeds,
                                                                 const std::vector<TensorName>& fetches,
                                                                 const std::vector<TensorName>& targets) {
-  std::vector<NodeOut> feed_outs, fetch_outs;
-  std::vector<Node*> target_nodes;
-  std::set<std::string> target_names;
-  for (const auto& [name, value] : feeds) feed_outs.push_back(graph_->ParseOutput(name.name));
-  for (const auto& fetch : fetches) fetch_outs.push_back(graph_->ParseOutput(fetch.name));
-  for (const auto& target : targets) {
-    std::string node_name = target.name[0] == '^' ? target.name.substr(1) : target.name;
-    Node* node = graph_->FindNode(node_name);
-    if (!node) Fail(Code::kNotFound, "target '", target.name, "': no node named '", node_name, "'");
-    target_nodes.push_back(node);
-    target_names.insert(node->name());
-  }
   auto executable = std::make_shared<Executable>();
-  for (const NodeOut& feed : feed_outs) {
-    executable->feed_names.push_back(feed.name());
-    executable->feed_dtypes.push_back(feed.node->output_dtype(feed.index));
-    executable->feed_shapes.push_back(feed.node->output_shape(feed.index));
-  }
-  std::unique_ptr<Graph> graph = ExtractForExecution(*graph_, feed_outs, fetch_outs, target_nodes);
-  RunPasses(*graph, *pass_device_, options_.passes, target_names);
+  executable->signature = RunSignature::Resolve(*graph_, feeds, fetches, targets);
+  const RunSignature& signature = executable->signature;
+  std::unique_ptr<Graph> graph =
+      ExtractForExecution(*graph_, signature.feeds, signature.fetches, signature.targets);
+  RunPasses(*graph, *pass_device_, options_.passes, signature.target_names);
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options_.allow_soft_placement;
   Placement placement = Place(*graph, devices_, placement_options);
@@ -153,32 +128,18 @@ std::shared_ptr<RemoteSession::Executable> RemoteSession::Build(const FeedList& 
 
 std::shared_ptr<RemoteSession::Executable> RemoteSession::GetExecutable(
     const FeedList& feeds, const std::vector<TensorName>& fetches, const std::vector<TensorName>& targets) {
-  std::string key = SignatureKey(feeds, fetches, targets);
+  std::string key = RunSignature::Key(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   return cache_[key] = Build(feeds, fetches, targets);
 }
 
-std::vector<Tensor> RemoteSession::CheckFeeds(const Executable& executable, const FeedList& feeds) const {
-  std::vector<Tensor> args;
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    const Tensor& value = feeds[i].second;
-    const std::string& name = executable.feed_names[i];
-    if (!value.valid()) Fail(Code::kInvalidArgument, "feed '", name, "' is an empty tensor");
-    if (value.dtype() != executable.feed_dtypes[i] || !executable.feed_shapes[i].IsCompatibleWith(value.shape()))
-      Fail(Code::kInvalidArgument, "feed '", name, "' expects ", DTypeName(executable.feed_dtypes[i]),
-           executable.feed_shapes[i].ToString(), ", got ", value.SummaryString());
-    args.push_back(value);
-  }
-  return args;
-}
-
 std::vector<Tensor> RemoteSession::Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                        const std::vector<TensorName>& targets, const RunOptions& options,
                                        RunMetadata* metadata) {
   std::shared_ptr<Executable> executable = GetExecutable(feeds, fetches, targets);
-  std::vector<Tensor> args = CheckFeeds(*executable, feeds);
+  std::vector<Tensor> args = executable->signature.CheckFeeds(feeds);
   std::vector<Tensor> retvals(fetches.size());
   auto start = std::chrono::steady_clock::now();
   RunStep(*executable, args, retvals);

@@ -47,9 +47,7 @@ class RemoteSession final : public RemoteSessionRunner {
   };
   struct Executable {
     std::vector<TaskPart> parts;
-    std::vector<std::string> feed_names;
-    std::vector<DType> feed_dtypes;
-    std::vector<Shape> feed_shapes;
+    RunSignature signature;
   };
   struct StepCalls;
 
@@ -60,7 +58,6 @@ class RemoteSession final : public RemoteSessionRunner {
                                     const std::vector<TensorName>& targets);
   int64_t RegisterPartition(Task& task, const std::string& device, const Graph& graph);
   size_t TaskIndexOfDevice(const std::string& device) const;
-  std::vector<Tensor> CheckFeeds(const Executable& executable, const FeedList& feeds) const;
   void RunStep(const Executable& executable, const std::vector<Tensor>& args,
                std::vector<Tensor>& retvals);
   void AbortStep(const Executable& executable, int64_t step_id, const Error& error);

@@ -23,6 +23,7 @@
 #include "graph/executor.h"
 #include "graph/passes.h"
 #include "graph/rendezvous.h"
+#include "graph/run_signature.h"
 #include "graph/scope.h"
 
 namespace dflow {
@@ -54,16 +55,6 @@ struct SessionPartitioner {
 };
 void RegisterSessionPartitioner(SessionPartitioner partitioner);
 
-// Names a tensor for feeds and fetches: "node", "node:1", or an Output.
-struct TensorName {
-  std::string name;
-  TensorName(const char* n) : name(n) {}            // NOLINT
-  TensorName(std::string n) : name(std::move(n)) {}  // NOLINT
-  TensorName(const Output& out) : name(out.name()) {}  // NOLINT
-  TensorName(const Node* node) : name(node->name()) {}  // NOLINT
-};
-
-using FeedList = std::vector<std::pair<TensorName, Tensor>>;
 
 // --- remote sessions (issue 7)
 // A Session with a target hands every Run to a runner that dist/ registers

@@ -10,10 +10,9 @@
 #include <future>
 #include <thread>
 
-#include "autodiff/learning_rate.h"
-#include "autodiff/optimizers.h"
 #include "dist/zmq_channel.h"
 #include "ops/ops.h"
+#include "tests/dist/mlp_fixture.h"
 #include "tests/dist/server_process.h"
 #include "tests/ops/op_test_util.h"
 
@@ -28,63 +27,11 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Runs `fn` on its own thread; exits the test program when it takes more
-// than `seconds`, so a hang fails loudly instead of hanging the suite.
-template <typename Fn>
-auto WithDeadline(Fn fn, int seconds = 60) {
-  auto result = std::async(std::launch::async, std::move(fn));
-  if (result.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
-    std::fprintf(stderr, "did not finish within %d s\n", seconds);
-    std::_Exit(3);
-  }
-  return result.get();
-}
-
 SessionOptions Remote(const ScratchCluster& cluster) {
   SessionOptions options;
   options.target = cluster.target(0);
   return options;
 }
-
-// y = relu(x w1 + b1) w2 + b2 with a squared-error loss and Adam; layer 1
-// asks for `device1`, layer 2 for `device2` (empty: anywhere).
-struct Mlp {
-  Scope s = Scope::NewRootScope();
-  Output x, target, loss;
-  std::vector<Output> variables;
-  Node* train = nullptr;
-
-  Mlp(const std::string& device1, const std::string& device2) {
-    Scope layer1 = s.WithDevice(device1), layer2 = s.WithDevice(device2);
-    x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape({8, 5}));
-    target = ops::Placeholder(s.WithOpName("target"), DType::kFloat32, Shape({8, 3}));
-    auto w1 = ops::Variable(layer1.WithOpName("w1"), RandomTensor(DType::kFloat32, Shape({5, 16}), 1));
-    auto b1 = ops::Variable(layer1.WithOpName("b1"), RandomTensor(DType::kFloat32, Shape({16}), 2));
-    auto w2 = ops::Variable(layer2.WithOpName("w2"), RandomTensor(DType::kFloat32, Shape({16, 3}), 3));
-    auto b2 = ops::Variable(layer2.WithOpName("b2"), RandomTensor(DType::kFloat32, Shape({3}), 4));
-    auto hidden = ops::Relu(layer1, ops::Add(layer1, ops::MatMul(layer1, x, w1), b1));
-    auto y = ops::Add(layer2, ops::MatMul(layer2, hidden, w2), b2);
-    loss = ops::Mean(s.WithOpName("loss"), ops::Square(s, ops::Sub(s, y, target)), {0, 1});
-    variables = {w1, b1, w2, b2};
-    autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(s, 0.01));
-    train = adam.Minimize(s, loss);
-  }
-
-  // The loss and output of each of `steps` training steps, then the
-  // variables' final values (what the gradients updated).
-  std::vector<Tensor> Train(Session& session, int steps) {
-    session.Run({}, {}, {ops::GlobalVariablesInitializer(s)});
-    std::vector<Tensor> results;
-    for (int i = 0; i < steps; ++i) {
-      FeedList feeds = {{x, RandomTensor(DType::kFloat32, Shape({8, 5}), 100 + i)},
-                        {target, RandomTensor(DType::kFloat32, Shape({8, 3}), 200 + i)}};
-      results.push_back(session.Run(feeds, {loss}, {train})[0]);
-    }
-    std::vector<TensorName> fetches(variables.begin(), variables.end());
-    for (Tensor& value : session.Run(fetches)) results.push_back(value);
-    return results;
-  }
-};
 
 // A step that keeps task 1 busy for seconds (a chain of large MatMuls of a
 // fed matrix, so nothing folds away) and then sends its result to task 0.
@@ -132,11 +79,11 @@ std::pair<Error, double> FailSlowStep(const ScratchCluster& cluster, ServerProce
 TEST_CASE("an MLP with its layers on two worker processes trains bit-identically", "[remote]") {
   ScratchCluster cluster(2);
   ServerProcess task0(cluster, 0), task1(cluster, 1);
-  Mlp local("", ""), split(cluster.device(0), cluster.device(1));
+  TwoLayerMlp local("", ""), split(cluster.device(0), cluster.device(1));
   Session single(local.s, {.num_threads = 1});
   Session remote(split.s, Remote(cluster));
   std::vector<Tensor> expected = local.Train(single, 5);
-  std::vector<Tensor> actual = WithDeadline([&] { return split.Train(remote, 5); });
+  std::vector<Tensor> actual = WithDeadline([&] { return split.Train(remote, 5); }, 60);
   REQUIRE(actual.size() == expected.size());
   // The same kernels on the same inputs in the same order, only in other
   // processes: the floats must be identical, not just close.
