@@ -4,20 +4,20 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "dist/zmq_channel.h"
-
-extern char** environ;
 
 namespace dflow::testing {
 
@@ -85,6 +85,9 @@ void WaitUntilServing(const std::string& address, pid_t pid) {
 
 }  // namespace
 
+// fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG: a server dies
+// with the test program even when that one is killed or exits abruptly.
+// (Between fork and exec only async-signal-safe calls.)
 ServerProcess::ServerProcess(const ScratchCluster& cluster, int task) {
   std::string task_arg = std::to_string(task);
   std::string log = StrCat(cluster.dir(), "/task-", task, ".log");
@@ -93,12 +96,17 @@ ServerProcess::ServerProcess(const ScratchCluster& cluster, int task) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) Fail(Code::kUnavailable, "cannot start ", argv[0], ": ", strerror(rc));
+  pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) Fail(Code::kUnavailable, "cannot fork: ", strerror(errno));
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the parent died before prctl
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) dup2(fd, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
   try {
     WaitUntilServing(cluster.address(task), pid_);
   } catch (...) {

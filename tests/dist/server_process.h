@@ -34,6 +34,8 @@ class ServerProcess {
  public:
   // Starts worker task `task` of `cluster` (one thread per device) and waits
   // up to 20 s until it answers GetStatus; its stderr goes to DIR/task-N.log.
+  // The server is killed when the starting thread exits (PR_SET_PDEATHSIG),
+  // so start it from a thread that outlives it: the test's own.
   ServerProcess(const ScratchCluster& cluster, int task);
   ~ServerProcess();  // SIGKILL, then reaps it
   ServerProcess(const ServerProcess&) = delete;
