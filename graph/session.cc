@@ -8,14 +8,16 @@ namespace dflow {
 
 struct Session::Executable {
   std::vector<std::unique_ptr<Executor>> partitions;  // one per device used
-  std::vector<std::string> feed_names;
-  std::vector<DType> feed_dtypes;
-  std::vector<Shape> feed_shapes;
+  RunSignature signature;
 };
 
 Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
   if (!graph_) Fail(Code::kInvalidArgument, "Session needs a graph");
+  if (!options_.target.empty()) {
+    StartRemote();
+    return;
+  }
   int threads = options_.num_threads > 0 ? options_.num_threads : ThreadPool::DefaultNumThreads();
   if (!options_.devices.empty() && !options_.device.empty())
     Fail(Code::kInvalidArgument, "SessionOptions: give `device` (one device) or `devices` (several "
@@ -45,6 +47,34 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
   }
 }
 
+// --- remote sessions (issue 7)
+namespace {
+RemoteSessionFactory& RegisteredRemoteFactory() {
+  static RemoteSessionFactory factory;
+  return factory;
+}
+}  // namespace
+
+void RegisterRemoteSessionFactory(RemoteSessionFactory factory) {
+  RegisteredRemoteFactory() = std::move(factory);
+}
+
+// The graph runs elsewhere; the one local device only serves device().
+void Session::StartRemote() {
+  if (!options_.device.empty() || !options_.devices.empty())
+    Fail(Code::kInvalidArgument, "SessionOptions: target '", options_.target, "' runs the graph "
+         "on that cluster's devices; give no `device` or `devices` with it (request devices on "
+         "the nodes instead)");
+  if (!RegisteredRemoteFactory())
+    Fail(Code::kFailedPrecondition, "session target '", options_.target,
+         "' needs a remote session factory, and none is registered (dist/remote_session.cc "
+         "registers one in libdflow)");
+  pools_.push_back(std::make_unique<ThreadPool>(1, "dflow-cpu"));
+  devices_.push_back(NewCpuDevice(0, pools_.back().get()));
+  remote_ = RegisteredRemoteFactory()(graph_, options_);
+}
+// --- end remote sessions
+
 Session::Session(const Scope& scope, SessionOptions options) : Session(scope.graph_ptr(), options) {}
 
 Session::~Session() = default;
@@ -70,27 +100,6 @@ void MergeMetadata(std::vector<RunMetadata>& parts, int64_t step_ns, RunMetadata
     merged.peak_bytes = std::max(merged.peak_bytes, part.peak_bytes);
     for (NodeExecStats& stats : part.step_stats) merged.step_stats.push_back(std::move(stats));
   }
-}
-
-NodeOut Resolve(const Graph& graph, const TensorName& name, std::string_view role) {
-  try {
-    NodeOut out = graph.ParseOutput(name.name);
-    if (out.index < 0) Fail(Code::kInvalidArgument, "a control reference cannot be a ", role);
-    return out;
-  } catch (const Error& e) {
-    throw Error(e.code(), StrCat(role, " '", name.name, "': ", e.message()));
-  }
-}
-
-std::string SignatureKey(const FeedList& feeds, const std::vector<TensorName>& fetches,
-                         const std::vector<TensorName>& targets) {
-  std::string key;
-  for (const auto& [name, value] : feeds) key += name.name + ",";
-  key += "|";
-  for (const auto& fetch : fetches) key += fetch.name + ",";
-  key += "|";
-  for (const auto& target : targets) key += target.name + ",";
-  return key;
 }
 
 }  // namespace
@@ -129,27 +138,12 @@ void Session::RequireKernels(const Graph& graph, const Device& device) const {
 std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
                                                     const std::vector<TensorName>& fetches,
                                                     const std::vector<TensorName>& targets) {
-  std::vector<NodeOut> feed_outs, fetch_outs;
-  std::vector<Node*> target_nodes;
-  std::set<std::string> target_names;
-  for (const auto& [name, value] : feeds) feed_outs.push_back(Resolve(*graph_, name, "feed"));
-  for (const auto& fetch : fetches) fetch_outs.push_back(Resolve(*graph_, fetch, "fetch"));
-  for (const auto& target : targets) {
-    std::string node_name = target.name[0] == '^' ? target.name.substr(1) : target.name;
-    Node* node = graph_->FindNode(node_name);
-    if (!node) Fail(Code::kNotFound, "target '", target.name, "': no node named '", node_name, "' in the graph");
-    target_nodes.push_back(node);
-    target_names.insert(node->name());
-  }
-
   auto executable = std::make_shared<Executable>();
-  for (const NodeOut& feed : feed_outs) {
-    executable->feed_names.push_back(feed.name());
-    executable->feed_dtypes.push_back(feed.node->output_dtype(feed.index));
-    executable->feed_shapes.push_back(feed.node->output_shape(feed.index));
-  }
-  std::unique_ptr<Graph> graph = ExtractForExecution(*graph_, feed_outs, fetch_outs, target_nodes);
-  RunPasses(*graph, *devices_.front(), options_.passes, target_names);
+  executable->signature = RunSignature::Resolve(*graph_, feeds, fetches, targets);
+  const RunSignature& signature = executable->signature;
+  std::unique_ptr<Graph> graph =
+      ExtractForExecution(*graph_, signature.feeds, signature.fetches, signature.targets);
+  RunPasses(*graph, *devices_.front(), options_.passes, signature.target_names);
   AddExecutors(std::move(graph), *executable);
   return executable;
 }
@@ -229,7 +223,7 @@ void Session::RunPartitions(const Executable& executable, const std::vector<Tens
 std::shared_ptr<Session::Executable> Session::GetExecutable(const FeedList& feeds,
                                                             const std::vector<TensorName>& fetches,
                                                             const std::vector<TensorName>& targets) {
-  std::string key = SignatureKey(feeds, fetches, targets);
+  std::string key = RunSignature::Key(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
@@ -241,22 +235,9 @@ std::shared_ptr<Session::Executable> Session::GetExecutable(const FeedList& feed
 std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                  const std::vector<TensorName>& targets, const RunOptions& options,
                                  RunMetadata* metadata) {
+  if (remote_) return remote_->Run(feeds, fetches, targets, options, metadata);
   std::shared_ptr<Executable> executable = GetExecutable(feeds, fetches, targets);
-  std::vector<Tensor> args;
-  args.reserve(feeds.size());
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    const Tensor& value = feeds[i].second;
-    const std::string& name = executable->feed_names[i];
-    if (!value.valid()) Fail(Code::kInvalidArgument, "feed '", name, "' is an empty tensor");
-    if (value.dtype() != executable->feed_dtypes[i])
-      Fail(Code::kInvalidArgument, "feed '", name, "' expects ",
-           DTypeName(executable->feed_dtypes[i]), executable->feed_shapes[i].ToString(), ", got ",
-           value.SummaryString());
-    if (!executable->feed_shapes[i].IsCompatibleWith(value.shape()))
-      Fail(Code::kInvalidArgument, "feed '", name, "' expects shape ",
-           executable->feed_shapes[i].ToString(), ", got ", value.SummaryString());
-    args.push_back(value);
-  }
+  std::vector<Tensor> args = executable->signature.CheckFeeds(feeds);
   if (executable->partitions.size() == 1)  // no rendezvous needed: the caller's thread joins in
     return executable->partitions.front()->Run(args, options, metadata);
   std::vector<Tensor> retvals(fetches.size());

@@ -23,6 +23,7 @@
 #include "graph/executor.h"
 #include "graph/passes.h"
 #include "graph/rendezvous.h"
+#include "graph/run_signature.h"
 #include "graph/scope.h"
 
 namespace dflow {
@@ -40,6 +41,9 @@ struct SessionOptions {
   // "/device:GPU:N" (feeds are copied to the GPU and fetches back). A GPU
   // that is not visible, or an op without a kernel there, is an error.
   std::string device;
+  // "zmq://host:port": the graph runs on the cluster of the worker listening
+  // there (see RemoteSessionRunner below); empty: in this process.
+  std::string target;
 };
 
 // How a Session with several devices cuts a graph and joins the pieces at run
@@ -55,16 +59,22 @@ struct SessionPartitioner {
 };
 void RegisterSessionPartitioner(SessionPartitioner partitioner);
 
-// Names a tensor for feeds and fetches: "node", "node:1", or an Output.
-struct TensorName {
-  std::string name;
-  TensorName(const char* n) : name(n) {}            // NOLINT
-  TensorName(std::string n) : name(std::move(n)) {}  // NOLINT
-  TensorName(const Output& out) : name(out.name()) {}  // NOLINT
-  TensorName(const Node* node) : name(node->name()) {}  // NOLINT
-};
 
-using FeedList = std::vector<std::pair<TensorName, Tensor>>;
+// --- remote sessions (issue 7)
+// A Session with a target hands every Run to a runner that dist/ registers
+// (dist/remote_session.cc: it places, partitions and runs the graph on the
+// cluster's worker tasks); graph/ may not use dist/.
+class RemoteSessionRunner {
+ public:
+  virtual ~RemoteSessionRunner() = default;
+  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                                  const std::vector<TensorName>& targets, const RunOptions& options,
+                                  RunMetadata* metadata) = 0;
+};
+using RemoteSessionFactory = std::function<std::unique_ptr<RemoteSessionRunner>(
+    std::shared_ptr<Graph> graph, const SessionOptions& options)>;
+void RegisterRemoteSessionFactory(RemoteSessionFactory factory);
+// --- end remote sessions
 
 class Session {
  public:
@@ -94,6 +104,7 @@ class Session {
                                             const std::vector<TensorName>& targets);
   std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                     const std::vector<TensorName>& targets);
+  void StartRemote();
   void Place(Graph& graph) const;
   void AddExecutors(std::unique_ptr<Graph> graph, Executable& executable);
   void RunPartitions(const Executable& executable, const std::vector<Tensor>& args,
@@ -108,6 +119,7 @@ class Session {
   ResourceStore resources_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Executable>> cache_;
+  std::unique_ptr<RemoteSessionRunner> remote_;  // set when options.target is
 };
 
 }  // namespace dflow

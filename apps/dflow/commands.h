@@ -21,6 +21,8 @@ void AddFreezeCommand(CLI::App& app);  // dflow freeze GRAPH.json --output ... -
 void AddPlaceCommands(CLI::App& app);
 // dflow launch -n N [--ps P] [--strategy ps|ring] -- PROGRAM ARGS
 void AddLaunchCommand(CLI::App& app);
+// dflow server --cluster FILE --job worker --task 1 [--bind ADDR]
+void AddServerCommand(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);

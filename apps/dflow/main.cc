@@ -1,7 +1,7 @@
 // dflow: run graph files, list ops, export DOT, freeze variables into
-// constants, place and partition graphs, launch data-parallel tasks. Exit
-// status: 0 on success, 1 for bad input (arguments, files, graphs, feeds) or
-// a failed task, 2 for an internal error.
+// constants, place and partition graphs, serve a worker task, launch
+// data-parallel tasks. Exit status: 0 on success, 1 for bad input (arguments,
+// files, graphs, feeds) or a failed task, 2 for an internal error.
 #include <iostream>
 
 #include "apps/dflow/commands.h"
@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   dflow::cli::AddFreezeCommand(app);
   dflow::cli::AddPlaceCommands(app);
   dflow::cli::AddLaunchCommand(app);
+  dflow::cli::AddServerCommand(app);
   try {
     app.parse(argc, argv);  // the chosen subcommand's callback runs inside parse()
   } catch (const CLI::ParseError& e) {

@@ -14,6 +14,7 @@
 #include "autodiff/optimizers.h"
 #include "graph/kernel.h"
 #include "ops/ops.h"
+#include "tests/dist/mlp_fixture.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
@@ -31,57 +32,11 @@ SessionOptions TwoDevices(int threads_per_device) {
   return options;
 }
 
-// Runs `fn` on its own thread and fails the test program when it takes more
-// than `seconds`: a hung step must not hang the suite.
-template <typename Fn>
-auto WithDeadline(Fn fn, int seconds = 30) {
-  auto result = std::async(std::launch::async, std::move(fn));
-  if (result.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
-    std::fprintf(stderr, "step did not finish within %d s: a partition hangs\n", seconds);
-    std::_Exit(3);  // the future's destructor would wait forever
-  }
-  return result.get();
+// The 2-layer MLP of mlp_fixture.h; with `split`, layer 1 asks for CPU:0
+// and layer 2 for CPU:1.
+TwoLayerMlp Mlp(bool split) {
+  return TwoLayerMlp(split ? "/device:CPU:0" : "", split ? "/device:CPU:1" : "");
 }
-
-// A 2-layer MLP, y = relu(x w1 + b1) w2 + b2, with a squared-error loss and
-// Adam; with `split`, layer 1 asks for CPU:0 and layer 2 for CPU:1.
-struct Mlp {
-  Scope s = Scope::NewRootScope();
-  Output x, target, loss;
-  std::vector<Output> variables;
-  Node* train = nullptr;
-
-  explicit Mlp(bool split) {
-    Scope layer1 = split ? s.WithDevice("/device:CPU:0") : s;
-    Scope layer2 = split ? s.WithDevice("/device:CPU:1") : s;
-    x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape({8, 5}));
-    target = ops::Placeholder(s.WithOpName("target"), DType::kFloat32, Shape({8, 3}));
-    auto w1 = ops::Variable(layer1.WithOpName("w1"), RandomTensor(DType::kFloat32, Shape({5, 16}), 1));
-    auto b1 = ops::Variable(layer1.WithOpName("b1"), RandomTensor(DType::kFloat32, Shape({16}), 2));
-    auto w2 = ops::Variable(layer2.WithOpName("w2"), RandomTensor(DType::kFloat32, Shape({16, 3}), 3));
-    auto b2 = ops::Variable(layer2.WithOpName("b2"), RandomTensor(DType::kFloat32, Shape({3}), 4));
-    auto hidden = ops::Relu(layer1, ops::Add(layer1, ops::MatMul(layer1, x, w1), b1));
-    auto y = ops::Add(layer2, ops::MatMul(layer2, hidden, w2), b2);
-    loss = ops::Mean(s.WithOpName("loss"), ops::Square(s, ops::Sub(s, y, target)), {0, 1});
-    variables = {w1, b1, w2, b2};
-    autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(s, 0.01));
-    train = adam.Minimize(s, loss);
-  }
-
-  // The losses of `steps` training steps, then the variables' final values.
-  std::vector<Tensor> Train(Session& session, int steps) {
-    session.Run({}, {}, {ops::GlobalVariablesInitializer(s)});
-    std::vector<Tensor> results;
-    for (int i = 0; i < steps; ++i) {
-      FeedList feeds = {{x, RandomTensor(DType::kFloat32, Shape({8, 5}), 100 + i)},
-                        {target, RandomTensor(DType::kFloat32, Shape({8, 3}), 200 + i)}};
-      results.push_back(session.Run(feeds, {loss}, {train})[0]);
-    }
-    std::vector<TensorName> fetches(variables.begin(), variables.end());
-    for (Tensor& value : session.Run(fetches)) results.push_back(value);
-    return results;
-  }
-};
 
 }  // namespace
 
@@ -89,7 +44,7 @@ TEST_CASE("an MLP trained with Adam on two devices equals the one-device run bit
           "[multi_device]") {
   for (int threads : {1, 2}) {
     INFO(threads << " threads per device");
-    Mlp one(false), two(true);
+    TwoLayerMlp one = Mlp(false), two = Mlp(true);
     Session single(one.s, {.num_threads = threads});
     Session split(two.s, TwoDevices(threads));
     std::vector<Tensor> expected = one.Train(single, 5);
@@ -124,7 +79,7 @@ TEST_CASE("the MLP's gradients on two devices equal the one-device gradients bit
 }
 
 TEST_CASE("the layers really run on their two devices", "[multi_device]") {
-  Mlp two(true);
+  TwoLayerMlp two = Mlp(true);
   Session split(two.s, TwoDevices(1));
   split.Run({}, {}, {ops::GlobalVariablesInitializer(two.s)});
   RunMetadata metadata;

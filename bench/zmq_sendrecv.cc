@@ -1,0 +1,222 @@
+// Send/Recv between two processes on loopback, side by side with raw ZeroMQ.
+// The parent spawns itself as the peer ("--peer PORT"). For each tensor size
+// it measures, alternating in one run:
+//   dflow: the consumer's ZmqRendezvous::RecvAsync asks the producer's task
+//          for each key (16 requests in flight); the producer's Send put the
+//          tensor into its own table; the reply carries the raw bytes.
+//   raw:   the peer PUSHes the same bytes (zero-copy, from one buffer) to a PULL.
+// And small-tensor round-trip latency: a sequential RecvAsync of a 4-byte
+// tensor against raw REQ/REP of 4 bytes. Prints medians of 5 runs.
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "dist/zmq_rendezvous.h"
+#include "dist/zmq_server.h"
+
+using namespace dflow;
+using namespace dflow::dist;
+using Clock = std::chrono::steady_clock;
+
+extern char** environ;
+
+namespace {
+
+const std::string kPeerTask = "/job:bench/replica:0/task:0";
+const std::string kPeerDevice = kPeerTask + "/device:CPU:0";
+const std::string kHereDevice = "/job:bench/replica:0/task:1/device:CPU:0";
+
+// Tensor names carry their byte size: "<bytes>:<run>:<i>".
+size_t BytesOfName(const std::string& name) { return std::stoull(name.substr(0, name.find(':'))); }
+
+Tensor BytesTensor(size_t bytes) {
+  Tensor t(DType::kUInt8, Shape({static_cast<int64_t>(bytes)}));
+  std::memset(t.raw_data(), 7, bytes);
+  return t;
+}
+
+// The peer: serves RecvTensor from its rendezvous (Sending each key first,
+// as its producer would have: one tensor per size, shared like the raw
+// side's one buffer), raw PUSH on demand, and REQ/REP pings.
+int RunPeer(int port) {
+  std::map<size_t, Tensor> tensors;  // by byte size; only the server thread uses it
+  auto rendezvous = std::make_shared<ZmqRendezvous>(kPeerTask, 1, [](const std::string&) -> Channel& {
+    Fail(Code::kInternal, "the bench peer receives nothing");
+  });
+  MessageServer server(StrCat("127.0.0.1:", port), [&](Message request, MessageServer::Respond respond) {
+    if (request.type == MessageType::kGetStatus) return respond(Message());  // a bare round trip
+    RendezvousKey key = KeyFromJson(request.text);
+    size_t bytes = BytesOfName(key.tensor_name);
+    if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
+    rendezvous->Send(key, tensors[bytes]);
+    rendezvous->ServeRecv(key, [respond](std::optional<Error> error, Tensor value) {
+      Message reply;
+      reply.tensors.push_back({"t", std::move(value)});
+      respond(std::move(reply));
+    });
+  });
+  zmq::socket_t control(ZmqContext(), zmq::socket_type::rep), push(ZmqContext(), zmq::socket_type::push);
+  control.bind(StrCat("tcp://127.0.0.1:", port + 1));
+  push.bind(StrCat("tcp://127.0.0.1:", port + 2));
+  std::vector<char> buffer(size_t{64} << 20, 7);
+  while (true) {
+    zmq::message_t request;
+    (void)control.recv(request);
+    std::string text = request.to_string();
+    if (text == "quit") break;
+    if (!text.starts_with("push ")) {  // a ping: echo it
+      control.send(request, zmq::send_flags::none);
+      continue;
+    }
+    size_t bytes = 0, count = 0;
+    std::sscanf(text.c_str(), "push %zu %zu", &bytes, &count);
+    control.send(zmq::str_buffer("ok"), zmq::send_flags::none);
+    for (size_t i = 0; i < count; ++i) {
+      zmq::message_t frame(buffer.data(), bytes, nullptr, nullptr);  // zero-copy
+      push.send(frame, zmq::send_flags::none);
+    }
+  }
+  control.send(zmq::str_buffer("bye"), zmq::send_flags::none);
+  return 0;
+}
+
+struct Peer {
+  int port;
+  zmq::socket_t control{ZmqContext(), zmq::socket_type::req};
+  zmq::socket_t pull{ZmqContext(), zmq::socket_type::pull};
+  Channel channel;
+  std::shared_ptr<ZmqRendezvous> rendezvous;
+
+  explicit Peer(int p) : port(p), channel(kPeerTask, StrCat("127.0.0.1:", p)) {
+    control.connect(StrCat("tcp://127.0.0.1:", port + 1));
+    pull.connect(StrCat("tcp://127.0.0.1:", port + 2));
+    rendezvous = std::make_shared<ZmqRendezvous>("/job:bench/replica:0/task:1", 1,
+                                                 [this](const std::string&) -> Channel& { return channel; });
+  }
+  std::string Ask(const std::string& text) {
+    control.send(zmq::buffer(text), zmq::send_flags::none);
+    zmq::message_t reply;
+    (void)control.recv(reply);
+    return reply.to_string();
+  }
+};
+
+double RawBandwidth(Peer& peer, size_t bytes, size_t count) {
+  auto start = Clock::now();
+  peer.Ask(StrCat("push ", bytes, " ", count));
+  for (size_t i = 0; i < count; ++i) {
+    zmq::message_t frame;
+    (void)peer.pull.recv(frame);
+  }
+  return bytes * count / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// `count` RecvAsync calls with at most `window` in flight.
+double DflowBandwidth(Peer& peer, size_t bytes, size_t count, int run, size_t window = 16) {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t started = 0, finished = 0;
+  auto start = Clock::now();
+  std::unique_lock<std::mutex> lock(mu);
+  while (finished < count) {
+    while (started < count && started - finished < window) {
+      RendezvousKey key{kPeerDevice, 1, kHereDevice, StrCat(bytes, ":", run, ":", started), run};
+      ++started;
+      lock.unlock();
+      peer.rendezvous->RecvAsync(key, [&](std::optional<Error> error, Tensor value) {
+        if (error || value.TotalBytes() != bytes) std::abort();
+        std::lock_guard<std::mutex> inner(mu);
+        ++finished;
+        cv.notify_all();
+      });
+      lock.lock();
+    }
+    cv.wait(lock, [&] { return finished == count || (started < count && started - finished < window); });
+  }
+  return bytes * count / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double RawLatencyUs(Peer& peer, int count) {
+  auto start = Clock::now();
+  for (int i = 0; i < count; ++i) peer.Ask("ping");
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
+}
+
+double DflowLatencyUs(Peer& peer, int count, int run) {
+  auto start = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    std::promise<void> done;
+    RendezvousKey key{kPeerDevice, 1, kHereDevice, StrCat(4, ":l", run, ":", i), run};
+    peer.rendezvous->RecvAsync(key, [&](std::optional<Error> error, Tensor) {
+      if (error) std::abort();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
+}
+
+// The transport alone: an empty request and reply through Channel and MessageServer.
+double ChannelLatencyUs(Peer& peer, int count) {
+  auto start = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    Message request;
+    request.type = MessageType::kGetStatus;
+    peer.channel.CallAndWait(std::move(request));
+  }
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+pid_t SpawnPeer(const char* self, int port) {
+  std::string port_arg = std::to_string(port);
+  std::vector<char*> argv = {const_cast<char*>(self), const_cast<char*>("--peer"), port_arg.data(), nullptr};
+  pid_t pid;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) std::exit(1);
+  return pid;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--peer") return RunPeer(std::atoi(argv[2]));
+  int port = argc > 1 ? std::atoi(argv[1]) : 25550;
+  pid_t child = SpawnPeer(argv[0], port);
+  Peer peer(port);
+  constexpr int kRuns = 5;
+  std::printf("%-10s %14s %14s %8s\n", "tensor", "dflow MB/s", "raw MB/s", "ratio");
+  for (auto [bytes, count] : {std::pair<size_t, size_t>{4 << 10, 20000}, {1 << 20, 1000}, {64 << 20, 16}}) {
+    std::vector<double> dflow_rates, raw_rates;
+    for (int run = 0; run < kRuns; ++run) {
+      raw_rates.push_back(RawBandwidth(peer, bytes, count));
+      dflow_rates.push_back(DflowBandwidth(peer, bytes, count, run));
+    }
+    double dflow_rate = Median(dflow_rates) / 1e6, raw_rate = Median(raw_rates) / 1e6;
+    std::printf("%-10zu %14.1f %14.1f %7.2fx\n", bytes, dflow_rate, raw_rate, dflow_rate / raw_rate);
+  }
+  std::vector<double> dflow_us, raw_us, channel_us;
+  for (int run = 0; run < kRuns; ++run) {
+    raw_us.push_back(RawLatencyUs(peer, 2000));
+    dflow_us.push_back(DflowLatencyUs(peer, 2000, run));
+    channel_us.push_back(ChannelLatencyUs(peer, 2000));
+  }
+  std::printf("round trip, 4 bytes: dflow %.1f us, raw REQ/REP %.1f us (target <= %.1f us); "
+              "empty Channel call %.1f us\n",
+              Median(dflow_us), Median(raw_us), 1.2 * Median(raw_us) + 20, Median(channel_us));
+  peer.Ask("quit");
+  waitpid(child, nullptr, 0);
+  return 0;
+}

@@ -1,0 +1,301 @@
+#include "dist/worker_service.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "graph/graph_io.h"
+
+namespace dflow::dist {
+
+using json = nlohmann::json;
+
+struct WorkerService::StepRun {
+  int64_t step_id = 0;
+  std::vector<Tensor> args, retvals;
+  std::shared_ptr<ZmqRendezvous> rendezvous;
+  std::vector<std::shared_ptr<Executor>> executors;
+  MessageServer::Respond respond;
+  std::mutex mu;
+  size_t running = 0;
+  std::optional<Error> first_error;
+};
+
+namespace {
+
+json ParseBody(const Message& request) {
+  try {
+    return json::parse(request.text);
+  } catch (const json::exception& e) {
+    Fail(Code::kInvalidArgument, "bad ", MessageTypeName(request.type), " request: ", e.what());
+  }
+}
+
+// doc[name] as T, or kInvalidArgument naming the request and the field.
+template <typename T>
+T Field(const json& doc, const char* name, const Message& request) {
+  try {
+    return doc.at(name).get<T>();
+  } catch (const json::exception& e) {
+    Fail(Code::kInvalidArgument, "bad ", MessageTypeName(request.type), " request: field '", name,
+         "': ", e.what());
+  }
+}
+
+Message Reply(std::string text = {}) {
+  Message reply;
+  reply.text = std::move(text);
+  return reply;
+}
+
+// "arg:12" -> 12 for prefix "arg:"; -1 for anything else.
+int64_t IndexOf(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return -1;
+  int64_t index = -1;
+  auto digits = name.substr(prefix.size());
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return error == std::errc() && end == digits.data() + digits.size() ? index : -1;
+}
+
+// Every feed a graph's _Arg nodes read is there with their dtype: the client
+// checked, but a server trusts no message.
+void CheckFeeds(const Graph& graph, const std::vector<Tensor>& args) {
+  for (const Node* node : graph.nodes()) {
+    if (node->op() != "_Arg") continue;
+    auto index = node->attr<int64_t>("index");
+    if (index < 0 || index >= static_cast<int64_t>(args.size()) || !args[index].valid())
+      Fail(Code::kInvalidArgument, "bad RunStep request: ", node->Describe(), " needs feed arg:", index);
+    if (args[index].dtype() != node->output_dtype(0))
+      Fail(Code::kInvalidArgument, "bad RunStep request: ", node->Describe(), " needs ",
+           DTypeName(node->output_dtype(0)), ", arg:", index, " is ", args[index].SummaryString());
+  }
+}
+
+int64_t DrawIncarnation() {
+  std::random_device random;
+  std::uniform_int_distribution<int64_t> draw(2, std::numeric_limits<int64_t>::max());
+  return draw(random);
+}
+
+}  // namespace
+
+WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads)
+    : cluster_(std::move(cluster)), task_prefix_(ClusterSpec::TaskPrefix(task)),
+      incarnation_(DrawIncarnation()) {
+  cluster_.Address(task);  // throws naming the job and range when `task` is not in the cluster
+  int threads = num_threads > 0 ? num_threads : ThreadPool::DefaultNumThreads();
+  for (const std::string& name : cluster_.DeviceNames()) {
+    if (!name.starts_with(task_prefix_ + "/") || DeviceName::Parse(name).type != "CPU") continue;
+    device_names_.push_back(name);
+    pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-worker"));
+    devices_.push_back(NewCpuDevice(name, pools_.back().get()));
+  }
+  if (devices_.empty()) Fail(Code::kInternal, "task ", task_prefix_, " has no CPU device in the cluster");
+}
+
+// Aborting wakes every Recv, so each running step finishes its current
+// kernel and skips the rest. (Aborts run outside mu_: their callbacks take it.)
+WorkerService::~WorkerService() {
+  std::vector<std::shared_ptr<ZmqRendezvous>> steps;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, rendezvous] : steps_) steps.push_back(rendezvous);
+  }
+  for (auto& rendezvous : steps)
+    rendezvous->AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, " is shutting down")));
+  std::unique_lock<std::mutex> lock(mu_);
+  steps_done_.wait(lock, [&] { return running_steps_ == 0; });
+}
+
+void WorkerService::Handle(Message request, MessageServer::Respond respond) {
+  switch (request.type) {
+    case MessageType::kGetStatus: return respond(GetStatus());
+    case MessageType::kRegisterGraph: return RegisterGraphOffIoThread(std::move(request), std::move(respond));
+    case MessageType::kDeregisterGraph: return respond(DeregisterGraph(request));
+    case MessageType::kRunStep: return RunStep(request, std::move(respond));
+    case MessageType::kRecvTensor: return RecvTensor(request, std::move(respond));
+    case MessageType::kAbortStep: return respond(AbortStep(request));
+    case MessageType::kCleanupStep: return respond(CleanupStep(request));
+    default:
+      Fail(Code::kInvalidArgument, "a worker does not serve ", MessageTypeName(request.type), " requests");
+  }
+}
+
+Message WorkerService::GetStatus() const {
+  json doc = {{"task", task_prefix_}, {"incarnation", incarnation_}, {"devices", device_names_},
+              {"cluster", cluster_.jobs()}};
+  return Reply(doc.dump());
+}
+
+Device& WorkerService::DeviceNamed(const std::string& name) const {
+  for (const auto& device : devices_)
+    if (device->name() == name) return *device;
+  Fail(Code::kInvalidArgument, "task ", task_prefix_, " has no device '", name, "' (it has ",
+       json(device_names_).dump(), ")");
+}
+
+Message WorkerService::RegisterGraph(const Message& request) {
+  json doc = ParseBody(request);
+  std::string device = Field<std::string>(doc, "device", request);
+  auto graph = GraphFromJson(Field<nlohmann::ordered_json>(doc, "graph", request),
+                             StrCat("graph for ", device));
+  auto executor = std::make_shared<Executor>(std::move(graph), &DeviceNamed(device), &resources_);
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t handle = next_handle_++;
+  graphs_[handle] = std::move(executor);
+  return Reply(json{{"handle", handle}}.dump());
+}
+
+// Parsing a graph and building its executor can take a while: done on the
+// first device's pool, so the I/O thread keeps answering heartbeats. It
+// counts as a running step, which the destructor waits for.
+void WorkerService::RegisterGraphOffIoThread(Message request, MessageServer::Respond respond) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++running_steps_;
+  }
+  pools_.front()->Schedule([this, request = std::move(request), respond = std::move(respond)] {
+    try {
+      respond(RegisterGraph(request));
+    } catch (const Error& e) {
+      respond(Message::ErrorReply(0, e));
+    } catch (const std::exception& e) {
+      respond(Message::ErrorReply(0, Error(Code::kInternal, e.what())));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_steps_;
+    steps_done_.notify_all();
+  });
+}
+
+Message WorkerService::DeregisterGraph(const Message& request) {
+  json doc = ParseBody(request);
+  auto handles = Field<std::vector<int64_t>>(doc, "handles", request);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int64_t handle : handles) graphs_.erase(handle);
+  return Reply();
+}
+
+std::shared_ptr<ZmqRendezvous> WorkerService::StepRendezvous(int64_t step_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& rendezvous = steps_[step_id];
+  if (!rendezvous)
+    rendezvous = std::make_shared<ZmqRendezvous>(
+        task_prefix_, incarnation_, [this](const std::string& task) -> Channel& { return PeerChannel(task); });
+  return rendezvous;
+}
+
+Channel& WorkerService::PeerChannel(const std::string& task_prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& channel = peers_[task_prefix];
+  if (!channel) {
+    DeviceName name = DeviceName::Parse(task_prefix);
+    channel = std::make_unique<Channel>(task_prefix, cluster_.Address({name.job, name.task.value_or(0)}));
+  }
+  return *channel;
+}
+
+void WorkerService::RunStep(const Message& request, MessageServer::Respond respond) {
+  json doc = ParseBody(request);
+  auto run = std::make_shared<StepRun>();
+  run->step_id = Field<int64_t>(doc, "step_id", request);
+  auto num_args = Field<int64_t>(doc, "num_args", request);
+  auto num_retvals = Field<int64_t>(doc, "num_retvals", request);
+  if (num_args < 0 || num_args > kMaxTensors || num_retvals < 0 || num_retvals > kMaxTensors)
+    Fail(Code::kInvalidArgument, "bad RunStep request: num_args ", num_args, " or num_retvals ",
+         num_retvals, " out of range");
+  run->args.resize(num_args);
+  run->retvals.resize(num_retvals);
+  for (const WireTensor& feed : request.tensors) {
+    int64_t index = IndexOf(feed.name, "arg:");
+    if (index < 0 || index >= num_args)
+      Fail(Code::kInvalidArgument, "bad RunStep request: feed '", feed.name, "' is not arg:0..", num_args - 1);
+    run->args[index] = feed.value;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int64_t handle : Field<std::vector<int64_t>>(doc, "graphs", request)) {
+      auto it = graphs_.find(handle);
+      if (it == graphs_.end())
+        Fail(Code::kNotFound, "task ", task_prefix_, " has no graph ", handle,
+             " (it restarted, or the session closed)");
+      CheckFeeds(it->second->graph(), run->args);
+      run->executors.push_back(it->second);
+    }
+    ++running_steps_;
+  }
+  run->rendezvous = StepRendezvous(run->step_id);
+  run->respond = std::move(respond);
+  run->running = run->executors.size();
+  ExecutorStep step{run->step_id, &run->args, &run->retvals, run->rendezvous.get()};
+  auto finish_one = [this, run](std::optional<Error> error) {
+    std::unique_lock<std::mutex> lock(run->mu);
+    if (error && !run->first_error) run->first_error = std::move(error);
+    if (--run->running > 0) return;
+    lock.unlock();
+    FinishStep(*run);
+  };
+  if (run->executors.empty()) return FinishStep(*run);
+  for (const auto& executor : run->executors) {
+    try {
+      executor->RunAsync(step, {}, nullptr, finish_one);
+    } catch (const Error& e) {
+      run->rendezvous->StartAbort(e);
+      finish_one(e);
+    }
+  }
+}
+
+// Replies with the step's fetches, or with its first error: the
+// rendezvous's (the origin, maybe on another task) before this task's own.
+void WorkerService::FinishStep(StepRun& run) {
+  std::optional<Error> error = run.rendezvous->abort_error();
+  if (!error && run.first_error)
+    error = Error(run.first_error->code(), StrCat("task ", task_prefix_, ": ", run.first_error->message()));
+  if (error) {
+    run.respond(Message::ErrorReply(0, *error));
+  } else {
+    Message reply;
+    for (size_t i = 0; i < run.retvals.size(); ++i)
+      if (run.retvals[i].valid()) reply.tensors.push_back({StrCat("ret:", i), run.retvals[i]});
+    run.respond(std::move(reply));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  --running_steps_;
+  steps_done_.notify_all();
+}
+
+void WorkerService::RecvTensor(const Message& request, MessageServer::Respond respond) {
+  RendezvousKey key = KeyFromJson(request.text);
+  StepRendezvous(key.step_id)->ServeRecv(key, [respond, name = key.tensor_name](std::optional<Error> error,
+                                                                                Tensor value) {
+    if (error) return respond(Message::ErrorReply(0, *error));
+    Message reply;
+    reply.tensors.push_back({name, std::move(value)});
+    respond(std::move(reply));
+  });
+}
+
+Message WorkerService::AbortStep(const Message& request) {
+  json doc = ParseBody(request);
+  auto code = Field<int>(doc, "code", request);
+  if (code < 0 || code > static_cast<int>(Code::kInternal))
+    Fail(Code::kInvalidArgument, "bad AbortStep request: field 'code' ", code, " is unknown");
+  StepRendezvous(Field<int64_t>(doc, "step_id", request))
+      ->AbortFromPeer(Error(static_cast<Code>(code), Field<std::string>(doc, "message", request)));
+  return Reply();
+}
+
+Message WorkerService::CleanupStep(const Message& request) {
+  json doc = ParseBody(request);
+  int64_t step_id = Field<int64_t>(doc, "step_id", request);
+  std::shared_ptr<ZmqRendezvous> finished;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = steps_.find(step_id); it != steps_.end()) {
+    finished = std::move(it->second);
+    steps_.erase(it);
+  }
+  return Reply();
+}
+
+}  // namespace dflow::dist

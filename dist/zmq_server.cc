@@ -1,0 +1,136 @@
+#include "dist/zmq_server.h"
+
+#include <mutex>
+#include <vector>
+
+namespace dflow::dist {
+
+// Replies waiting for the I/O thread. Shared with every Respond, so a reply
+// that comes after the server stopped finds `closed` instead of a dangling
+// server.
+struct MessageServer::Outbox {
+  std::mutex mu;
+  std::vector<std::pair<std::string, Message>> replies;  // (routing id, reply)
+  Wakeup wakeup;
+  bool closed = false;
+
+  void Push(std::string routing_id, Message reply) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (closed) return;
+      replies.emplace_back(std::move(routing_id), std::move(reply));
+    }
+    wakeup.Signal();
+  }
+};
+
+namespace {
+
+int BoundPort(zmq::socket_t& socket) {
+  std::string endpoint = socket.get(zmq::sockopt::last_endpoint);
+  return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+}
+
+}  // namespace
+
+MessageServer::MessageServer(const std::string& address, Handler handler)
+    : handler_(std::move(handler)),
+      socket_(ZmqContext(), zmq::socket_type::router),
+      outbox_(std::make_shared<Outbox>()) {
+  SetSocketLimits(socket_);
+  std::string endpoint = StrCat("tcp://", address);
+  try {
+    socket_.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    Fail(Code::kUnavailable, "cannot listen on ", address, ": ", e.what());
+  }
+  port_ = BoundPort(socket_);
+  io_thread_ = std::thread([this] { Loop(); });
+}
+
+MessageServer::~MessageServer() { Stop(); }
+
+void MessageServer::Stop() {
+  if (stop_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(outbox_->mu);
+    outbox_->closed = true;
+  }
+  outbox_->wakeup.Signal();
+  io_thread_.join();
+}
+
+void MessageServer::Loop() {
+  while (!stop_) {
+    zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, outbox_->wakeup.fd(), ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(100));
+    if (items[1].revents & ZMQ_POLLIN) outbox_->wakeup.Drain();
+    while (!stop_) {
+      std::vector<zmq::message_t> frames = ReceiveFrames(socket_);
+      if (frames.empty()) break;
+      ServeOne(frames);
+    }
+    SendReplies();
+  }
+}
+
+void MessageServer::ServeOne(std::vector<zmq::message_t>& frames) {
+  const zmq::message_t& routing_id = frames[0];  // a ROUTER puts the sender first
+  std::string sender = routing_id.to_string();
+  if (dropped_.count(sender)) return;
+  Message request;
+  try {
+    request = DecodeFrames(frames, 1);
+    if (request.type == MessageType::kReply || request.type == MessageType::kError)
+      Fail(Code::kInvalidArgument, "bad message: a ", MessageTypeName(request.type),
+           " is not a request");
+  } catch (const Error& e) {
+    return Reject(routing_id, frames, e);
+  }
+  uint64_t id = request.request_id;
+  auto respond = [outbox = outbox_, sender, id](Message reply) {
+    reply.request_id = id;
+    outbox->Push(sender, std::move(reply));
+  };
+  if (request.deadline_ms && NowMs() > request.deadline_ms)
+    return respond(Message::ErrorReply(id, Error(Code::kUnavailable, StrCat(
+        MessageTypeName(request.type), " arrived after its deadline"))));
+  if (request.type == MessageType::kHeartbeat) return respond(Message());
+  try {
+    handler_(std::move(request), respond);
+  } catch (const Error& e) {
+    respond(Message::ErrorReply(id, e));
+  } catch (const std::exception& e) {
+    respond(Message::ErrorReply(id, Error(Code::kInternal, e.what())));
+  }
+}
+
+void MessageServer::Reject(const zmq::message_t& routing_id,
+                           const std::vector<zmq::message_t>& frames, const Error& error) {
+  ++num_bad_messages_;
+  uint64_t id = 0;
+  if (frames.size() > 1)
+    id = PeekRequestId({static_cast<const std::byte*>(frames[1].data()), frames[1].size()}).value_or(0);
+  Error dropped(error.code(), StrCat(error.message(), "; the connection is dropped"));
+  SendMessage(socket_, Message::ErrorReply(id, dropped), &routing_id);
+  dropped_.insert(routing_id.to_string());
+}
+
+void MessageServer::SendReplies() {
+  std::vector<std::pair<std::string, Message>> replies;
+  {
+    std::lock_guard<std::mutex> lock(outbox_->mu);
+    replies.swap(outbox_->replies);
+  }
+  for (auto& [sender, reply] : replies) {
+    zmq::message_t routing_id(sender.data(), sender.size());
+    try {
+      SendMessage(socket_, reply, &routing_id);
+    } catch (const Error& e) {  // a reply the wire cannot carry: say so instead
+      SendMessage(socket_, Message::ErrorReply(reply.request_id, e), &routing_id);
+    }
+  }
+}
+
+}  // namespace dflow::dist

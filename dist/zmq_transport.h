@@ -1,0 +1,51 @@
+// What the ZeroMQ client (dist/zmq_channel.h) and server (dist/zmq_server.h)
+// share: the process's ZeroMQ context, sending a Message as frames (tensor
+// frames point at the tensor's buffer: no copy), receiving one, socket
+// options, and the eventfd that wakes an I/O thread when work is queued.
+#pragma once
+
+#include <vector>
+#include <zmq.hpp>
+
+#include "dist/wire.h"
+
+namespace dflow::dist {
+
+// Heartbeats and the limits every socket gets.
+inline constexpr int kHeartbeatIntervalMs = 1000;
+inline constexpr int kHeartbeatTimeoutMs = 3000;
+
+// The process's context; never destroyed (zmq_ctx_term would wait for every
+// socket, and a static destructor must not hang the exit).
+zmq::context_t& ZmqContext();
+
+// ZMQ_MAXMSGSIZE (no frame over kMaxFrameBytes), no lingering on close.
+void SetSocketLimits(zmq::socket_t& socket);
+
+// Sends `message`, after `routing_id` when given (a ROUTER's reply). Returns
+// false when the socket would block (its queue is full).
+bool SendMessage(zmq::socket_t& socket, const Message& message,
+                 const zmq::message_t* routing_id = nullptr);
+
+// Receives every frame of one message without blocking; empty when none.
+std::vector<zmq::message_t> ReceiveFrames(zmq::socket_t& socket);
+
+// Decodes frames[first...] (validated; throws kInvalidArgument).
+Message DecodeFrames(const std::vector<zmq::message_t>& frames, size_t first);
+
+// An eventfd that one thread polls and any thread signals.
+class Wakeup {
+ public:
+  Wakeup();
+  ~Wakeup();
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+  void Signal();
+  void Drain();
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace dflow::dist

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `dflow server`: bad arguments exit 1 with "dflow: error: ..." naming what
+# was wrong; a good one serves until SIGTERM, then exits 0, and warns when
+# --bind leaves loopback. Usage: test_dflow_server_cli.sh PATH/TO/dflow
+set -u
+DFLOW=${1:?usage: $0 PATH/TO/dflow}
+source "$(dirname "$(readlink -f "$0")")/cli_checks.sh"
+
+# A free loopback port: bind port 0 and read back what the kernel chose.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+echo "{\"cluster\": {\"worker\": [\"127.0.0.1:$port\"]}}" > cluster.json
+
+expect_error "no cluster" "needs --cluster FILE or DFLOW_CLUSTER" server --job worker --task 0
+expect_error "missing file" "cannot open 'nope.json'" server --cluster nope.json --job worker --task 0
+expect_error "no job" "needs --job" server --cluster cluster.json --task 0
+expect_error "task out of range" "no task /job:worker/replica:0/task:3" server --cluster cluster.json --job worker --task 3
+expect_error "bad --bind" "bad port '99999'" server --cluster cluster.json --job worker --task 0 --bind 127.0.0.1:99999
+expect_error "unbindable --bind" "cannot listen on 192.0.2.1:$port" \
+  server --cluster cluster.json --job worker --task 0 --bind "192.0.2.1:$port"
+expect_contains "non-loopback --bind warns" err.txt "warning: listening on 192.0.2.1:$port, not 127.0.0.1"
+
+# Serves, then stops cleanly on SIGTERM (within 5 s).
+checks=$((checks + 1))
+"$DFLOW" server --cluster cluster.json --job worker --task 0 2> serve.txt &
+pid=$!
+for _ in $(seq 50); do grep -q "listening on 127.0.0.1:$port" serve.txt && break; sleep 0.1; done
+kill -TERM "$pid"
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+  kill -KILL "$pid"
+  fail "dflow server did not stop within 5 s of SIGTERM"
+else
+  wait "$pid" || fail "dflow server exited $? on SIGTERM: $(cat serve.txt)"
+fi
+expect_contains "serving" serve.txt "task /job:worker/replica:0/task:0 listening on 127.0.0.1:$port"
+DFLOW_CLUSTER="{\"cluster\": {\"worker\": [\"127.0.0.1:$port\"]}, \"task\": {\"type\": \"worker\", \"index\": 5}}" \
+  expect_error "task from DFLOW_CLUSTER" "task.index 5 is out of range" server
+cli_summary

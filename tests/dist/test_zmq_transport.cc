@@ -1,0 +1,155 @@
+// The transport inside one process: a Channel (DEALER) talking to a
+// MessageServer (ROUTER) on loopback. Replies match their requests, tensors
+// arrive intact, deadlines and silent peers fail requests with errors naming
+// the task, and a garbage message gets an error reply while the server keeps
+// serving everyone else.
+#include <catch2/catch.hpp>
+#include <future>
+
+#include "dist/zmq_channel.h"
+#include "dist/zmq_server.h"
+#include "tests/ops/op_test_util.h"
+
+using namespace dflow;
+using namespace dflow::dist;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Echoes text and tensors back; "hold" requests are never answered.
+MessageServer::Handler Echo() {
+  return [](Message request, MessageServer::Respond respond) {
+    if (request.text == "hold") return;
+    Message reply;
+    reply.text = request.text;
+    reply.tensors = std::move(request.tensors);
+    respond(std::move(reply));
+  };
+}
+
+std::string Loopback(const MessageServer& server) { return StrCat("127.0.0.1:", server.port()); }
+
+Message Text(std::string text, int64_t timeout_ms = 0) {
+  Message m;
+  m.type = MessageType::kGetStatus;
+  m.text = std::move(text);
+  m.deadline_ms = DeadlineIn(timeout_ms);
+  return m;
+}
+
+// The error a call ends with (fails the test when it succeeds).
+Error CallError(Channel& channel, Message request) {
+  try {
+    channel.CallAndWait(std::move(request));
+  } catch (const Error& e) {
+    return e;
+  }
+  FAIL("the call succeeded");
+  return Error(Code::kInternal, "");
+}
+
+}  // namespace
+
+TEST_CASE("a channel's requests get their own replies, tensors intact", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+  std::vector<std::future<Message>> replies;
+  for (int i = 0; i < 20; ++i) {
+    auto promise = std::make_shared<std::promise<Message>>();
+    replies.push_back(promise->get_future());
+    Message request = Text(StrCat("request ", i));
+    request.tensors.push_back({"t", testing::RandomTensor(DType::kFloat32, Shape({64, 3}), i)});
+    channel.Call(std::move(request), [promise](std::optional<Error> error, Message reply) {
+      if (error) promise->set_exception(std::make_exception_ptr(*error));
+      else promise->set_value(std::move(reply));
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    Message reply = replies[i].get();
+    CHECK(reply.text == StrCat("request ", i));
+    REQUIRE(reply.tensors.size() == 1);
+    testing::ExpectEqual(reply.tensors[0].value, testing::RandomTensor(DType::kFloat32, Shape({64, 3}), i));
+  }
+  CHECK(channel.peer_alive());
+}
+
+TEST_CASE("a large tensor crosses in one piece", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+  Message request = Text("big");
+  request.tensors.push_back({"t", testing::RandomTensor(DType::kFloat32, Shape({1024, 1024}), 9)});
+  Tensor sent = request.tensors[0].value;
+  Message reply = channel.CallAndWait(std::move(request));
+  testing::ExpectEqual(reply.tensors.at(0).value, sent);
+}
+
+TEST_CASE("a request past its deadline fails naming the task", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  Channel channel("/job:worker/replica:0/task:3", Loopback(server));
+  Error error = CallError(channel, Text("hold", 200));
+  CHECK(error.code() == Code::kUnavailable);
+  CHECK_THAT(error.message(), Contains("deadline exceeded") && Contains("task:3"));
+}
+
+TEST_CASE("a server that stops answering is found by heartbeat", "[zmq]") {
+  auto server = std::make_unique<MessageServer>("127.0.0.1:0", Echo());
+  ChannelOptions fast{.heartbeat_interval_ms = 50, .heartbeat_timeout_ms = 300};
+  Channel channel("/job:worker/replica:0/task:1", Loopback(*server), fast);
+  CHECK(channel.CallAndWait(Text("hello")).text == "hello");
+  auto pending = std::async(std::launch::async, [&] { return CallError(channel, Text("hold")); });
+  server.reset();  // the peer goes away with the request unanswered
+  Error error = pending.get();
+  CHECK(error.code() == Code::kUnavailable);
+  CHECK_THAT(error.message(), Contains("no heartbeat") && Contains("task:1") && Contains("127.0.0.1"));
+  CHECK_FALSE(channel.peer_alive());
+}
+
+TEST_CASE("a garbage message gets an error reply and the server keeps serving", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  zmq::socket_t raw(ZmqContext(), zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect("tcp://" + Loopback(server));
+  raw.send(zmq::str_buffer("not a dflow message"), zmq::send_flags::none);
+  std::vector<zmq::message_t> reply;
+  zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+  REQUIRE(zmq::poll(&item, 1, std::chrono::milliseconds(5000)) == 1);
+  reply = ReceiveFrames(raw);
+  Message error = DecodeFrames(reply, 0);
+  CHECK(error.type == MessageType::kError);
+  CHECK_THAT(error.text, Contains("header frame has 19 bytes") && Contains("connection is dropped"));
+  CHECK(server.num_bad_messages() == 1);
+  // The dropped connection is not served again; a new one is.
+  raw.send(zmq::str_buffer("more garbage"), zmq::send_flags::none);
+  Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+  CHECK(channel.CallAndWait(Text("still here")).text == "still here");
+  CHECK(zmq::poll(&item, 1, std::chrono::milliseconds(200)) == 0);
+}
+
+TEST_CASE("a closing channel fails what is pending and a bad target is refused", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  std::promise<Error> failed;
+  {
+    Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+    channel.Call(Text("hold"), [&](std::optional<Error> error, Message) { failed.set_value(*error); });
+  }
+  CHECK_THAT(failed.get_future().get().message(), Contains("closed"));
+  CHECK_THROWS_WITH(ZmqEndpointOfTarget("tcp://127.0.0.1:1"), Contains("zmq://host:port"));
+  CHECK_THROWS_WITH(ZmqEndpointOfTarget("zmq://127.0.0.1:99999"), Contains("99999"));
+  CHECK_THROWS_WITH(MessageServer("256.1.1.1:1", Echo()), Contains("cannot listen on 256.1.1.1:1"));
+}
+
+TEST_CASE("callers on several threads share one channel", "[zmq]") {
+  MessageServer server("127.0.0.1:0", Echo());
+  Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+  std::vector<std::future<int>> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.push_back(std::async(std::launch::async, [&channel, t] {
+      int matched = 0;
+      for (int i = 0; i < 50; ++i) {
+        std::string text = StrCat("thread ", t, " call ", i);
+        matched += channel.CallAndWait(Text(text)).text == text;
+      }
+      return matched;
+    }));
+  for (auto& caller : callers) CHECK(caller.get() == 50);
+}
