@@ -60,7 +60,7 @@ TEST_CASE("the MLP's gradients on two devices equal the one-device gradients bit
           "[multi_device]") {
   // The training test above compares losses and trained weights; this one
   // fetches dloss/dvariable itself, for one step, before any update.
-  Mlp one(false), two(true);
+  TwoLayerMlp one = Mlp(false), two = Mlp(true);
   std::vector<Output> grads_one = autodiff::AddGradients(one.s, {one.loss}, one.variables);
   std::vector<Output> grads_two = autodiff::AddGradients(two.s, {two.loss}, two.variables);
   Session single(one.s, {.num_threads = 1});
