@@ -175,6 +175,7 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kRecvTensor: return "RecvTensor";
     case MessageType::kDeregisterGraph: return "DeregisterGraph";
     case MessageType::kHeartbeat: return "Heartbeat";
+    case MessageType::kLinkMessage: return "LinkMessage";
   }
   return "unknown";
 }

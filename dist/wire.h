@@ -38,8 +38,9 @@ enum class MessageType : uint16_t {
   kRecvTensor = 8,     // a rendezvous key -> the tensor, once it was sent
   kDeregisterGraph = 9,
   kHeartbeat = 10,
+  kLinkMessage = 11,   // collectives' point-to-point bytes: text = tag, tensors from, bytes
 };
-inline constexpr uint16_t kLastMessageType = 10;
+inline constexpr uint16_t kLastMessageType = 11;
 std::string_view MessageTypeName(MessageType type);
 
 struct WireTensor {
