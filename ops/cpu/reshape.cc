@@ -3,6 +3,7 @@
 // the input through.
 #include "graph/kernel.h"
 #include "ops/array_shapes.h"
+#include "ops/handle_kernels.h"
 
 namespace dflow {
 namespace {
@@ -26,25 +27,6 @@ class ExpandDimsKernel : public OpKernel {
     int64_t axis = array::ReadScalarInt(ctx.input(1), "axis");
     ctx.set_output(0, input.Reshaped(array::ExpandDimsShape(input.shape(), axis)));
   }
-};
-
-class SqueezeKernel : public OpKernel {
- public:
-  explicit SqueezeKernel(const Node& node)
-      : OpKernel(node), dims_(node.attr<std::vector<int64_t>>("squeeze_dims")) {}
-  void Compute(OpKernelContext& ctx) const override {
-    const Tensor& input = ctx.input(0);
-    ctx.set_output(0, input.Reshaped(array::SqueezeShape(input.shape(), dims_)));
-  }
-
- private:
-  std::vector<int64_t> dims_;
-};
-
-class IdentityKernel : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
 };
 
 REGISTER_KERNEL("Reshape", "CPU", ReshapeKernel);

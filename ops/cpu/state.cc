@@ -1,5 +1,6 @@
 // CPU kernels for constants, placeholders and variables.
 #include "graph/kernel.h"
+#include "ops/handle_kernels.h"
 
 namespace dflow {
 namespace {
@@ -21,35 +22,6 @@ class PlaceholderKernel : public OpKernel {
          DTypeName(node().output_dtype(0)), node().output_shape(0).ToString(),
          ") must be fed a value");
   }
-};
-
-// Outputs the variable's value; leaves the output empty while it is
-// uninitialised, so that an Assign can still use the variable while any
-// other reader gets a clear error from the executor.
-class VariableKernel : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext& ctx) const override {
-    std::string shared = node().attr<std::string>("shared_name");
-    Variable* var = ctx.resources().LookupOrCreateVariable(
-        shared.empty() ? node().name() : shared, node().attr<DType>("dtype"),
-        node().attr<Shape>("shape"));
-    if (var->initialized()) ctx.set_output(0, var->Read());
-  }
-};
-
-class AssignKernel : public OpKernel {
- public:
-  explicit AssignKernel(const Node& node)
-      : OpKernel(node), validate_shape_(node.attr<bool>("validate_shape")) {}
-  void Compute(OpKernelContext& ctx) const override {
-    Variable* var = ctx.input_variable(0);
-    var->Assign(ctx.input(1), validate_shape_);
-    ctx.set_output(0, var->Read());
-  }
-
- private:
-  bool validate_shape_;
 };
 
 // ref op= value, in place (the variable copies first if a reader shares it).

@@ -6,6 +6,7 @@
 
 #include "ops/array_shapes.h"
 #include "ops/cuda/kernel_util.h"
+#include "ops/handle_kernels.h"
 
 namespace dflow {
 namespace {
@@ -48,39 +49,6 @@ class GpuConstKernel : public OpKernel {
   mutable Tensor on_device_;
 };
 
-class GpuVariableKernel : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext& ctx) const override {
-    std::string shared = node().attr<std::string>("shared_name");
-    Variable* var = ctx.resources().LookupOrCreateVariable(
-        shared.empty() ? node().name() : shared, node().attr<DType>("dtype"),
-        node().attr<Shape>("shape"));
-    if (var->initialized()) ctx.set_output(0, var->Read());
-  }
-};
-
-// The variable keeps the assigned tensor itself (GPU memory, shared).
-class GpuAssignKernel : public OpKernel {
- public:
-  explicit GpuAssignKernel(const Node& node)
-      : OpKernel(node), validate_shape_(node.attr<bool>("validate_shape")) {}
-  void Compute(OpKernelContext& ctx) const override {
-    Variable* var = ctx.input_variable(0);
-    var->Assign(ctx.input(1), validate_shape_);
-    ctx.set_output(0, var->Read());
-  }
-
- private:
-  bool validate_shape_;
-};
-
-class GpuIdentityKernel : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
-};
-
 class GpuReshapeKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -89,19 +57,6 @@ class GpuReshapeKernel : public OpKernel {
     std::vector<int64_t> dims = cuda::HostInt64s(ctx, 1, "shape");
     ctx.set_output(0, input.Reshaped(array::ReshapeShape(input.shape(), dims)));
   }
-};
-
-class GpuSqueezeKernel : public OpKernel {
- public:
-  explicit GpuSqueezeKernel(const Node& node)
-      : OpKernel(node), dims_(node.attr<std::vector<int64_t>>("squeeze_dims")) {}
-  void Compute(OpKernelContext& ctx) const override {
-    const Tensor& input = ctx.input(0);
-    ctx.set_output(0, input.Reshaped(array::SqueezeShape(input.shape(), dims_)));
-  }
-
- private:
-  std::vector<int64_t> dims_;
 };
 
 class GpuExpandDimsKernel : public OpKernel {
@@ -179,14 +134,14 @@ REGISTER_KERNEL("_Arg", "GPU", GpuArgKernel);
 REGISTER_KERNEL("_Retval", "GPU", GpuRetvalKernel);
 REGISTER_KERNEL("Const", "GPU", GpuConstKernel);
 // Variables on the GPU hold the dtypes its kernels compute on.
-template <typename T> using GpuVariable = GpuVariableKernel;
-template <typename T> using GpuAssign = GpuAssignKernel;
+template <typename T> using GpuVariable = VariableKernel;
+template <typename T> using GpuAssign = AssignKernel;
 REGISTER_KERNEL_FOR_TYPES("VariableV2", "GPU", GpuVariable, float, double, int32_t, int64_t);
 REGISTER_KERNEL_FOR_TYPES("Assign", "GPU", GpuAssign, float, double, int32_t, int64_t);
-REGISTER_KERNEL("Identity", "GPU", GpuIdentityKernel);
-REGISTER_KERNEL("StopGradient", "GPU", GpuIdentityKernel);
+REGISTER_KERNEL("Identity", "GPU", IdentityKernel);
+REGISTER_KERNEL("StopGradient", "GPU", IdentityKernel);
 REGISTER_KERNEL("Reshape", "GPU", GpuReshapeKernel);
-REGISTER_KERNEL("Squeeze", "GPU", GpuSqueezeKernel);
+REGISTER_KERNEL("Squeeze", "GPU", SqueezeKernel);
 REGISTER_KERNEL("ExpandDims", "GPU", GpuExpandDimsKernel);
 REGISTER_KERNEL("ZerosLike", "GPU", GpuZerosLikeKernel);
 REGISTER_KERNEL("NoOp", "GPU", GpuNoOpKernel);
