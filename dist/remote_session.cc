@@ -104,9 +104,7 @@ std::shared_ptr<RemoteSession::Executable> RemoteSession::Build(const FeedList& 
   auto executable = std::make_shared<Executable>();
   executable->signature = RunSignature::Resolve(*graph_, feeds, fetches, targets);
   const RunSignature& signature = executable->signature;
-  std::unique_ptr<Graph> graph =
-      ExtractForExecution(*graph_, signature.feeds, signature.fetches, signature.targets);
-  RunPasses(*graph, *pass_device_, options_.passes, signature.target_names);
+  std::unique_ptr<Graph> graph = signature.PrepareGraph(*graph_, *pass_device_, options_.passes);
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options_.allow_soft_placement;
   Placement placement = Place(*graph, devices_, placement_options);

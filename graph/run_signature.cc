@@ -67,4 +67,11 @@ std::vector<Tensor> RunSignature::CheckFeeds(const FeedList& feeds) const {
   return args;
 }
 
+std::unique_ptr<Graph> RunSignature::PrepareGraph(const Graph& graph, Device& device,
+                                                  const PassOptions& options) const {
+  std::unique_ptr<Graph> part = ExtractForExecution(graph, feeds, fetches, targets);
+  RunPasses(*part, device, options, target_names);
+  return part;
+}
+
 }  // namespace dflow

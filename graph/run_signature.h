@@ -4,12 +4,14 @@
 // build and cache their executables from it.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/passes.h"
 #include "graph/scope.h"
 #include "graph/tensor.h"
 
@@ -45,6 +47,10 @@ struct RunSignature {
   // The fed tensors in order, each checked against its output's dtype and
   // shape; throws kInvalidArgument naming the feed.
   std::vector<Tensor> CheckFeeds(const FeedList& feeds) const;
+  // The part of `graph` this call needs (graph/passes.h ExtractForExecution),
+  // rewritten by the passes `options` turn on, which evaluate on `device`.
+  std::unique_ptr<Graph> PrepareGraph(const Graph& graph, Device& device,
+                                      const PassOptions& options) const;
 };
 
 }  // namespace dflow

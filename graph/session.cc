@@ -141,10 +141,7 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
   auto executable = std::make_shared<Executable>();
   executable->signature = RunSignature::Resolve(*graph_, feeds, fetches, targets);
   const RunSignature& signature = executable->signature;
-  std::unique_ptr<Graph> graph =
-      ExtractForExecution(*graph_, signature.feeds, signature.fetches, signature.targets);
-  RunPasses(*graph, *devices_.front(), options_.passes, signature.target_names);
-  AddExecutors(std::move(graph), *executable);
+  AddExecutors(signature.PrepareGraph(*graph_, *devices_.front(), options_.passes), *executable);
   return executable;
 }
 
