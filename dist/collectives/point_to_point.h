@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ class PointToPoint {
   // The next message from `from` under `tag`. Throws kUnavailable naming
   // both ranks and the tag when none arrives by `deadline`.
   virtual Bytes Recv(int from, const std::string& tag, Deadline deadline) = 0;
+  // A rank the link knows to be gone (it stopped answering), if any: no
+  // collective can finish then, so waiting for the others is pointless.
+  virtual std::optional<int> LostRank() const { return std::nullopt; }
+  // Waits until everything sent so far is delivered (before a process exits).
+  virtual void Flush(Deadline /*deadline*/) {}
 };
 
 }  // namespace dflow::dist
