@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,11 +102,12 @@ class ZmqLink final : public PointToPoint {
   std::vector<std::string> rank_names_;
   std::string address_;
 
-  mutable std::mutex mu_;  // guards queues_, failure_, unacknowledged_
+  mutable std::mutex mu_;  // guards queues_, failure_, unacknowledged_, hellos_served_
   std::condition_variable changed_;
   std::map<std::pair<int, std::string>, std::deque<Bytes>> queues_;
   std::optional<Error> failure_;
   int64_t unacknowledged_ = 0;
+  std::set<int> hellos_served_;  // ranks whose hello this rank answered
 
   // Declared last: stopped first, while the mailbox they fill still exists.
   std::vector<std::unique_ptr<Channel>> channels_;  // [rank]; null for self

@@ -3,6 +3,7 @@
 // one task of a cluster document.
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "dist/cluster.h"
 #include "dist/collectives/zmq_link.h"
@@ -12,6 +13,10 @@
 
 namespace dflow::dist {
 namespace {
+
+// How long a rank whose handshake failed keeps answering hellos.
+constexpr auto kVerdictGrace = std::chrono::seconds(2);
+constexpr auto kReplyFlush = std::chrono::milliseconds(200);
 
 int64_t EpochMs(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -90,6 +95,11 @@ void ZmqLink::ServeHello(const Message& request, std::function<void(Message)> re
   std::optional<ParsedHello> parsed = ParseHello(text);
   std::string problem = !parsed ? StrCat(RankName(rank_), " got a malformed hello")
                                 : CheckHello(text, parsed->rank >= 0 && parsed->rank < num_ranks_ ? parsed->rank : 0);
+  if (parsed && parsed->rank >= 0 && parsed->rank < num_ranks_ && parsed->rank != rank_) {
+    std::lock_guard lock(mu_);
+    hellos_served_.insert(parsed->rank);
+  }
+  changed_.notify_all();
   if (problem.empty() && parsed->rank == rank_)
     problem = StrCat(RankName(rank_), " got a hello from another process claiming its own rank: ",
                      "two ranks were given the same task");
@@ -122,10 +132,10 @@ void ZmqLink::Handshake(const std::vector<std::string>& addresses) {
     request.deadline_ms = EpochMs(std::chrono::system_clock::now() + timeout);
     hello_channels[r]->Call(std::move(request), [this, r, answers](std::optional<Error> error, Message reply) {
       std::lock_guard lock(answers->mu);
-      if (error) {
+      if (error && error->code() == Code::kFailedPrecondition) {
+        answers->disagreeing[r] = error->message();  // the peer's verdict on our hello
+      } else if (error) {
         answers->unreachable[r] = error->what();
-      } else if (reply.type == MessageType::kError) {
-        answers->disagreeing[r] = reply.text;
       } else {
         answers->disagreeing[r] = CheckHello(reply.text, r);
       }
@@ -145,9 +155,19 @@ void ZmqLink::Handshake(const std::vector<std::string>& addresses) {
   for (int r = 0; r < num_ranks_; ++r) {
     if (!answers->disagreeing[r].empty()) disagreements += (disagreements.empty() ? "" : "; ") + answers->disagreeing[r];
     if (!answers->unreachable[r].empty())
-      unreachable += StrCat(unreachable.empty() ? "" : ", ", RankName(r), " (", addresses[r], ")");
+      unreachable += StrCat(unreachable.empty() ? "" : ", ", RankName(r), " (", addresses[r], ": ",
+                            answers->unreachable[r], ")");
   }
-  if (!disagreements.empty()) Fail(Code::kFailedPrecondition, disagreements);
+  if (!disagreements.empty()) {
+    // Stay up a moment for the peers' hellos, so that they hear the verdict
+    // from us rather than wait out their start-up timeout for a closed port.
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, kVerdictGrace, [&] { return static_cast<int>(hellos_served_.size()) >= num_ranks_ - 1; });
+    // The last answer is queued, not yet sent: give the server's I/O thread a moment.
+    lock.unlock();
+    std::this_thread::sleep_for(kReplyFlush);
+    Fail(Code::kFailedPrecondition, disagreements);
+  }
   if (!unreachable.empty())
     Fail(Code::kUnavailable, RankName(rank_), " waited ", timeout.count(), " ms at start-up for ",
          unreachable, " to answer its hello; start every rank, or raise the start-up timeout");
