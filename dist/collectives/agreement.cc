@@ -110,7 +110,7 @@ void Communicator::AgreeAsMember(const CollectiveSignature& signature, Deadline 
   try {
     answer = link_.Recv(0, kVerdictTag, deadline);
   } catch (const Error& e) {
-    if (e.code() != Code::kUnavailable) throw;
+    if (e.code() != Code::kUnavailable || link_.LostRank()) throw;  // a lost rank: the link names it
     Fail(Code::kUnavailable, "rank 0, which coordinates the agreement, did not answer for ",
          text, " within ", 2 * options_.timeout.count(), " ms");
   }

@@ -70,4 +70,57 @@ timeout 60 "$TRAINER" --in-process 3 --steps 15 --out threads 2> threads.err || 
 for k in 0 1 2; do expect_same "processes = threads, worker $k" procs.$k threads.$k; done
 expect_same "workers agree" procs.0 procs.2
 
+# wait_for FILE PATTERN: up to 20 s for FILE to hold a line matching PATTERN.
+wait_for() {
+  for _ in $(seq 200); do grep -qE "$2" "$1" 2> /dev/null && return 0; sleep 0.1; done
+  fail "no '$2' in $1 after 20 s: $(tail -c 2000 "$1")"
+  return 1
+}
+
+# --- worker 1 killed with -9 mid-training, processes started without a launcher:
+# workers 0 and 2 name it and exit 1 within 10 s
+BASE=$((BASE + 10))
+for k in 0 1 2; do start w$k "$(cluster 3 $k)" --steps 1000 --step-sleep-ms 50; done
+wait_for w1.out "^pid " && wait_for w0.out "^pid " && sleep 1
+kill -9 "$(sed -n 's/^pid //p' w1.out)"
+killed_at=$SECONDS
+for w in w0 w2; do
+  expect_exit $w 1
+  expect_contains "$w names the dead worker" $w.err "worker:1 stopped answering heartbeats"
+done
+checks=$((checks + 1))
+(( SECONDS - killed_at <= 10 )) || fail "the survivors took $((SECONDS - killed_at)) s to stop (at most 10)"
+wait "$pid_w1" 2> /dev/null
+
+# --- the same under dflow launch, with the chief writing checkpoints every 5 steps
+BASE=$((BASE + 10))
+mkdir ckpt
+timeout 60 "$DFLOW" launch -n 3 --base-port $BASE -- "$TRAINER" --steps 1000 --step-sleep-ms 50 \
+  --checkpoint-dir ckpt --checkpoint-every 5 > killed.out 2> killed.err &
+launcher=$!
+wait_for killed.out "^\[worker:0\] checkpoint ckpt/model-10.safetensors"
+kill -9 "$(sed -n 's/^\[worker:1\] pid //p' killed.out)"
+killed_at=$SECONDS
+checks=$((checks + 1))
+wait $launcher
+code=$?
+[[ $code == 1 ]] || fail "launcher with a killed worker: exit $code (expected 1)"
+(( SECONDS - killed_at <= 10 )) || fail "the launcher took $((SECONDS - killed_at)) s to stop (at most 10)"
+expect_contains "launcher names the dead worker" killed.err "task worker:1"
+expect_contains "launcher says how" killed.err "was killed by signal 9"
+
+# --- resumed from the killed run's last checkpoint to step 40: the bits of a run straight to 40
+BASE=$((BASE + 10))
+checks=$((checks + 1))
+timeout 60 "$DFLOW" launch -n 3 --base-port $BASE -- "$TRAINER" --steps 40 --out straight > straight.out 2> straight.err ||
+  fail "straight run: $(cat straight.err)"
+BASE=$((BASE + 10))
+checks=$((checks + 1))
+timeout 60 "$DFLOW" launch -n 3 --base-port $BASE -- "$TRAINER" --steps 40 --checkpoint-dir ckpt --resume \
+  --out resumed > resumed.out 2> resumed.err || fail "resumed run: $(cat resumed.err)"
+expect_contains "resumed from a checkpoint" resumed.out "[worker:0] restored ckpt/model-"
+for k in 0 1 2; do expect_same "resumed = straight, worker $k" resumed.$k straight.$k; done
+checks=$((checks + 1))
+cmp -s straight.0 procs.0 && fail "40 steps and 15 steps gave the same variables"
+
 cli_summary
