@@ -5,22 +5,25 @@
 
 namespace dflow::dist {
 
-std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string& name,
-                                                               const ClusterSpec& cluster,
-                                                               std::vector<GradientSpec> specs,
-                                                               const StrategyOptions& options) {
-  if (name == "ring") {
-    RingOptions ring;
-    ring.collective.timeout = options.collective_timeout;
-    ring.buckets.fp16_on_wire = options.fp16_on_wire;
-    ring.buckets.bucket_bytes = options.bucket_bytes;
-    ring.link.startup_timeout = options.startup_timeout;
-    return RingAllReduceStrategy::Connect(cluster, std::move(specs), ring);
-  }
+void RequireStrategy(const std::string& name) {
+  if (name == "ring") return;
   if (name == "ps")
     Fail(Code::kUnimplemented, "the parameter-server strategy across processes is not available in this ",
          "build yet; use --strategy ring");
   Fail(Code::kInvalidArgument, "unknown data-parallel strategy '", name, "' (expected ring or ps)");
+}
+
+std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string& name,
+                                                               const ClusterSpec& cluster,
+                                                               std::vector<GradientSpec> specs,
+                                                               const StrategyOptions& options) {
+  RequireStrategy(name);
+  RingOptions ring;
+  ring.collective.timeout = options.collective_timeout;
+  ring.buckets.fp16_on_wire = options.fp16_on_wire;
+  ring.buckets.bucket_bytes = options.bucket_bytes;
+  ring.link.startup_timeout = options.startup_timeout;
+  return RingAllReduceStrategy::Connect(cluster, std::move(specs), ring);
 }
 
 std::vector<Tensor> RunDataParallelStep(Session& session, DataParallelStrategy& strategy,

@@ -36,19 +36,24 @@ class DataParallelStrategy {
   // This worker's gradients (one per spec, in spec order) in; their mean over
   // all workers out, the same bits on every worker.
   virtual std::vector<Tensor> AverageGradients(const std::vector<Tensor>& gradients) = 0;
+  // True on every worker when `flag` is true on any (a stop request that
+  // reached one worker stops all at the same step).
+  virtual bool AnyWorker(bool flag) = 0;
   // Waits until every worker got here and everything sent was delivered, so
   // that no worker's exit cuts off another's last step.
   virtual void Finish() = 0;
 };
 
-// Which strategy: "ring" (the default); "ps" is not available in this build
-// yet (kUnimplemented). `specs` describe the gradients AverageGradients takes.
+// Which strategy: "ring"; "ps" is not available in this build yet
+// (kUnimplemented). `specs` describe the gradients AverageGradients takes.
+// RequireStrategy throws the same errors without connecting anything.
 struct StrategyOptions {
   std::chrono::milliseconds startup_timeout{60000};  // for every worker to come up
   std::chrono::milliseconds collective_timeout{60000};
   bool fp16_on_wire = false;                         // ring: Horovod's fp16 compression
   size_t bucket_bytes = size_t{4} << 20;
 };
+void RequireStrategy(const std::string& name);
 std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string& name,
                                                                const ClusterSpec& cluster,
                                                                std::vector<GradientSpec> specs,

@@ -45,6 +45,12 @@ std::vector<Tensor> RingAllReduceStrategy::AverageGradients(const std::vector<Te
   return buckets_.Finish();
 }
 
+bool RingAllReduceStrategy::AnyWorker(bool flag) {
+  Tensor votes = Tensor::Scalar<int32_t>(flag ? 1 : 0);
+  comm_.AllReduce("any_worker", votes, ReduceOp::kSum);
+  return votes.scalar<int32_t>() > 0;
+}
+
 void RingAllReduceStrategy::Finish() {
   // A barrier: nobody leaves before everybody arrived ...
   Tensor arrived = Tensor::Scalar<int32_t>(1);

@@ -33,6 +33,7 @@ class RingAllReduceStrategy final : public DataParallelStrategy {
   int num_workers() const override { return link_.num_ranks(); }
   void SynchronizeVariables(Session& session, const std::vector<std::string>& variables) override;
   std::vector<Tensor> AverageGradients(const std::vector<Tensor>& gradients) override;
+  bool AnyWorker(bool flag) override;
   void Finish() override;
 
   const Communicator& communicator() const { return comm_; }
