@@ -52,11 +52,11 @@ bool RingAllReduceStrategy::AnyWorker(bool flag) {
 }
 
 void RingAllReduceStrategy::Finish() {
-  // A barrier: nobody leaves before everybody arrived ...
+  // Agreed first, so a worker that stopped early is an error, not a hang;
+  // then nothing any worker sent is still on its way when one exits.
   Tensor arrived = Tensor::Scalar<int32_t>(1);
   comm_.AllReduce("finish", arrived, ReduceOp::kSum);
-  // ... and nothing this worker sent is still on its way when it exits.
-  link_.Flush(std::chrono::steady_clock::now() + timeout_);
+  link_.Shutdown(std::chrono::steady_clock::now() + timeout_);
 }
 
 }  // namespace dflow::dist

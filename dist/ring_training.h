@@ -36,7 +36,8 @@ class RingAllReduceStrategy final : public DataParallelStrategy {
   bool AnyWorker(bool flag) override;
   void Finish() override;
 
-  const Communicator& communicator() const { return comm_; }
+  // For other collectives between steps (the buckets use it during AverageGradients).
+  Communicator& communicator() { return comm_; }
 
  private:
   RingAllReduceStrategy(std::unique_ptr<ZmqLink> link, std::vector<GradientSpec> specs, RingOptions options);

@@ -30,8 +30,10 @@ class PointToPoint {
   // A rank the link knows to be gone (it stopped answering), if any: no
   // collective can finish then, so waiting for the others is pointless.
   virtual std::optional<int> LostRank() const { return std::nullopt; }
-  // Waits until everything sent so far is delivered (before a process exits).
-  virtual void Flush(Deadline /*deadline*/) {}
+  // Collective, once at the end, before the process exits: returns when
+  // every rank has called it and everything any rank sent was delivered, so
+  // that no rank's exit cuts off another's last messages. No Send or Recv after.
+  virtual void Shutdown(Deadline /*deadline*/) {}
 };
 
 }  // namespace dflow::dist

@@ -93,7 +93,7 @@ std::optional<int> ZmqLink::LostRank() const {
   return std::nullopt;
 }
 
-Bytes ZmqLink::Recv(int from, const std::string& tag, Deadline deadline) {
+Bytes ZmqLink::Await(int from, const std::string& tag, Deadline deadline, bool any_peer_lost_fails) {
   CheckRank(from, "receives from", tag);
   auto key = std::make_pair(from, tag);
   std::unique_lock lock(mu_);
@@ -106,7 +106,9 @@ Bytes ZmqLink::Recv(int from, const std::string& tag, Deadline deadline) {
       if (it->second.empty()) queues_.erase(it);
       return bytes;
     }
-    if (std::optional<int> lost = LostRank()) {
+    std::optional<int> lost = any_peer_lost_fails ? LostRank() : std::nullopt;
+    if (!any_peer_lost_fails && from != rank_ && !channels_[from]->peer_alive()) lost = from;
+    if (lost) {
       Fail(Code::kUnavailable, RankName(rank_), " waits for '", tag, "' from ", RankName(from), ", but ",
            RankName(*lost), " stopped answering heartbeats (", channels_[*lost]->address(),
            "): it died or hangs");
@@ -128,6 +130,15 @@ void ZmqLink::Flush(Deadline deadline) {
            " message(s) still unacknowledged at the flush deadline");
     changed_.wait_until(lock, deadline);
   }
+}
+
+void ZmqLink::Shutdown(Deadline deadline) {
+  Flush(deadline);
+  for (int r = 0; r < num_ranks_; ++r)
+    if (r != rank_) channels_[r]->Post(EncodeLinkMessage(rank_, kGoodbyeTag, {}));
+  // A peer that got every goodbye may close at once: only the awaited one's silence matters.
+  for (int r = 0; r < num_ranks_; ++r)
+    if (r != rank_) Await(r, kGoodbyeTag, deadline, /*any_peer_lost_fails=*/false);
 }
 
 void ZmqLink::Deliver(int from, const std::string& tag, Bytes bytes) {

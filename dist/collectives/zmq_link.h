@@ -3,6 +3,7 @@
 // its own address whose handler fills a mailbox (a queue per (sender, tag)),
 // and reaches every other rank through a Channel; a message is one
 // kLinkMessage request, acknowledged by an empty reply that Flush waits for.
+// Shutdown ends a run so that no rank's exit cuts off another's messages.
 //
 // Start-up: ranks may start seconds apart (a launcher, Slurm), so Connect
 // sends every peer a hello (rank, number of ranks, fingerprint) and waits up
@@ -74,12 +75,18 @@ class ZmqLink final : public PointToPoint {
   // Throws kUnavailable naming both ranks and the tag on timeout, and as
   // soon as any peer stops answering heartbeats (naming that peer): among
   // ranks of one job, a collective cannot finish without every rank.
-  Bytes Recv(int from, const std::string& tag, Deadline deadline) override;
+  Bytes Recv(int from, const std::string& tag, Deadline deadline) override {
+    return Await(from, tag, deadline, /*any_peer_lost_fails=*/true);
+  }
   std::optional<int> LostRank() const override;
   // Waits until every message sent so far has been acknowledged by its
-  // receiver, so that exiting cannot drop them; throws a delivery failure,
-  // or kUnavailable at `deadline`.
-  void Flush(Deadline deadline) override;
+  // receiver; throws a delivery failure, or kUnavailable at `deadline`.
+  void Flush(Deadline deadline);
+  // Flush, then a goodbye to every peer (not acknowledged: its sender may
+  // be gone by then) and wait for every peer's goodbye: a peer says it only
+  // after its own Flush, so nobody closes while a peer still waits for an
+  // acknowledgement from it.
+  void Shutdown(Deadline deadline) override;
 
   // "worker:2" or "rank 2".
   const std::string& RankName(int rank) const { return rank_names_[rank]; }
@@ -91,6 +98,9 @@ class ZmqLink final : public PointToPoint {
   // Empty when `hello` (from a peer) agrees with ours, else why not.
   std::string CheckHello(const std::string& hello, int expected_rank) const;
   void Handshake(const std::vector<std::string>& addresses);
+  // The next message from `from` under `tag`; fails when `from` (or, with
+  // any_peer_lost_fails, any peer) stops answering, or at the deadline.
+  Bytes Await(int from, const std::string& tag, Deadline deadline, bool any_peer_lost_fails);
   void Deliver(int from, const std::string& tag, Bytes bytes);
   void RecordFailure(const Error& error);
   void ThrowIfFailed();

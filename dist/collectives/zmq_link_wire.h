@@ -14,6 +14,8 @@ namespace dflow::dist {
 
 // No collective uses this tag: theirs start with "collective/".
 inline constexpr const char* kHelloTag = "link/hello";
+// What Shutdown sends every peer after its Flush.
+inline constexpr const char* kGoodbyeTag = "link/goodbye";
 
 struct LinkMessage {
   int from = -1;

@@ -101,6 +101,7 @@ int Run(const Settings& settings) {
   dist::StrategyOptions options;
   options.startup_timeout = std::chrono::milliseconds(static_cast<int64_t>(settings.startup_timeout_s * 1000));
   auto strategy = dist::MakeDataParallelStrategy(settings.strategy, *cluster, testing::GradientSpecsOf(probe), options);
+  std::cout << "connected" << std::endl;
   Train(settings, *strategy);
   return 0;
 }

@@ -81,7 +81,9 @@ wait_for() {
 # workers 0 and 2 name it and exit 1 within 10 s
 BASE=$((BASE + 10))
 for k in 0 1 2; do start w$k "$(cluster 3 $k)" --steps 1000 --step-sleep-ms 50; done
-wait_for w1.out "^pid " && wait_for w0.out "^pid " && sleep 1
+# Killed once every worker is past start-up (before, a lost peer is one that has not started yet).
+for w in w0 w1 w2; do wait_for $w.out "^connected"; done
+sleep 1
 kill -9 "$(sed -n 's/^pid //p' w1.out)"
 killed_at=$SECONDS
 for w in w0 w2; do
