@@ -41,6 +41,7 @@ void RingAllReduceStrategy::SynchronizeVariables(Session& session, const std::ve
 std::vector<Tensor> RingAllReduceStrategy::AverageGradients(const std::vector<Tensor>& gradients) {
   DFLOW_REQUIRE(static_cast<int>(gradients.size()) == buckets_.num_gradients(), "worker ", worker(),
                 ": AverageGradients got ", gradients.size(), " gradients for ", buckets_.num_gradients(), " specs");
+  if (num_workers() == 1) return gradients;  // the mean of one: no copies into buckets
   for (size_t i = 0; i < gradients.size(); ++i) buckets_.Ready(static_cast<int>(i), gradients[i]);
   return buckets_.Finish();
 }
