@@ -3,7 +3,8 @@
 # it starts its workers through `dflow launch` (found beside it), each reads
 # its own shard, the chief alone writes config.json and checkpoints, a run
 # resumed from the step-2 checkpoint ends with the uninterrupted run's bits,
-# and bad combinations fail clearly. Every run is under `timeout`.
+# Ctrl-C stops every worker at the same step, and bad combinations fail
+# clearly. Every run is under `timeout`.
 # Usage: test_dflow_count_workers.sh PATH/TO/dflow-count
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-count}
@@ -57,6 +58,20 @@ grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/resume.t
   { cat "$TMP/resume.txt"; fail "worker 1 did not resume at step 2"; }
 cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/resumed/checkpoints/model-4.safetensors" ||
   fail "the resumed 2-worker run differs from the uninterrupted one"
+
+# Ctrl-C (SIGINT to the launcher, which dflow-count became): every worker
+# stops at the same step and the chief saves it.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/stopped" --steps 100000 --workers 2 \
+  --base-port $((PORT + 20)) > "$TMP/stopped.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 200); do grep -q "^\[worker:1\] step" "$TMP/stopped.txt" && break; sleep 0.1; done
+kill -INT $launcher
+wait $launcher
+grep -q "interrupted by signal 2" "$TMP/stopped.txt" || { cat "$TMP/stopped.txt"; fail "the launcher did not stop"; }
+step0=$(sed -n 's/^\[worker:0\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
+step1=$(sed -n 's/^\[worker:1\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
+[[ -n $step0 && $step0 == "$step1" ]] || { cat "$TMP/stopped.txt"; fail "workers stopped at steps '$step0' and '$step1'"; }
+[[ -s $TMP/stopped/checkpoints/model-$step0.safetensors ]] || fail "the chief did not save step $step0"
 
 expect_error "parameter-server strategy across processes is not available in this build" \
   "$EXE" train "${train[@]}" --out "$TMP/ps" --steps 2 --workers 2 --strategy ps
