@@ -40,7 +40,19 @@ DensityCounter BuildDensityCounter(const Scope& s, const DensityCounterOptions& 
                                           {.decay_steps = options.decay_steps, .alpha = 0.05})
                   : autodiff::ConstantLearningRate(s, options.learning_rate);
   autodiff::AdamOptimizer adam(lr);
-  m.train = adam.Minimize(s, m.loss, m.variables);
+  if (!options.fed_gradients) {
+    m.train = adam.Minimize(s, m.loss, m.variables);
+  } else {
+    std::vector<autodiff::GradAndVar> fed;
+    for (const autodiff::GradAndVar& g : adam.ComputeGradients(s, m.loss, m.variables)) {
+      DFLOW_REQUIRE(g.grad.node(), "BuildDensityCounter: no gradient reaches ", g.var.node()->name());
+      m.gradients.push_back(g.grad);
+      m.gradient_feeds.push_back(ops::Placeholder(s.WithOpName(g.var.node()->name() + "/mean_gradient"),
+                                                  g.var.dtype(), g.var.shape()));
+      fed.push_back({m.gradient_feeds.back(), g.var});
+    }
+    m.train = adam.ApplyGradients(s, fed);
+  }
   m.init = ops::GlobalVariablesInitializer(s.WithOpName("init"));
   return m;
 }

@@ -28,6 +28,10 @@ struct DensityCounterOptions {
   // back): a Gaussian of sigma 2 peaks at ~0.04, which the last layer's
   // small initial weights reach slowly; a larger target scale trains faster.
   double density_scale = 100.0;
+  // Data-parallel training: `train` applies gradients fed to
+  // `gradient_feeds` (their mean over the workers) instead of computing them;
+  // `gradients` are fetched. false leaves the graph as single-process training has it.
+  bool fed_gradients = false;
 };
 
 struct DensityCounter {
@@ -38,6 +42,9 @@ struct DensityCounter {
   Output loss;     // the seed's loss on the scaled maps
   Output global_step;
   Node* train = nullptr;  // one Adam step
+  // With fed_gradients: this worker's gradients (fetched) and the
+  // placeholders `train` reads, one per trained variable, in `variables` order.
+  std::vector<Output> gradients, gradient_feeds;
   Node* init = nullptr;   // initialises every variable
   Output density_scale;   // float32 scalar variable, not trained
   std::vector<Output> variables;  // the network's weights (trained)

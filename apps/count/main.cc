@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/count/commands.h"
+#include "apps/count/workers.h"
 #include "graph/status.h"
 
 namespace {
@@ -52,6 +53,12 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
       ->check(CLI::PositiveNumber);
   app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
+  app.add_option("--workers", s.workers,
+                 "Data-parallel workers, one process each, started by dflow launch; --batch is per worker")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--strategy", s.strategy, "How the workers combine gradients: ring (ps: not in this build)");
+  app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
+      ->check(CLI::Range(1, 65535));
   return fixed;
 }
 
@@ -90,6 +97,9 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
   s.prefetch = given.prefetch;
   s.checkpoint_every = given.checkpoint_every;
   s.keep = given.keep;
+  s.workers = given.workers;
+  s.strategy = given.strategy;
+  s.base_port = given.base_port;
   return s;
 }
 
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("generate")) return Generate(generate);
     if (app.got_subcommand("train")) {
+      if (ShouldLaunchWorkers(train)) LaunchWorkers(train, argc, argv);
       if (resume) return Train(ResumeSettings(train, fixed), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);

@@ -28,6 +28,11 @@ struct TrainSettings {
   int64_t checkpoint_every = 50;  // steps
   int keep = 3;                   // checkpoints kept
   uint64_t seed = 1;
+  // Data parallelism (apps/count/workers.h); not recorded: a run may be
+  // resumed with other resources.
+  int workers = 1;           // > 1 without DFLOW_CLUSTER: start them with dflow launch
+  std::string strategy;      // empty: DFLOW_STRATEGY, else ring
+  int base_port = 0;         // dflow launch --base-port; 0: its default
   // Derived when the run starts, recorded for eval's baseline.
   int64_t total_steps = 0;
   int64_t batches_per_epoch = 0;

@@ -11,6 +11,8 @@
 
 #include "apps/count/commands.h"
 #include "apps/count/progress.h"
+#include "apps/count/workers.h"
+#include "dist/data_parallel.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"
 #include "models/data/pipeline.h"
@@ -40,7 +42,10 @@ DatasetStats Stats(const models::TileIndex& index) {
   return {points / static_cast<double>(index.images.size()), points / pixels};
 }
 
-models::PipelineOptions PipelineOptionsFor(const TrainSettings& s, int64_t start_step) {
+// Worker k of n reads shard k (examples i % n == k); every shard makes the
+// same number of batches, so the workers stay in step.
+models::PipelineOptions PipelineOptionsFor(const TrainSettings& s, int64_t start_step, int shard = 0,
+                                           int shards = 1) {
   models::PipelineOptions o;
   o.batch_size = s.batch;
   o.sigma = s.sigma;
@@ -51,6 +56,8 @@ models::PipelineOptions PipelineOptionsFor(const TrainSettings& s, int64_t start
   o.prefetch_batches = s.prefetch;
   o.seed = s.seed;
   o.start_step = start_step;
+  o.shard_index = shard;
+  o.num_shards = shards;
   return o;
 }
 
@@ -82,9 +89,25 @@ struct TrainLoop {
   const models::DensityCounter& model;
   Session& session;
   const Saver& saver;
+  dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
 
+  bool chief() const { return !strategy || strategy->is_chief(); }
+  // Only the chief writes checkpoints; the others return "".
   std::string Checkpoint(int64_t step) const {
+    if (!chief()) return "";
     return saver.Save(session, (fs::path(CheckpointDir(settings)) / "model").string(), step);
+  }
+  // With workers, a stop request on any of them stops all at the same step.
+  bool StopRequested() const { return strategy ? strategy->AnyWorker(g_stop_requested) : g_stop_requested.load(); }
+  // Loss and counts of one step; with workers, the gradients are averaged first.
+  std::vector<Tensor> Step(const models::Batch& batch) const {
+    FeedList feeds = {{model.images, batch.images}, {model.target, batch.density}};
+    if (!strategy) return session.Run(feeds, {model.loss, model.counts}, {model.train});
+    dist::ReplicatedStep names{.gradients = {model.gradients.begin(), model.gradients.end()},
+                               .gradient_feeds = {model.gradient_feeds.begin(), model.gradient_feeds.end()},
+                               .apply = {model.train},
+                               .extra_fetches = {model.loss, model.counts}};
+    return dist::RunDataParallelStep(session, *strategy, names, feeds);
   }
 
   // Runs steps start+1 .. total; returns the last step done.
@@ -93,12 +116,12 @@ struct TrainLoop {
     auto loop_start = std::chrono::steady_clock::now();
     double waiting = 0;
     int64_t step = start;
-    while (step < settings.total_steps && !g_stop_requested) {
+    bool stopped = false;
+    while (step < settings.total_steps && !(stopped = StopRequested())) {
       auto wait_start = std::chrono::steady_clock::now();
       std::optional<models::Batch> batch = pipeline.Next();
       waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-      auto out = session.Run({{model.images, batch->images}, {model.target, batch->density}},
-                             {model.loss, model.counts}, {model.train});
+      std::vector<Tensor> out = Step(*batch);
       ++step;
       progress.Update(step, static_cast<int64_t>(batch->counts.size()), out[0].scalar<float>(),
                       BatchMae(out[1], batch->counts));
@@ -110,15 +133,19 @@ struct TrainLoop {
     }
     progress.Finish();
     std::string path = Checkpoint(step);
+    if (strategy) strategy->Finish();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
     double wait_fraction = seconds > 0 ? waiting / seconds : 0;
-    std::cout << (g_stop_requested ? "stopped" : "finished") << " at step " << step << ": "
+    std::cout << (stopped ? "stopped" : "finished") << " at step " << step << ": "
               << progress.images_per_second() << " img/s, waited for input "
-              << 100 * wait_fraction << "% of the time\ncheckpoint " << path << "\n";
+              << 100 * wait_fraction << "% of the time\n";
     nlohmann::json summary = {{"step", step},
                               {"img_per_s", progress.images_per_second()},
-                              {"input_wait_fraction", wait_fraction},
-                              {"checkpoint", path}};
+                              {"input_wait_fraction", wait_fraction}};
+    if (chief()) {
+      std::cout << "checkpoint " << path << "\n";
+      summary["checkpoint"] = path;
+    }
     std::cout << summary.dump() << "\n";
     return step;
   }
@@ -127,8 +154,12 @@ struct TrainLoop {
 }  // namespace
 
 int Train(TrainSettings settings, bool resume) {
+  // With workers, only the chief (worker 0) writes the run directory.
+  std::optional<dist::ClusterSpec> cluster = TrainingCluster(settings);
+  const int worker = cluster ? cluster->self()->index : 0;
+  const int workers = cluster ? cluster->num_tasks("worker") : 1;
   bool exists = fs::exists(ConfigPath(settings.out));
-  DFLOW_REQUIRE(resume || !exists, "train: ", settings.out,
+  DFLOW_REQUIRE(resume || !exists || worker > 0, "train: ", settings.out,
                 " already holds a run; pass --resume to continue it or choose another --out");
   if (resume && !exists)
     Fail(Code::kNotFound, "train --resume: ", ConfigPath(settings.out), " does not exist");
@@ -140,11 +171,11 @@ int Train(TrainSettings settings, bool resume) {
 
   std::unique_ptr<models::InputPipeline> pipeline;
   if (!resume) {
-    pipeline = std::make_unique<models::InputPipeline>(index, PipelineOptionsFor(settings, 0));
+    pipeline = std::make_unique<models::InputPipeline>(index, PipelineOptionsFor(settings, 0, worker, workers));
     PlanNewRun(settings, index, pipeline->batches_per_epoch());
   }
   settings.total_steps = TotalSteps(settings);
-  WriteConfig(settings);
+  if (worker == 0) WriteConfig(settings);
 
   Scope scope = Scope::NewRootScope();
   scope.graph().set_seed(static_cast<int64_t>(settings.seed));
@@ -152,19 +183,30 @@ int Train(TrainSettings settings, bool resume) {
       scope, {.tile_size = settings.tile,
               .learning_rate = settings.learning_rate,
               .decay_steps = settings.total_steps,
-              .density_scale = settings.density_scale});
+              .density_scale = settings.density_scale,
+              .fed_gradients = cluster.has_value()});
   Saver saver(scope, SaverOptions{.max_to_keep = settings.keep});
   SessionOptions session_options;
   session_options.num_threads = settings.threads;
   Session session(scope, session_options);
+  std::unique_ptr<dist::DataParallelStrategy> strategy;
+  if (cluster) {
+    std::vector<dist::GradientSpec> specs;
+    for (const Output& v : model.variables) specs.push_back({v.node()->name(), v.dtype(), v.shape()});
+    strategy = dist::MakeDataParallelStrategy(StrategyName(settings), *cluster, std::move(specs));
+  }
   int64_t start = 0;
-  if (resume) {
+  if (resume && worker == 0) {
     saver.Restore(session, *latest);
-    start = session.Run({model.global_step})[0].scalar<int64_t>();
-    std::cout << "resuming " << *latest << " at step " << start << "\n";
-    pipeline = std::make_unique<models::InputPipeline>(index, PipelineOptionsFor(settings, start));
   } else {
     session.Run({}, {}, {model.init});
+  }
+  // Every worker starts from the chief's variables (optimizer slots and global step included).
+  if (strategy) strategy->SynchronizeVariables(session, session.resources().VariableNames());
+  if (resume) {
+    start = session.Run({model.global_step})[0].scalar<int64_t>();
+    std::cout << "resuming " << (worker == 0 ? *latest : "the chief's checkpoint") << " at step " << start << "\n";
+    pipeline = std::make_unique<models::InputPipeline>(index, PipelineOptionsFor(settings, start, worker, workers));
   }
   std::cout << "training on " << settings.train_tiles << " tiles of " << settings.tile << "x"
             << settings.tile << " from " << settings.train_images << " images ("
@@ -172,7 +214,7 @@ int Train(TrainSettings settings, bool resume) {
             << " per epoch) for " << settings.total_steps << " steps\n";
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
-  TrainLoop loop{settings, model, session, saver};
+  TrainLoop loop{settings, model, session, saver, strategy.get()};
   loop.Run(*pipeline, start);
   return g_stop_requested ? 130 : 0;
 }

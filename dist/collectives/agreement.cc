@@ -68,19 +68,23 @@ void Communicator::AgreeAsCoordinator(const CollectiveSignature& signature, Dead
   std::vector<std::string> seen(num_ranks());
   seen[0] = signature.ToString();
   std::vector<int> missing;
-  for (int r = 1; r < num_ranks(); ++r) {
+  std::optional<Error> verdict;
+  for (int r = 1; r < num_ranks() && !verdict; ++r) {
     try {
       Bytes bytes = link_.Recv(r, kAgreeTag, deadline);
       seen[r].assign(bytes.begin(), bytes.end());
     } catch (const Error& e) {
       if (e.code() != Code::kUnavailable) throw;
+      // A rank known to be gone: say that (it names the rank), not "rank r is late".
+      if (link_.LostRank()) verdict = Error(Code::kUnavailable, e.message());
       missing.push_back(r);
     }
   }
-  std::optional<Error> verdict;
   std::string disagreement = DescribeDisagreement(seen);
   bool agreed = disagreement.find("; ") == std::string::npos;
-  if (!missing.empty()) {
+  if (verdict) {
+    // Already decided: a rank is gone.
+  } else if (!missing.empty()) {
     verdict = Error(Code::kUnavailable,
                     StrCat("rank ", JoinRanks(missing), " did not reach collective ", seen[0],
                            " within ", options_.timeout.count(), " ms",
@@ -89,7 +93,13 @@ void Communicator::AgreeAsCoordinator(const CollectiveSignature& signature, Dead
     verdict = Error(Code::kFailedPrecondition,
                     StrCat("ranks called different collectives: ", disagreement));
   }
-  for (int r = 1; r < num_ranks(); ++r) link_.Send(r, kVerdictTag, EncodeVerdict(verdict));
+  for (int r = 1; r < num_ranks(); ++r) {
+    try {
+      link_.Send(r, kVerdictTag, EncodeVerdict(verdict));
+    } catch (const Error&) {
+      if (!verdict) throw;  // the verdict is already an error; the others detect it too
+    }
+  }
   if (verdict) throw *verdict;
 }
 
@@ -100,7 +110,7 @@ void Communicator::AgreeAsMember(const CollectiveSignature& signature, Deadline 
   try {
     answer = link_.Recv(0, kVerdictTag, deadline);
   } catch (const Error& e) {
-    if (e.code() != Code::kUnavailable) throw;
+    if (e.code() != Code::kUnavailable || link_.LostRank()) throw;  // a lost rank: the link names it
     Fail(Code::kUnavailable, "rank 0, which coordinates the agreement, did not answer for ",
          text, " within ", 2 * options_.timeout.count(), " ms");
   }

@@ -58,6 +58,7 @@ class GradientBuckets {
   std::vector<Tensor> Finish();
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
+  int num_gradients() const { return static_cast<int>(specs_.size()); }
   int bucket_of(int index) const { return bucket_of_.at(index); }
   // Buckets of the current step reduced so far.
   int buckets_reduced() const;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@ class PointToPoint {
   // The next message from `from` under `tag`. Throws kUnavailable naming
   // both ranks and the tag when none arrives by `deadline`.
   virtual Bytes Recv(int from, const std::string& tag, Deadline deadline) = 0;
+  // A rank the link knows to be gone (it stopped answering), if any: no
+  // collective can finish then, so waiting for the others is pointless.
+  virtual std::optional<int> LostRank() const { return std::nullopt; }
+  // Collective, once at the end, before the process exits: returns when
+  // every rank has called it and everything any rank sent was delivered, so
+  // that no rank's exit cuts off another's last messages. No Send or Recv after.
+  virtual void Shutdown(Deadline /*deadline*/) {}
 };
 
 }  // namespace dflow::dist

@@ -3,89 +3,97 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dist/collectives/zmq_link_wire.h"
 #include "dist/zmq_channel.h"
 #include "dist/zmq_server.h"
 
 namespace dflow::dist {
 namespace {
 
-// How often a waiting Recv checks that its peer still answers heartbeats.
+// How often a waiting Recv checks that its peers still answer heartbeats.
 constexpr auto kLivenessPoll = std::chrono::milliseconds(100);
-
-std::string RankName(int rank) { return StrCat("rank ", rank); }
-
-Message EncodeLinkMessage(int from, const std::string& tag, const Bytes& bytes) {
-  Message m;
-  m.type = MessageType::kLinkMessage;
-  m.text = tag;
-  m.tensors.push_back({"from", Tensor::Scalar<int32_t>(from)});
-  Tensor payload(DType::kUInt8, Shape{static_cast<int64_t>(bytes.size())});
-  if (!bytes.empty()) std::memcpy(payload.raw_data(), bytes.data(), bytes.size());
-  m.tensors.push_back({"bytes", std::move(payload)});
-  return m;
-}
+// How long the destructor waits for the last messages to be acknowledged.
+constexpr auto kCloseFlush = std::chrono::seconds(2);
 
 }  // namespace
 
-ZmqLink::ZmqLink(int rank, int num_ranks, const std::string& bind_address)
-    : rank_(rank), num_ranks_(num_ranks) {
+ZmqLink::ZmqLink(int rank, int num_ranks, const std::string& bind_address, ZmqLinkOptions options)
+    : rank_(rank), num_ranks_(num_ranks), options_(std::move(options)) {
   DFLOW_REQUIRE(num_ranks >= 1 && rank >= 0 && rank < num_ranks, "ZmqLink: rank ", rank,
                 " is out of range for ", num_ranks, " ranks");
-  server_ = std::make_unique<MessageServer>(bind_address, [this](Message request,
-                                                                 MessageServer::Respond respond) {
-    const auto& t = request.tensors;
-    bool well_formed = request.type == MessageType::kLinkMessage && t.size() == 2 &&
-                       t[0].value.dtype() == DType::kInt32 && t[0].value.NumElements() == 1 &&
-                       t[1].value.dtype() == DType::kUInt8 && t[1].value.shape().rank() == 1;
-    int from = well_formed ? t[0].value.data<int32_t>()[0] : -1;
-    if (!well_formed || from < 0 || from >= num_ranks_ || from == rank_) {
-      return respond(Message::ErrorReply(
-          request.request_id,
-          Error(Code::kInvalidArgument, StrCat("rank ", rank_, " of ", num_ranks_, " takes only ",
-                                               "LinkMessages (tensors 'from', 'bytes') from other ",
-                                               "ranks; got a malformed ", MessageTypeName(request.type)))));
-    }
-    const auto* data = static_cast<const uint8_t*>(t[1].value.raw_data());
-    Deliver(from, request.text, Bytes(data, data + t[1].value.NumElements()));
-    respond(Message{});
-  });
+  DFLOW_REQUIRE(options_.rank_names.empty() || static_cast<int>(options_.rank_names.size()) == num_ranks,
+                "ZmqLink: ", options_.rank_names.size(), " rank names for ", num_ranks, " ranks");
+  DFLOW_REQUIRE(options_.startup_timeout.count() > 0, "ZmqLink: the start-up timeout must be positive, got ",
+                options_.startup_timeout.count(), " ms");
+  for (int r = 0; r < num_ranks; ++r)
+    rank_names_.push_back(options_.rank_names.empty() ? StrCat("rank ", r) : options_.rank_names[r]);
+  server_ = std::make_unique<MessageServer>(
+      bind_address, [this](Message request, MessageServer::Respond respond) { Serve(std::move(request), std::move(respond)); });
   address_ = bind_address.substr(0, bind_address.rfind(':') + 1) + std::to_string(server_->port());
   channels_.resize(num_ranks);
 }
 
-ZmqLink::~ZmqLink() = default;
+ZmqLink::~ZmqLink() {
+  try {
+    Flush(std::chrono::steady_clock::now() + kCloseFlush);
+  } catch (const Error&) {
+    // Closing anyway: the failure was (or will never be) reported by a call.
+  }
+}
 
-void ZmqLink::Connect(const std::vector<std::string>& addresses) {
-  DFLOW_REQUIRE(static_cast<int>(addresses.size()) == num_ranks_, "ZmqLink: ", addresses.size(),
-                " addresses for ", num_ranks_, " ranks");
-  for (int r = 0; r < num_ranks_; ++r)
-    if (r != rank_) channels_[r] = std::make_unique<Channel>(RankName(r), addresses[r]);
+void ZmqLink::Serve(Message request, std::function<void(Message)> respond) {
+  if (request.type == MessageType::kLinkMessage && request.text == kHelloTag)
+    return ServeHello(request, std::move(respond));
+  std::optional<LinkMessage> message = DecodeLinkMessage(request);
+  if (!message || message->from < 0 || message->from >= num_ranks_ || message->from == rank_) {
+    return respond(Message::ErrorReply(
+        request.request_id,
+        Error(Code::kInvalidArgument,
+              StrCat(RankName(rank_), " of ", num_ranks_, " takes only LinkMessages (tensors 'from', ",
+                     "'bytes') from other ranks; got a malformed ", MessageTypeName(request.type)))));
+  }
+  Deliver(message->from, request.text, std::move(message->bytes));
+  respond(Message{});
 }
 
 void ZmqLink::CheckRank(int peer, const char* verb, const std::string& tag) const {
-  DFLOW_REQUIRE(peer >= 0 && peer < num_ranks_, "rank ", rank_, " ", verb, " '", tag, "' rank ",
+  DFLOW_REQUIRE(peer >= 0 && peer < num_ranks_, RankName(rank_), " ", verb, " '", tag, "' rank ",
                 peer, ", which is out of range 0..", num_ranks_ - 1);
-  DFLOW_REQUIRE(peer == rank_ || channels_[peer], "rank ", rank_, " ", verb, " '", tag,
-                "' rank ", peer, " before Connect()");
+  DFLOW_REQUIRE(peer == rank_ || channels_[peer], RankName(rank_), " ", verb, " '", tag, "' ",
+                RankName(peer), " before Connect()");
 }
 
 void ZmqLink::Send(int to, const std::string& tag, Bytes bytes) {
   CheckRank(to, "sends to", tag);
   ThrowIfFailed();
   if (to == rank_) return Deliver(rank_, tag, std::move(bytes));
-  // The ack is not awaited; one DEALER-ROUTER connection keeps the order.
-  channels_[to]->Call(EncodeLinkMessage(rank_, tag, bytes),
-                      [this, to, tag](std::optional<Error> error, Message reply) {
-                        if (!error && reply.type == MessageType::kError)
-                          error = Error(reply.error_code.value_or(Code::kInternal), reply.text);
-                        if (error)
-                          RecordFailure(Error(error->code(), StrCat("rank ", rank_, " could not deliver '",
-                                                                   tag, "' to rank ", to, ": ",
-                                                                   error->what())));
-                      });
+  {
+    std::lock_guard lock(mu_);
+    ++unacknowledged_;
+  }
+  // One DEALER-ROUTER connection keeps the order; the ack only counts.
+  channels_[to]->Call(EncodeLinkMessage(rank_, tag, bytes), [this, to, tag](std::optional<Error> error,
+                                                                           Message reply) {
+    if (!error && reply.type == MessageType::kError)
+      error = Error(reply.error_code.value_or(Code::kInternal), reply.text);
+    if (error)
+      RecordFailure(Error(error->code(), StrCat(RankName(rank_), " could not deliver '", tag, "' to ",
+                                                RankName(to), ": ", error->what())));
+    {
+      std::lock_guard lock(mu_);
+      --unacknowledged_;
+    }
+    changed_.notify_all();
+  });
 }
 
-Bytes ZmqLink::Recv(int from, const std::string& tag, Deadline deadline) {
+std::optional<int> ZmqLink::LostRank() const {
+  for (int r = 0; r < num_ranks_; ++r)
+    if (channels_[r] && !channels_[r]->peer_alive()) return r;
+  return std::nullopt;
+}
+
+Bytes ZmqLink::Await(int from, const std::string& tag, Deadline deadline, bool any_peer_lost_fails) {
   CheckRank(from, "receives from", tag);
   auto key = std::make_pair(from, tag);
   std::unique_lock lock(mu_);
@@ -98,14 +106,39 @@ Bytes ZmqLink::Recv(int from, const std::string& tag, Deadline deadline) {
       if (it->second.empty()) queues_.erase(it);
       return bytes;
     }
-    if (from != rank_ && !channels_[from]->peer_alive())
-      Fail(Code::kUnavailable, "rank ", rank_, " waits for '", tag, "' from rank ", from,
-           ", which stopped answering (", channels_[from]->address(), ")");
+    std::optional<int> lost = any_peer_lost_fails ? LostRank() : std::nullopt;
+    if (!any_peer_lost_fails && from != rank_ && !channels_[from]->peer_alive()) lost = from;
+    if (lost) {
+      Fail(Code::kUnavailable, RankName(rank_), " waits for '", tag, "' from ", RankName(from), ", but ",
+           RankName(*lost), " stopped answering heartbeats (", channels_[*lost]->address(),
+           "): it died or hangs");
+    }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline)
-      Fail(Code::kUnavailable, "rank ", rank_, " timed out waiting for '", tag, "' from rank ", from);
+      Fail(Code::kUnavailable, RankName(rank_), " timed out waiting for '", tag, "' from ", RankName(from));
     changed_.wait_until(lock, std::min(deadline, now + kLivenessPoll));
   }
+}
+
+void ZmqLink::Flush(Deadline deadline) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (failure_) throw *failure_;
+    if (unacknowledged_ == 0) return;
+    if (std::chrono::steady_clock::now() >= deadline)
+      Fail(Code::kUnavailable, RankName(rank_), ": ", unacknowledged_,
+           " message(s) still unacknowledged at the flush deadline");
+    changed_.wait_until(lock, deadline);
+  }
+}
+
+void ZmqLink::Shutdown(Deadline deadline) {
+  Flush(deadline);
+  for (int r = 0; r < num_ranks_; ++r)
+    if (r != rank_) channels_[r]->Post(EncodeLinkMessage(rank_, kGoodbyeTag, {}));
+  // A peer that got every goodbye may close at once: only the awaited one's silence matters.
+  for (int r = 0; r < num_ranks_; ++r)
+    if (r != rank_) Await(r, kGoodbyeTag, deadline, /*any_peer_lost_fails=*/false);
 }
 
 void ZmqLink::Deliver(int from, const std::string& tag, Bytes bytes) {

@@ -54,4 +54,33 @@ void ApplyGradients(Session& session, const ReplicatedMlp& m, const std::vector<
   session.Run(feeds, {}, {m.apply});
 }
 
+dist::ReplicatedStep ReplicatedStepOf(const ReplicatedMlp& m) {
+  dist::ReplicatedStep step;
+  for (size_t v = 0; v < m.vars.size(); ++v) {
+    step.gradients.push_back(m.grads[v]);
+    step.gradient_feeds.push_back(m.mean_grads[v]);
+  }
+  step.apply.push_back(m.apply);
+  return step;
+}
+
+std::vector<dist::GradientSpec> GradientSpecsOf(const ReplicatedMlp& m) {
+  std::vector<dist::GradientSpec> specs;
+  for (const Output& var : m.vars) specs.push_back({var.node()->name(), DType::kFloat32, var.shape()});
+  return specs;
+}
+
+void TrainReplica(Session& session, const ReplicatedMlp& m, dist::DataParallelStrategy& strategy,
+                  const models::LabelledPoints& data, int64_t steps, int64_t batch,
+                  const std::function<void(int64_t)>& after_step) {
+  const dist::ReplicatedStep step_names = ReplicatedStepOf(m);
+  auto global_step = [&] { return session.resources().FindVariable("global_step")->Read().scalar<int64_t>(); };
+  for (int64_t step = global_step(); step < steps; step = global_step()) {
+    models::LabelledPoints mine = WorkerBatch(data, strategy.worker(), strategy.num_workers(),
+                                              static_cast<int>(step), batch);
+    dist::RunDataParallelStep(session, strategy, step_names, {{m.x, mine.points}, {m.labels, mine.labels}});
+    if (after_step) after_step(global_step());
+  }
+}
+
 }  // namespace dflow::testing

@@ -3,8 +3,10 @@
 // plus each worker's shard and batch.
 #pragma once
 
+#include <functional>
 #include <vector>
 
+#include "dist/data_parallel.h"
 #include "graph/session.h"
 #include "models/data/spirals.h"
 
@@ -33,5 +35,16 @@ std::vector<Tensor> ComputeGradients(Session& session, const ReplicatedMlp& m,
 
 // Feeds one gradient per variable and runs Adam's update.
 void ApplyGradients(Session& session, const ReplicatedMlp& m, const std::vector<Tensor>& grads);
+
+// The names RunDataParallelStep needs, and the specs of the gradients it averages.
+dist::ReplicatedStep ReplicatedStepOf(const ReplicatedMlp& m);
+std::vector<dist::GradientSpec> GradientSpecsOf(const ReplicatedMlp& m);
+
+// Trains worker `strategy.worker()` from the variables' current global step
+// until `steps`, on its shard of `data` (WorkerBatch), calling
+// `after_step(global_step)` after each step.
+void TrainReplica(Session& session, const ReplicatedMlp& m, dist::DataParallelStrategy& strategy,
+                  const models::LabelledPoints& data, int64_t steps, int64_t batch,
+                  const std::function<void(int64_t)>& after_step = {});
 
 }  // namespace dflow::testing

@@ -10,6 +10,7 @@
 #include "dist/collectives/gradient_buckets.h"
 #include "dist/collectives/in_process_link.h"
 #include "dist/gradient_accumulator.h"
+#include "dist/ring_training.h"
 #include "tests/dist/replicated_mlp.h"
 
 namespace dflow {
@@ -25,37 +26,22 @@ std::vector<Tensor> ReadVariables(Session& session, const ReplicatedMlp& m) {
   return session.Run(std::vector<TensorName>(m.vars.begin(), m.vars.end()));
 }
 
-// Rank 0's initial values everywhere: the replicas were built with
-// different seeds, so without the broadcast they would start apart.
-void BroadcastVariables(dist::Communicator& comm, Session& session, const ReplicatedMlp& m) {
-  for (const Output& var : m.vars) {
-    Tensor value = session.Run({var})[0];
-    comm.Broadcast("init/" + var.node()->name(), value);
-    session.resources().FindVariable(var.node()->name())->Assign(value);
-  }
-}
-
+// The same worker as the data_parallel_mlp program runs in each process
+// (tests/dist/test_ring_processes.sh): a RingAllReduceStrategy broadcasts rank
+// 0's initial values (the replicas were built with different seeds, so without
+// it they would start apart) and averages each step's gradients in buckets.
 void RingWorker(dist::PointToPoint& link, const models::LabelledPoints& data,
                 std::vector<Tensor>& final_variables) {
   const int rank = link.rank();
   ReplicatedMlp m = testing::BuildReplicatedMlp(/*seed=*/7 + rank);
   Session session(m.scope, {.num_threads = 1});
   session.Run({}, {}, {m.init});
-  dist::Communicator comm(link, {.timeout = std::chrono::seconds(60),
-                                 .sum_order = dist::SumOrder::kRankOrder});
-  BroadcastVariables(comm, session, m);
-  // Backprop produces the last layer's gradients first: list them that way.
-  const int num_vars = static_cast<int>(m.vars.size());
-  std::vector<dist::GradientSpec> specs;
-  for (int v = num_vars - 1; v >= 0; --v)
-    specs.push_back({m.vars[v].node()->name(), DType::kFloat32, m.vars[v].shape()});
-  dist::GradientBuckets buckets(comm, specs, {.bucket_bytes = 2048});
-  for (int step = 0; step < kSteps; ++step) {
-    auto grads = testing::ComputeGradients(session, m, testing::WorkerBatch(data, rank, kWorkers, step, kBatch));
-    for (int v = num_vars - 1; v >= 0; --v) buckets.Ready(num_vars - 1 - v, grads[v]);
-    std::vector<Tensor> reversed = buckets.Finish();
-    testing::ApplyGradients(session, m, std::vector<Tensor>(reversed.rbegin(), reversed.rend()));
-  }
+  dist::RingOptions options;
+  options.buckets.bucket_bytes = 2048;
+  dist::RingAllReduceStrategy strategy(link, testing::GradientSpecsOf(m), options);
+  strategy.SynchronizeVariables(session, session.resources().VariableNames());
+  testing::TrainReplica(session, m, strategy, data, kSteps, kBatch);
+  strategy.Finish();
   final_variables = ReadVariables(session, m);
 }
 

@@ -148,5 +148,49 @@ TEST_CASE("ZmqLink: a rank that is gone fails Recv and Send naming it, without a
   CHECK(failed);
 }
 
+TEST_CASE("ZmqLink: ranks of different runs refuse each other at Connect, naming both", "[zmq_link]") {
+  ZmqLink a(0, 2, "127.0.0.1:0", {.startup_timeout = std::chrono::seconds(10), .fingerprint = "run A"});
+  ZmqLink b(1, 2, "127.0.0.1:0", {.startup_timeout = std::chrono::seconds(10), .fingerprint = "run B"});
+  std::vector<std::string> addresses = {a.address(), b.address()};
+  std::string error_b;
+  std::thread other([&] {
+    try {
+      b.Connect(addresses);
+    } catch (const Error& e) {
+      error_b = e.what();
+    }
+  });
+  try {
+    a.Connect(addresses);
+    FAIL("Connect accepted a rank of another run");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kFailedPrecondition);
+    CHECK_THAT(e.what(), Contains("rank 0") && Contains("rank 1") && Contains("different runs"));
+  }
+  other.join();
+  CHECK_THAT(error_b, Contains("different runs") && Contains("'run A'") && Contains("'run B'"));
+}
+
+TEST_CASE("ZmqLink: a rank that never starts fails Connect after the start-up timeout, by name",
+          "[zmq_link]") {
+  std::string nobody = ZmqLink(1, 2, "127.0.0.1:0").address();  // bound, then closed again
+  ZmqLink a(0, 2, "127.0.0.1:0", {.startup_timeout = std::chrono::milliseconds(500)});
+  auto start = Clock::now();
+  try {
+    a.Connect({a.address(), nobody});
+    FAIL("Connect returned");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kUnavailable);
+    CHECK_THAT(e.what(), Contains("rank 1 (" + nobody) && Contains("waited 500 ms at start-up"));
+  }
+  CHECK(Clock::now() - start < std::chrono::seconds(10));  // a bound on the hang, not a speed test
+}
+
+TEST_CASE("ZmqLink: bad start-up settings are refused", "[zmq_link]") {
+  CHECK_THROWS_WITH(ZmqLink(0, 2, "127.0.0.1:0", {.rank_names = {"only one"}}), Contains("1 rank names for 2 ranks"));
+  CHECK_THROWS_WITH(ZmqLink(0, 2, "127.0.0.1:0", {.startup_timeout = std::chrono::milliseconds(0)}),
+                    Contains("start-up timeout must be positive"));
+}
+
 }  // namespace
 }  // namespace dflow

@@ -30,11 +30,11 @@ struct Fixture {
   Scope scope = Scope::NewRootScope();
   DensityCounter model;
   std::unique_ptr<Session> session;
-  explicit Fixture(double density_scale = 100) {
+  explicit Fixture(double density_scale = 100, bool fed_gradients = false) {
     scope.graph().set_seed(5);
     model = BuildDensityCounter(scope, {.tile_size = 16, .learning_rate = 1e-2,
-                                        .density_scale = density_scale});
-    session = std::make_unique<Session>(scope);
+                                        .density_scale = density_scale, .fed_gradients = fed_gradients});
+    session = std::make_unique<Session>(scope, SessionOptions{.num_threads = 1});
     session->Run({}, {}, {model.init});
   }
 };
@@ -98,4 +98,28 @@ TEST_CASE("The density scale is saved with the weights", "[density_counter]") {
 TEST_CASE("BuildDensityCounter refuses a tile size that is not a multiple of 4", "[density_counter]") {
   Scope s = Scope::NewRootScope();
   CHECK_THROWS_AS(BuildDensityCounter(s, {.tile_size = 30}), Error);
+}
+
+TEST_CASE("DensityCounter with fed gradients: fetching them and feeding them back is the same Adam step",
+          "[density_counter]") {
+  Fixture direct(100, false), fed(100, true);
+  REQUIRE(direct.model.gradients.empty());
+  REQUIRE(fed.model.gradients.size() == fed.model.variables.size());
+  REQUIRE(fed.model.gradient_feeds.size() == fed.model.variables.size());
+  Tensor images = ToUnitFloat(RandomImage(32, 16, 2)).Reshaped(Shape{2, 16, 16, 3});
+  Tensor target = Tensor::Zeros(DType::kFloat32, Shape{2, 16, 16, 1});
+  target.data<float>()[3 * 16 + 9] = 1;
+  for (int step = 0; step < 3; ++step) {
+    direct.session->Run({{direct.model.images, images}, {direct.model.target, target}}, {}, {direct.model.train});
+    std::vector<TensorName> fetches(fed.model.gradients.begin(), fed.model.gradients.end());
+    std::vector<Tensor> grads = fed.session->Run({{fed.model.images, images}, {fed.model.target, target}}, fetches);
+    FeedList feeds;
+    for (size_t v = 0; v < grads.size(); ++v) feeds.push_back({fed.model.gradient_feeds[v], grads[v]});
+    fed.session->Run(feeds, {}, {fed.model.train});
+  }
+  for (size_t v = 0; v < direct.model.variables.size(); ++v) {
+    INFO(direct.model.variables[v].node()->name());
+    CHECK(direct.session->Run({direct.model.variables[v]})[0].Equals(fed.session->Run({fed.model.variables[v]})[0]));
+  }
+  CHECK(fed.session->Run({fed.model.global_step})[0].scalar<int64_t>() == 3);
 }

@@ -1,0 +1,77 @@
+#include "apps/count/workers.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dist/data_parallel.h"
+#include "graph/status.h"
+
+namespace dflow::count_app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `dflow` beside this executable (the build tree and an install put them
+// together), else whatever PATH finds.
+std::string DflowExecutable() {
+  std::error_code error;
+  fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    fs::path beside = self.parent_path() / "dflow";
+    if (fs::exists(beside)) return beside.string();
+  }
+  return "dflow";
+}
+
+}  // namespace
+
+bool ShouldLaunchWorkers(const TrainSettings& settings) {
+  const char* cluster = std::getenv("DFLOW_CLUSTER");
+  return settings.workers > 1 && (cluster == nullptr || *cluster == '\0');
+}
+
+std::string StrategyName(const TrainSettings& settings) {
+  if (!settings.strategy.empty()) return settings.strategy;
+  const char* from_launcher = std::getenv("DFLOW_STRATEGY");
+  return from_launcher && *from_launcher ? from_launcher : "ring";
+}
+
+void LaunchWorkers(const TrainSettings& settings, int argc, char** argv) {
+  const std::string strategy = StrategyName(settings);
+  dist::RequireStrategy(strategy);
+  std::error_code error;
+  fs::path self = fs::read_symlink("/proc/self/exe", error);
+  std::vector<std::string> args = {DflowExecutable(), "launch", "-n", std::to_string(settings.workers),
+                                   "--strategy", strategy};
+  if (settings.base_port > 0) args.insert(args.end(), {"--base-port", std::to_string(settings.base_port)});
+  args.push_back("--");
+  args.push_back(error ? argv[0] : self.string());
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  std::vector<char*> exec_args;
+  for (std::string& arg : args) exec_args.push_back(arg.data());
+  exec_args.push_back(nullptr);
+  execvp(exec_args[0], exec_args.data());
+  Fail(Code::kUnavailable, "train --workers ", settings.workers, ": cannot run '", args[0],
+       "' to start the workers: ", std::strerror(errno));
+}
+
+std::optional<dist::ClusterSpec> TrainingCluster(const TrainSettings& settings) {
+  std::optional<dist::ClusterSpec> cluster = dist::ClusterSpec::FromEnvironment();
+  if (!cluster) return std::nullopt;
+  const int workers = cluster->num_tasks("worker");
+  if (workers == 1 && settings.workers <= 1) return std::nullopt;  // the single-process run
+  DFLOW_REQUIRE(cluster->self() && cluster->self()->job == "worker", "train: DFLOW_CLUSTER does not name ",
+                "this process as a \"worker\" task; a parameter server runs no training loop");
+  DFLOW_REQUIRE(settings.workers <= 1 || settings.workers == workers, "train: --workers ", settings.workers,
+                " but DFLOW_CLUSTER lists ", workers, " workers");
+  dist::RequireStrategy(StrategyName(settings));
+  return cluster;
+}
+
+}  // namespace dflow::count_app

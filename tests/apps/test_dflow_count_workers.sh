@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# dflow-count train --workers 2 --strategy ring on a tiny generated dataset:
+# it starts its workers through `dflow launch` (found beside it), each reads
+# its own shard, the chief alone writes config.json and checkpoints, a run
+# resumed from the step-2 checkpoint ends with the uninterrupted run's bits,
+# Ctrl-C stops every worker at the same step, and bad combinations fail
+# clearly. Every run is under `timeout`.
+# Usage: test_dflow_count_workers.sh PATH/TO/dflow-count
+set -u
+EXE=${1:?usage: $0 PATH/TO/dflow-count}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_error() {
+  local want=$1
+  shift
+  if timeout 60 "$@" > "$TMP/err.txt" 2>&1; then cat "$TMP/err.txt"; fail "accepted: $*"; fi
+  grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
+}
+PORT=$((20000 + RANDOM % 30000))
+
+"$EXE" generate --out "$TMP/data" --images 8 --width 72 --height 40 --max-flowers 6 --seed 3 > /dev/null ||
+  fail "generate"
+train=(--data "$TMP/data" --tile 32 --batch 2 --threads 1 --checkpoint-every 2 --keep 10)
+
+# One worker, for the shard sizes.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/single" --steps 2 > "$TMP/single.txt" ||
+  { cat "$TMP/single.txt"; fail "single-process train"; }
+
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/full" --steps 4 --workers 2 --strategy ring \
+  --base-port $PORT > "$TMP/full.txt" 2>&1 || { cat "$TMP/full.txt"; fail "train --workers 2"; }
+grep -q "^\[worker:0\] step 4/4" "$TMP/full.txt" && grep -q "^\[worker:1\] step 4/4" "$TMP/full.txt" ||
+  { cat "$TMP/full.txt"; fail "not two workers under dflow launch"; }
+grep -q "^\[worker:0\] checkpoint .*model-4.safetensors" "$TMP/full.txt" || fail "the chief wrote no final checkpoint"
+grep -q "^\[worker:1\] checkpoint" "$TMP/full.txt" && fail "worker 1 wrote a checkpoint"
+for f in config.json checkpoints/model-2.safetensors checkpoints/model-4.safetensors; do
+  [[ -s $TMP/full/$f ]] || fail "train --workers 2 did not write $f"
+done
+# Each worker reads half of the tiles: an epoch has half the batches.
+single=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batches_per_epoch'])" "$TMP/single/config.json")
+sharded=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batches_per_epoch'])" "$TMP/full/config.json")
+(( sharded * 2 == single || sharded * 2 == single - 1 )) ||
+  fail "batches per epoch: $sharded per worker of 2, $single for one worker"
+
+# Resumed from step 2 by two workers: the uninterrupted run's bits.
+cp -r "$TMP/full" "$TMP/resumed"
+rm "$TMP/resumed/checkpoints/model-4.safetensors"
+python3 - "$TMP/resumed/checkpoints/checkpoint.json" <<'PY'
+import json, sys
+index = json.load(open(sys.argv[1]))
+index["all"] = [f for f in index["all"] if f != "model-4.safetensors"]
+index["latest"] = "model-2.safetensors"
+json.dump(index, open(sys.argv[1], "w"))
+PY
+timeout 60 "$EXE" train --out "$TMP/resumed" --resume --threads 1 --workers 2 --base-port $((PORT + 10)) \
+  > "$TMP/resume.txt" 2>&1 || { cat "$TMP/resume.txt"; fail "resume with 2 workers"; }
+grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/resume.txt" ||
+  { cat "$TMP/resume.txt"; fail "worker 1 did not resume at step 2"; }
+cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/resumed/checkpoints/model-4.safetensors" ||
+  fail "the resumed 2-worker run differs from the uninterrupted one"
+
+# Ctrl-C (SIGINT to the launcher, which dflow-count became): every worker
+# stops at the same step and the chief saves it.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/stopped" --steps 100000 --workers 2 \
+  --base-port $((PORT + 20)) > "$TMP/stopped.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 200); do grep -q "^\[worker:1\] step" "$TMP/stopped.txt" && break; sleep 0.1; done
+kill -INT $launcher
+wait $launcher
+grep -q "interrupted by signal 2" "$TMP/stopped.txt" || { cat "$TMP/stopped.txt"; fail "the launcher did not stop"; }
+step0=$(sed -n 's/^\[worker:0\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
+step1=$(sed -n 's/^\[worker:1\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
+[[ -n $step0 && $step0 == "$step1" ]] || { cat "$TMP/stopped.txt"; fail "workers stopped at steps '$step0' and '$step1'"; }
+[[ -s $TMP/stopped/checkpoints/model-$step0.safetensors ]] || fail "the chief did not save step $step0"
+
+expect_error "parameter-server strategy across processes is not available in this build" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps" --steps 2 --workers 2 --strategy ps
+[[ -e $TMP/ps ]] && fail "--strategy ps wrote a run directory"
+expect_error "unknown data-parallel strategy 'star'" \
+  "$EXE" train "${train[@]}" --out "$TMP/star" --steps 2 --workers 2 --strategy star
+cluster='{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":0}}'
+DFLOW_CLUSTER=$cluster expect_error "--workers 2 but DFLOW_CLUSTER lists 3 workers" \
+  "$EXE" train "${train[@]}" --out "$TMP/mismatch" --steps 2 --workers 2
+echo "dflow-count --workers: all checks passed"

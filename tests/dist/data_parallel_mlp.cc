@@ -1,0 +1,133 @@
+// A data-parallel trainer program for the multi-process tests
+// (test_ring_processes.sh): the spiral MLP of replicated_mlp.h trained by the
+// worker that DFLOW_CLUSTER names (start it with `dflow launch`), or by N
+// threads of this process joined in memory (--in-process N: the reference
+// the processes must match bit for bit). The chief writes checkpoints every
+// K steps (global step included) and --resume continues from the last one.
+// Worker k writes its final variables (name, then raw bytes) to OUT.k.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+#include "dist/cluster.h"
+#include "dist/collectives/in_process_link.h"
+#include "dist/ring_training.h"
+#include "models/checkpoint.h"
+#include "tests/dist/replicated_mlp.h"
+
+namespace dflow {
+namespace {
+
+struct Settings {
+  std::string strategy = "ring";
+  int in_process = 0;  // > 0: that many workers as threads, no cluster
+  int64_t steps = 15, batch = 16, seed = 7;
+  std::string out, checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  int step_sleep_ms = 0;  // pace the steps, so a test can kill a worker mid-training
+  double startup_timeout_s = 60;
+};
+
+void WriteVariables(Session& session, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  for (const std::string& name : session.resources().VariableNames()) {
+    Tensor value = session.resources().FindVariable(name)->Read();
+    out << name << " " << DTypeName(value.dtype()) << value.shape().ToString() << "\n";
+    out.write(static_cast<const char*>(value.raw_data()), static_cast<std::streamsize>(value.TotalBytes()));
+    out << "\n";
+  }
+  DFLOW_REQUIRE(out.good(), "cannot write the variables to '", path, "'");
+}
+
+// One worker: build (seed + rank, so only the broadcast makes them equal),
+// initialise or restore (chief), synchronise, train, write.
+void Train(const Settings& settings, dist::DataParallelStrategy& strategy) {
+  const int rank = strategy.worker();
+  testing::ReplicatedMlp m = testing::BuildReplicatedMlp(settings.seed + rank);
+  Saver saver(m.scope);
+  Session session(m.scope, {.num_threads = 1});
+  session.Run({}, {}, {m.init});
+  if (settings.resume && strategy.is_chief()) {
+    std::optional<std::string> latest = LatestCheckpoint(settings.checkpoint_dir);
+    if (!latest) Fail(Code::kNotFound, "--resume: no checkpoint in '", settings.checkpoint_dir, "'");
+    saver.Restore(session, *latest);
+    std::cout << "restored " << *latest << std::endl;
+  }
+  strategy.SynchronizeVariables(session, session.resources().VariableNames());
+  auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
+  testing::TrainReplica(session, m, strategy, data, settings.steps, settings.batch, [&](int64_t step) {
+    if (strategy.is_chief() && settings.checkpoint_every > 0 && step % settings.checkpoint_every == 0)
+      std::cout << "checkpoint " << saver.Save(session, settings.checkpoint_dir, step) << std::endl;
+    if (settings.step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settings.step_sleep_ms));
+  });
+  strategy.Finish();
+  if (!settings.out.empty()) WriteVariables(session, settings.out + "." + std::to_string(rank));
+}
+
+void TrainInProcess(const Settings& settings) {
+  dist::InProcessNetwork network(settings.in_process);
+  std::vector<std::string> errors(settings.in_process);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < settings.in_process; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        testing::ReplicatedMlp probe = testing::BuildReplicatedMlp(settings.seed);
+        dist::RingAllReduceStrategy ring(network.endpoint(r), testing::GradientSpecsOf(probe));
+        Train(settings, ring);
+      } catch (const Error& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& error : errors)
+    if (!error.empty()) throw Error(Code::kInternal, error);
+}
+
+int Run(const Settings& settings) {
+  DFLOW_REQUIRE(settings.checkpoint_every == 0 || !settings.checkpoint_dir.empty(),
+                "--checkpoint-every needs --checkpoint-dir");
+  DFLOW_REQUIRE(!settings.resume || !settings.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  if (settings.in_process > 0) {
+    TrainInProcess(settings);
+    return 0;
+  }
+  std::optional<dist::ClusterSpec> cluster = dist::ClusterSpec::FromEnvironment();
+  DFLOW_REQUIRE(cluster, "DFLOW_CLUSTER is not set: start this program with `dflow launch`, or pass --in-process N");
+  std::cout << "pid " << getpid() << std::endl;
+  testing::ReplicatedMlp probe = testing::BuildReplicatedMlp(settings.seed);
+  dist::StrategyOptions options;
+  options.startup_timeout = std::chrono::milliseconds(static_cast<int64_t>(settings.startup_timeout_s * 1000));
+  auto strategy = dist::MakeDataParallelStrategy(settings.strategy, *cluster, testing::GradientSpecsOf(probe), options);
+  std::cout << "connected" << std::endl;
+  Train(settings, *strategy);
+  return 0;
+}
+
+}  // namespace
+}  // namespace dflow
+
+int main(int argc, char** argv) {
+  dflow::Settings settings;
+  CLI::App app("Train the spiral MLP data-parallel, one worker per process (or --in-process threads).");
+  app.add_option("--strategy", settings.strategy, "ring (ps: not in this build)");
+  app.add_option("--in-process", settings.in_process, "Run this many workers as threads instead");
+  app.add_option("--steps", settings.steps, "Train until this global step")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", settings.batch, "Batch per worker")->check(CLI::PositiveNumber);
+  app.add_option("--seed", settings.seed, "Graph seed of worker 0 (worker k uses seed + k)");
+  app.add_option("--out", settings.out, "Write worker k's final variables to OUT.k");
+  app.add_option("--checkpoint-dir", settings.checkpoint_dir, "Chief's checkpoints");
+  app.add_option("--checkpoint-every", settings.checkpoint_every, "Steps between checkpoints (0: none)");
+  app.add_flag("--resume", settings.resume, "Restore the last checkpoint first (chief)");
+  app.add_option("--step-sleep-ms", settings.step_sleep_ms, "Sleep after each step");
+  app.add_option("--startup-timeout", settings.startup_timeout_s, "Seconds to wait for every worker");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return dflow::Run(settings);
+  } catch (const dflow::Error& e) {
+    std::cerr << "data_parallel_mlp: error: " << e.what() << std::endl;
+    return 1;
+  }
+}
