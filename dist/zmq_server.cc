@@ -7,20 +7,25 @@ namespace dflow::dist {
 
 // Replies waiting for the I/O thread. Shared with every Respond, so a reply
 // that comes after the server stopped finds `closed` instead of a dangling
-// server.
+// server. A reply made on the I/O thread itself (a handler that answers at
+// once) wakes nobody: the loop sends it as soon as the handler returns, so
+// it costs no eventfd write and no extra turn of the poll loop.
 struct MessageServer::Outbox {
   std::mutex mu;
   std::vector<std::pair<std::string, Message>> replies;  // (routing id, reply)
   Wakeup wakeup;
+  std::thread::id io_thread;
   bool closed = false;
 
   void Push(std::string routing_id, Message reply) {
+    bool on_io_thread;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (closed) return;
       replies.emplace_back(std::move(routing_id), std::move(reply));
+      on_io_thread = std::this_thread::get_id() == io_thread;
     }
-    wakeup.Signal();
+    if (!on_io_thread) wakeup.Signal();
   }
 };
 
@@ -60,17 +65,30 @@ void MessageServer::Stop() {
   io_thread_.join();
 }
 
+// Polls the socket's ZMQ_FD directly, as the channel does, which saves
+// zmq_poll's two ZMQ_EVENTS checks per wakeup. ZMQ_FD only says that the
+// socket has news, and a send may take the news in, so the fd is polled only
+// right after a receive found nothing (which re-arms it) with no send since.
 void MessageServer::Loop() {
+  {
+    std::lock_guard<std::mutex> lock(outbox_->mu);
+    outbox_->io_thread = std::this_thread::get_id();
+  }
+  int socket_fd = socket_.get(zmq::sockopt::fd);
   while (!stop_) {
-    zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, outbox_->wakeup.fd(), ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(100));
-    if (items[1].revents & ZMQ_POLLIN) outbox_->wakeup.Drain();
-    while (!stop_) {
-      std::vector<zmq::message_t> frames = ReceiveFrames(socket_);
-      if (frames.empty()) break;
-      ServeOne(frames);
-    }
+    SendReplies();  // from other threads
+    ServeWaiting();
+    WaitReadable(socket_fd, outbox_->wakeup, 100);
+  }
+}
+
+// Serves every request waiting; what a handler answers at once goes out
+// before the next request is read.
+void MessageServer::ServeWaiting() {
+  while (!stop_) {
+    std::vector<zmq::message_t> frames = ReceiveFrames(socket_);
+    if (frames.empty()) return;
+    ServeOne(frames);
     SendReplies();
   }
 }

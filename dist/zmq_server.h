@@ -39,6 +39,7 @@ class MessageServer {
  private:
   struct Outbox;
   void Loop();
+  void ServeWaiting();
   void ServeOne(std::vector<zmq::message_t>& frames);
   void Reject(const zmq::message_t& routing_id, const std::vector<zmq::message_t>& frames,
               const Error& error);
