@@ -38,7 +38,30 @@ int BoundPort(zmq::socket_t& socket) {
 
 }  // namespace
 
+void ConnectionLiveness::Heard(const std::string& sender) {
+  auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  last_heard_[sender] = now;
+  // Connections come and go: forget those silent for an hour, once a minute.
+  if (now < next_prune_) return;
+  next_prune_ = now + std::chrono::minutes(1);
+  std::erase_if(last_heard_, [&](const auto& entry) { return now - entry.second > std::chrono::hours(1); });
+}
+
+int64_t ConnectionLiveness::MillisSinceHeard(const std::string& sender) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = last_heard_.find(sender);
+  if (it == last_heard_.end()) return -1;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second).count();
+}
+
 MessageServer::MessageServer(const std::string& address, Handler handler)
+    : MessageServer(address, [handler = std::move(handler)](Message request, Respond respond,
+                                                          const std::string&) {
+        handler(std::move(request), std::move(respond));
+      }) {}
+
+MessageServer::MessageServer(const std::string& address, SenderHandler handler)
     : handler_(std::move(handler)),
       socket_(ZmqContext(), zmq::socket_type::router),
       outbox_(std::make_shared<Outbox>()) {
@@ -97,6 +120,7 @@ void MessageServer::ServeOne(std::vector<zmq::message_t>& frames) {
   const zmq::message_t& routing_id = frames[0];  // a ROUTER puts the sender first
   std::string sender = routing_id.to_string();
   if (dropped_.count(sender)) return;
+  liveness_->Heard(sender);
   Message request;
   try {
     request = DecodeFrames(frames, 1);
@@ -116,7 +140,7 @@ void MessageServer::ServeOne(std::vector<zmq::message_t>& frames) {
         MessageTypeName(request.type), " arrived after its deadline"))));
   if (request.type == MessageType::kHeartbeat) return respond(Message());
   try {
-    handler_(std::move(request), respond);
+    handler_(std::move(request), respond, sender);
   } catch (const Error& e) {
     respond(Message::ErrorReply(id, e));
   } catch (const std::exception& e) {

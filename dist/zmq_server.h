@@ -7,15 +7,35 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "dist/zmq_transport.h"
 
 namespace dflow::dist {
+
+// When each connection to a server was last heard from (any message,
+// heartbeats included). A connection is named by the ROUTER's routing id,
+// the `sender` a SenderHandler gets. Shared, so that it can be asked after
+// the server stopped (everyone then looks silent).
+class ConnectionLiveness {
+ public:
+  using Clock = std::chrono::steady_clock;
+  void Heard(const std::string& sender);
+  // Milliseconds since `sender` was last heard; -1 when it never was.
+  int64_t MillisSinceHeard(const std::string& sender) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Clock::time_point> last_heard_;
+  Clock::time_point next_prune_ = Clock::now();
+};
 
 class MessageServer {
  public:
@@ -23,10 +43,13 @@ class MessageServer {
   using Respond = std::function<void(Message reply)>;
   // Runs on the I/O thread: it must not block (long work goes elsewhere).
   using Handler = std::function<void(Message request, Respond respond)>;
+  // A Handler that also learns which connection sent the request.
+  using SenderHandler = std::function<void(Message request, Respond respond, const std::string& sender)>;
 
   // Binds "host:port" (port 0: any free port); throws kUnavailable naming
   // the address when it cannot.
   MessageServer(const std::string& address, Handler handler);
+  MessageServer(const std::string& address, SenderHandler handler);
   ~MessageServer();  // Stop()
   MessageServer(const MessageServer&) = delete;
   MessageServer& operator=(const MessageServer&) = delete;
@@ -35,6 +58,7 @@ class MessageServer {
   void Stop();
   int port() const { return port_; }
   int64_t num_bad_messages() const { return num_bad_messages_; }
+  std::shared_ptr<const ConnectionLiveness> liveness() const { return liveness_; }
 
  private:
   struct Outbox;
@@ -45,7 +69,8 @@ class MessageServer {
               const Error& error);
   void SendReplies();
 
-  Handler handler_;
+  SenderHandler handler_;
+  std::shared_ptr<ConnectionLiveness> liveness_ = std::make_shared<ConnectionLiveness>();
   zmq::socket_t socket_;
   int port_ = 0;
   std::shared_ptr<Outbox> outbox_;
