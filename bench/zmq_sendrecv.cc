@@ -55,7 +55,7 @@ int RunPeer(int port) {
   });
   MessageServer server(StrCat("127.0.0.1:", port), [&](Message request, MessageServer::Respond respond) {
     if (request.type == MessageType::kGetStatus) return respond(Message());  // a bare round trip
-    RendezvousKey key = KeyFromJson(request.text);
+    RendezvousKey key = KeyFromWire(request.text);
     size_t bytes = BytesOfName(key.tensor_name);
     if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
     rendezvous->Send(key, tensors[bytes]);

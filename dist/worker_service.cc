@@ -283,7 +283,7 @@ void WorkerService::FinishStep(StepRun& run) {
 }
 
 void WorkerService::RecvTensor(const Message& request, MessageServer::Respond respond) {
-  RendezvousKey key = KeyFromJson(request.text);
+  RendezvousKey key = KeyFromWire(request.text);
   StepRendezvous(key.step_id)->ServeRecv(key, [respond, name = key.tensor_name](std::optional<Error> error,
                                                                                 Tensor value) {
     if (error) return respond(Message::ErrorReply(0, *error));

@@ -79,7 +79,7 @@ bool Eventually(const std::function<bool()>& done) {
 Message RecvTensorRequest(const WorkerService& service, int64_t step_id) {
   Message request;
   request.type = MessageType::kRecvTensor;
-  request.text = KeyToJson({kDevice, service.incarnation(), "/job:worker/replica:0/task:1/device:CPU:0",
+  request.text = KeyToWire({kDevice, service.incarnation(), "/job:worker/replica:0/task:1/device:CPU:0",
                             "t:0", step_id});
   return request;
 }
