@@ -1,7 +1,8 @@
 // The serving end of the transport: a ROUTER socket bound to one address and
 // served by one I/O thread. Heartbeats are answered on that thread. Every
 // other well-formed request goes to the handler, which replies through its
-// Respond (from any thread, at any later time). A message that does not
+// Respond (from any thread, at any later time; the reply is sent on the
+// responding thread, under the socket's mutex, with no hand-off). A message that does not
 // decode gets an error reply naming what was wrong, its connection is
 // dropped (nothing more from it is served) and the server keeps serving.
 #pragma once
@@ -61,19 +62,17 @@ class MessageServer {
   std::shared_ptr<const ConnectionLiveness> liveness() const { return liveness_; }
 
  private:
-  struct Outbox;
+  struct Socket;
   void Loop();
   void ServeWaiting();
   void ServeOne(std::vector<zmq::message_t>& frames);
   void Reject(const zmq::message_t& routing_id, const std::vector<zmq::message_t>& frames,
               const Error& error);
-  void SendReplies();
 
   SenderHandler handler_;
   std::shared_ptr<ConnectionLiveness> liveness_ = std::make_shared<ConnectionLiveness>();
-  zmq::socket_t socket_;
+  std::shared_ptr<Socket> socket_;  // shared with every Respond
   int port_ = 0;
-  std::shared_ptr<Outbox> outbox_;
   std::set<std::string> dropped_;  // routing ids of connections that sent garbage
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> num_bad_messages_{0};
