@@ -113,6 +113,9 @@ void Channel::Loop() {
         // A reply we cannot read matches no request; its request's deadline
         // or the heartbeat timeout ends that request.
       }
+      // Free ZeroMQ's buffers now, not after the whole batch: malloc then
+      // hands the same (cache-hot) block to the next frame received.
+      frames.clear();
     }
     HeartbeatIfDue(now);
     FailExpired(now);
