@@ -7,6 +7,7 @@
 //   raw:   the peer PUSHes the same bytes (zero-copy, from one buffer) to a PULL.
 // And small-tensor round-trip latency: a sequential RecvAsync of a 4-byte
 // tensor against raw REQ/REP of 4 bytes. Prints medians of 5 runs.
+// `bench_zmq_sendrecv PORT bandwidth` (or `latency`) runs one part alone.
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -54,7 +55,7 @@ int RunPeer(int port) {
   });
   MessageServer server(StrCat("127.0.0.1:", port), [&](Message request, MessageServer::Respond respond) {
     if (request.type == MessageType::kGetStatus) return respond(Message());  // a bare round trip
-    RendezvousKey key = KeyFromJson(request.text);
+    RendezvousKey key = KeyFromWire(request.text);
     size_t bytes = BytesOfName(key.tensor_name);
     if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
     rendezvous->Send(key, tensors[bytes]);
@@ -194,11 +195,14 @@ pid_t SpawnPeer(const char* self, int port) {
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--peer") return RunPeer(std::atoi(argv[2]));
   int port = argc > 1 ? std::atoi(argv[1]) : 25550;
+  // An optional second argument runs one part alone (for profiling).
+  std::string part = argc > 2 ? argv[2] : "all";
   pid_t child = SpawnPeer(argv[0], port);
   Peer peer(port);
   constexpr int kRuns = 5;
-  std::printf("%-10s %14s %14s %8s\n", "tensor", "dflow MB/s", "raw MB/s", "ratio");
+  if (part != "latency") std::printf("%-10s %14s %14s %8s\n", "tensor", "dflow MB/s", "raw MB/s", "ratio");
   for (auto [bytes, count] : {std::pair<size_t, size_t>{4 << 10, 20000}, {1 << 20, 1000}, {64 << 20, 16}}) {
+    if (part != "all" && part != "bandwidth") break;
     std::vector<double> dflow_rates, raw_rates;
     for (int run = 0; run < kRuns; ++run) {
       raw_rates.push_back(RawBandwidth(peer, bytes, count));
@@ -208,12 +212,13 @@ int main(int argc, char** argv) {
     std::printf("%-10zu %14.1f %14.1f %7.2fx\n", bytes, dflow_rate, raw_rate, dflow_rate / raw_rate);
   }
   std::vector<double> dflow_us, raw_us, channel_us;
-  for (int run = 0; run < kRuns; ++run) {
+  for (int run = 0; run < kRuns && (part == "all" || part == "latency"); ++run) {
     raw_us.push_back(RawLatencyUs(peer, 2000));
     dflow_us.push_back(DflowLatencyUs(peer, 2000, run));
     channel_us.push_back(ChannelLatencyUs(peer, 2000));
   }
-  std::printf("round trip, 4 bytes: dflow %.1f us, raw REQ/REP %.1f us (target <= %.1f us); "
+  if (!dflow_us.empty())
+    std::printf("round trip, 4 bytes: dflow %.1f us, raw REQ/REP %.1f us (target <= %.1f us); "
               "empty Channel call %.1f us\n",
               Median(dflow_us), Median(raw_us), 1.2 * Median(raw_us) + 20, Median(channel_us));
   peer.Ask("quit");

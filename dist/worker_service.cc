@@ -1,5 +1,6 @@
 #include "dist/worker_service.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -79,9 +80,11 @@ int64_t DrawIncarnation() {
 
 }  // namespace
 
-WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads)
+WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads, int64_t step_timeout_ms)
     : cluster_(std::move(cluster)), task_prefix_(ClusterSpec::TaskPrefix(task)),
-      incarnation_(DrawIncarnation()) {
+      incarnation_(DrawIncarnation()), step_timeout_ms_(step_timeout_ms) {
+  if (step_timeout_ms < 0)
+    Fail(Code::kInvalidArgument, "the step timeout must be 0 (none) or positive, not ", step_timeout_ms, " ms");
   cluster_.Address(task);  // throws naming the job and range when `task` is not in the cluster
   int threads = num_threads > 0 ? num_threads : ThreadPool::DefaultNumThreads();
   for (const std::string& name : cluster_.DeviceNames()) {
@@ -91,15 +94,22 @@ WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads)
     devices_.push_back(NewCpuDevice(name, pools_.back().get()));
   }
   if (devices_.empty()) Fail(Code::kInternal, "task ", task_prefix_, " has no CPU device in the cluster");
+  if (step_timeout_ms_ > 0) reaper_ = std::thread([this] { ReapLoop(); });
 }
 
 // Aborting wakes every Recv, so each running step finishes its current
 // kernel and skips the rest. (Aborts run outside mu_: their callbacks take it.)
 WorkerService::~WorkerService() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  reaper_wake_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
   std::vector<std::shared_ptr<ZmqRendezvous>> steps;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, rendezvous] : steps_) steps.push_back(rendezvous);
+    for (auto& [id, step] : steps_) steps.push_back(step.rendezvous);
   }
   for (auto& rendezvous : steps)
     rendezvous->AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, " is shutting down")));
@@ -107,12 +117,12 @@ WorkerService::~WorkerService() {
   steps_done_.wait(lock, [&] { return running_steps_ == 0; });
 }
 
-void WorkerService::Handle(Message request, MessageServer::Respond respond) {
+void WorkerService::Handle(Message request, MessageServer::Respond respond, const std::string& client) {
   switch (request.type) {
     case MessageType::kGetStatus: return respond(GetStatus());
     case MessageType::kRegisterGraph: return RegisterGraphOffIoThread(std::move(request), std::move(respond));
     case MessageType::kDeregisterGraph: return respond(DeregisterGraph(request));
-    case MessageType::kRunStep: return RunStep(request, std::move(respond));
+    case MessageType::kRunStep: return RunStep(request, std::move(respond), client);
     case MessageType::kRecvTensor: return RecvTensor(request, std::move(respond));
     case MessageType::kAbortStep: return respond(AbortStep(request));
     case MessageType::kCleanupStep: return respond(CleanupStep(request));
@@ -176,13 +186,19 @@ Message WorkerService::DeregisterGraph(const Message& request) {
   return Reply();
 }
 
-std::shared_ptr<ZmqRendezvous> WorkerService::StepRendezvous(int64_t step_id) {
+std::shared_ptr<ZmqRendezvous> WorkerService::StepRendezvous(int64_t step_id, const std::string* client) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& rendezvous = steps_[step_id];
-  if (!rendezvous)
-    rendezvous = std::make_shared<ZmqRendezvous>(
+  StepState& step = steps_[step_id];
+  if (!step.rendezvous) {
+    step.rendezvous = std::make_shared<ZmqRendezvous>(
         task_prefix_, incarnation_, [this](const std::string& task) -> Channel& { return PeerChannel(task); });
-  return rendezvous;
+    step.created = Clock::now();
+  }
+  if (client) {
+    step.run_came = true;
+    step.client = *client;
+  }
+  return step.rendezvous;
 }
 
 Channel& WorkerService::PeerChannel(const std::string& task_prefix) {
@@ -195,7 +211,8 @@ Channel& WorkerService::PeerChannel(const std::string& task_prefix) {
   return *channel;
 }
 
-void WorkerService::RunStep(const Message& request, MessageServer::Respond respond) {
+void WorkerService::RunStep(const Message& request, MessageServer::Respond respond,
+                            const std::string& client) {
   json doc = ParseBody(request);
   auto run = std::make_shared<StepRun>();
   run->step_id = Field<int64_t>(doc, "step_id", request);
@@ -224,7 +241,7 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
     }
     ++running_steps_;
   }
-  run->rendezvous = StepRendezvous(run->step_id);
+  run->rendezvous = StepRendezvous(run->step_id, &client);
   run->respond = std::move(respond);
   run->running = run->executors.size();
   ExecutorStep step{run->step_id, &run->args, &run->retvals, run->rendezvous.get()};
@@ -266,7 +283,7 @@ void WorkerService::FinishStep(StepRun& run) {
 }
 
 void WorkerService::RecvTensor(const Message& request, MessageServer::Respond respond) {
-  RendezvousKey key = KeyFromJson(request.text);
+  RendezvousKey key = KeyFromWire(request.text);
   StepRendezvous(key.step_id)->ServeRecv(key, [respond, name = key.tensor_name](std::optional<Error> error,
                                                                                 Tensor value) {
     if (error) return respond(Message::ErrorReply(0, *error));
@@ -292,10 +309,67 @@ Message WorkerService::CleanupStep(const Message& request) {
   std::shared_ptr<ZmqRendezvous> finished;  // destroyed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = steps_.find(step_id); it != steps_.end()) {
-    finished = std::move(it->second);
+    finished = std::move(it->second.rendezvous);
     steps_.erase(it);
   }
   return Reply();
+}
+
+void WorkerService::WatchClients(std::shared_ptr<const ConnectionLiveness> liveness) {
+  std::lock_guard<std::mutex> lock(mu_);
+  clients_ = std::move(liveness);
+}
+
+size_t WorkerService::num_steps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return steps_.size();
+}
+
+// Looks a few times per timeout (at least once a second), so a step is
+// reaped at most a quarter of the timeout late.
+void WorkerService::ReapLoop() {
+  auto interval = std::chrono::milliseconds(std::clamp<int64_t>(step_timeout_ms_ / 4, 10, 1000));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!reaper_wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+    lock.unlock();
+    ReapAbandonedSteps();
+    lock.lock();
+  }
+}
+
+// Why `step` should be aborted and forgotten now, if it should. (Under mu_.)
+std::optional<std::string> WorkerService::WhyReap(int64_t step_id, const StepState& step,
+                                                  Clock::time_point now) const {
+  if (!step.run_came) {
+    if (now - step.created <= std::chrono::milliseconds(step_timeout_ms_)) return std::nullopt;
+    return StrCat("step ", step_id, " was aborted: peers asked for its tensors but its RunStep did not come within ",
+                  step_timeout_ms_, " ms (the step timeout; its client may have died)");
+  }
+  if (!clients_ || step.client.empty()) return std::nullopt;  // nobody to watch
+  int64_t silent_ms = clients_->MillisSinceHeard(step.client);
+  if (silent_ms >= 0 && silent_ms <= step_timeout_ms_) return std::nullopt;
+  return StrCat("step ", step_id, " was aborted: its client was not heard from for ", step_timeout_ms_,
+                " ms (the step timeout; it died or lost its connection)");
+}
+
+// Aborts outside mu_: the aborted Recvs' callbacks finish steps, which take it.
+void WorkerService::ReapAbandonedSteps() {
+  std::vector<std::pair<std::shared_ptr<ZmqRendezvous>, std::string>> reaped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = Clock::now();
+    for (auto it = steps_.begin(); it != steps_.end();) {
+      std::optional<std::string> why = WhyReap(it->first, it->second, now);
+      if (!why) {
+        ++it;
+        continue;
+      }
+      reaped.emplace_back(std::move(it->second.rendezvous), std::move(*why));
+      it = steps_.erase(it);
+    }
+  }
+  for (auto& [rendezvous, why] : reaped)
+    rendezvous->AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, ": ", why)));
 }
 
 }  // namespace dflow::dist

@@ -3,13 +3,18 @@
 // and only registered ops run), runs steps of them on its devices with one
 // ZmqRendezvous per step, serves its peers' RecvTensor requests, aborts and
 // forgets steps, and keeps its variables between steps (one ResourceStore
-// for the task, as TensorFlow's workers do).
+// for the task, as TensorFlow's workers do). A step whose client vanished
+// is aborted and forgotten after the step timeout (see WatchClients).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dist/cluster.h"
@@ -21,15 +26,32 @@
 
 namespace dflow::dist {
 
+inline constexpr int64_t kDefaultStepTimeoutMs = 30000;
+
 class WorkerService {
  public:
   // `task` must be a task of `cluster`; its CPU devices are this worker's.
-  WorkerService(ClusterSpec cluster, TaskId task, int num_threads = 0);
+  // `step_timeout_ms` bounds how long a step outlives its client (0: forever).
+  WorkerService(ClusterSpec cluster, TaskId task, int num_threads = 0,
+                int64_t step_timeout_ms = kDefaultStepTimeoutMs);
   // Aborts the steps still running and waits for them.
   ~WorkerService();
 
   // The MessageServer handler: every request but heartbeats comes here.
-  void Handle(Message request, MessageServer::Respond respond);
+  // `client` names the connection (MessageServer::SenderHandler's sender).
+  void Handle(Message request, MessageServer::Respond respond, const std::string& client = {});
+
+  // Step timeout. A client's channel sends a heartbeat every second, so a
+  // live client is never silent for long, however long its step runs. Once
+  // a step's client (the connection that sent its RunStep) has been silent
+  // for the step timeout, by `liveness` (the server's), the step is aborted
+  // (its Recvs fail, here and on the peers asking for its tensors) and
+  // forgotten. A step known only from peers' RecvTensor requests is aborted
+  // when its RunStep has not come within the timeout (its client died
+  // before sending it). Without WatchClients only the second rule applies.
+  void WatchClients(std::shared_ptr<const ConnectionLiveness> liveness);
+  // Steps whose state this worker keeps (running, or finished and not yet cleaned up).
+  size_t num_steps() const;
 
   const std::string& task_prefix() const { return task_prefix_; }
   int64_t incarnation() const { return incarnation_; }
@@ -37,16 +59,28 @@ class WorkerService {
 
  private:
   struct StepRun;
+  using Clock = std::chrono::steady_clock;
+  // What this task keeps for one step, by step id.
+  struct StepState {
+    std::shared_ptr<ZmqRendezvous> rendezvous;
+    bool run_came = false;  // RunStep came (else only peers asked for its tensors)
+    std::string client;     // the connection that sent RunStep, if the handler was told
+    Clock::time_point created;
+  };
   Message GetStatus() const;
   Message RegisterGraph(const Message& request);
   void RegisterGraphOffIoThread(Message request, MessageServer::Respond respond);
   Message DeregisterGraph(const Message& request);
-  void RunStep(const Message& request, MessageServer::Respond respond);
+  void RunStep(const Message& request, MessageServer::Respond respond, const std::string& client);
   void RecvTensor(const Message& request, MessageServer::Respond respond);
   Message AbortStep(const Message& request);
   Message CleanupStep(const Message& request);
   void FinishStep(StepRun& run);
-  std::shared_ptr<ZmqRendezvous> StepRendezvous(int64_t step_id);
+  // The step's rendezvous, made on first use; `client` given: its RunStep came from it.
+  std::shared_ptr<ZmqRendezvous> StepRendezvous(int64_t step_id, const std::string* client = nullptr);
+  void ReapLoop();
+  std::optional<std::string> WhyReap(int64_t step_id, const StepState& step, Clock::time_point now) const;
+  void ReapAbandonedSteps();
   Channel& PeerChannel(const std::string& task_prefix);
   Device& DeviceNamed(const std::string& name) const;
 
@@ -58,13 +92,18 @@ class WorkerService {
   std::vector<std::unique_ptr<Device>> devices_;
   ResourceStore resources_;
 
-  std::mutex mu_;
+  const int64_t step_timeout_ms_;
+  mutable std::mutex mu_;
   std::map<int64_t, std::shared_ptr<Executor>> graphs_;  // by handle
   int64_t next_handle_ = 1;
-  std::map<int64_t, std::shared_ptr<ZmqRendezvous>> steps_;  // by step id
+  std::map<int64_t, StepState> steps_;  // by step id
+  std::shared_ptr<const ConnectionLiveness> clients_;
   std::map<std::string, std::unique_ptr<Channel>> peers_;    // by task prefix
   int running_steps_ = 0;  // steps and graph registrations under way
   std::condition_variable steps_done_;
+  bool stopping_ = false;                // tells the reaper to end
+  std::condition_variable reaper_wake_;
+  std::thread reaper_;                   // runs ReapLoop while step_timeout_ms_ > 0
 };
 
 }  // namespace dflow::dist

@@ -1,6 +1,6 @@
 #include "dist/zmq_rendezvous.h"
 
-#include <nlohmann/json.hpp>
+#include <cstring>
 #include <vector>
 
 #include "dist/cluster.h"
@@ -15,24 +15,83 @@ std::string TaskOfDevice(const std::string& device) {
   return ClusterSpec::TaskPrefix({name.job, *name.task});
 }
 
-std::string KeyToJson(const RendezvousKey& key) {
-  nlohmann::json doc = {{"send_device", key.send_device},
-                        {"send_device_incarnation", key.send_device_incarnation},
-                        {"recv_device", key.recv_device},
-                        {"tensor_name", key.tensor_name},
-                        {"step_id", key.step_id}};
-  return doc.dump();
+namespace {
+
+// RecvTensor's key, little-endian: for each string field a u16 length and its
+// bytes, for each number an i64. A fixed layout read field by field (no JSON
+// parser on the path of every tensor; nlohmann's parse was ~9 us of a 4-byte
+// Recv's ~100 us round trip).
+void AppendString(std::string& out, const std::string& field, const char* name) {
+  if (field.size() > kMaxTensorNameBytes)
+    Fail(Code::kInvalidArgument, "rendezvous key field '", name, "' has ", field.size(),
+         " bytes, the limit is ", kMaxTensorNameBytes);
+  auto length = static_cast<uint16_t>(field.size());
+  out.append(reinterpret_cast<const char*>(&length), sizeof(length));
+  out += field;
 }
 
-RendezvousKey KeyFromJson(const std::string& text) {
-  try {
-    nlohmann::json doc = nlohmann::json::parse(text);
-    return {doc.at("send_device").get<std::string>(), doc.at("send_device_incarnation").get<int64_t>(),
-            doc.at("recv_device").get<std::string>(), doc.at("tensor_name").get<std::string>(),
-            doc.at("step_id").get<int64_t>()};
-  } catch (const nlohmann::json::exception& e) {
-    Fail(Code::kInvalidArgument, "bad RecvTensor key: ", e.what());
+void AppendNumber(std::string& out, int64_t value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// Reads the fields in order; every read checks what is left first.
+class KeyReader {
+ public:
+  explicit KeyReader(std::string_view text) : text_(text) {}
+  std::string String(const char* name) {
+    uint16_t length;
+    Take(&length, sizeof(length), name);
+    if (length > kMaxTensorNameBytes) Bad(name, "' has length ", length, ", the limit is ", kMaxTensorNameBytes);
+    if (text_.size() - at_ < length) Bad(name, "' is cut short");
+    std::string value(text_.substr(at_, length));
+    at_ += length;
+    return value;
   }
+  int64_t Number(const char* name) {
+    int64_t value;
+    Take(&value, sizeof(value), name);
+    return value;
+  }
+  void End() {
+    if (at_ != text_.size()) Fail(Code::kInvalidArgument, "bad RecvTensor key: ", text_.size() - at_, " trailing bytes");
+  }
+
+ private:
+  [[noreturn]] void Bad(const char* name, const auto&... what) {
+    Fail(Code::kInvalidArgument, "bad RecvTensor key: field '", name, what...);
+  }
+  void Take(void* out, size_t bytes, const char* name) {
+    if (text_.size() - at_ < bytes) Bad(name, "' is cut short");
+    std::memcpy(out, text_.data() + at_, bytes);
+    at_ += bytes;
+  }
+  std::string_view text_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+std::string KeyToWire(const RendezvousKey& key) {
+  std::string out;
+  out.reserve(3 * 2 + 2 * 8 + key.send_device.size() + key.recv_device.size() + key.tensor_name.size());
+  AppendString(out, key.send_device, "send_device");
+  AppendNumber(out, key.send_device_incarnation);
+  AppendString(out, key.recv_device, "recv_device");
+  AppendString(out, key.tensor_name, "tensor_name");
+  AppendNumber(out, key.step_id);
+  return out;
+}
+
+RendezvousKey KeyFromWire(std::string_view text) {
+  KeyReader reader(text);
+  RendezvousKey key;
+  key.send_device = reader.String("send_device");
+  key.send_device_incarnation = reader.Number("send_device_incarnation");
+  key.recv_device = reader.String("recv_device");
+  key.tensor_name = reader.String("tensor_name");
+  key.step_id = reader.Number("step_id");
+  reader.End();
+  return key;
 }
 
 ZmqRendezvous::ZmqRendezvous(std::string task_prefix, int64_t incarnation, PeerChannels peers)
@@ -67,7 +126,7 @@ void ZmqRendezvous::RecvFromPeer(const RendezvousKey& key, RecvDone done) {
   }
   Message request;
   request.type = MessageType::kRecvTensor;
-  request.text = KeyToJson(key);
+  request.text = KeyToWire(key);
   Channel& channel = peers_(TaskOfDevice(key.send_device));
   // The reply may come after the step ended and this rendezvous is gone.
   std::weak_ptr<ZmqRendezvous> weak = weak_from_this();

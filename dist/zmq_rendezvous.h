@@ -60,8 +60,9 @@ class ZmqRendezvous final : public Rendezvous,
 // The task prefix of a full device name: "/job:w/replica:0/task:1".
 std::string TaskOfDevice(const std::string& device);
 
-// A rendezvous key as RecvTensor's text, and back (validated, naming a bad field).
-std::string KeyToJson(const RendezvousKey& key);
-RendezvousKey KeyFromJson(const std::string& text);
+// A rendezvous key as RecvTensor's text, and back (validated field by field
+// before anything is allocated; a bad one throws kInvalidArgument naming the field).
+std::string KeyToWire(const RendezvousKey& key);
+RendezvousKey KeyFromWire(std::string_view text);
 
 }  // namespace dflow::dist

@@ -1,5 +1,6 @@
 #include "dist/zmq_transport.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -70,6 +71,14 @@ Message DecodeFrames(const std::vector<zmq::message_t>& frames, size_t first) {
   for (size_t i = first; i < frames.size(); ++i)
     spans.emplace_back(static_cast<const std::byte*>(frames[i].data()), frames[i].size());
   return DecodeMessage(spans);
+}
+
+bool WaitReadable(int socket_fd, Wakeup& wakeup, int timeout_ms) {
+  pollfd fds[] = {{socket_fd, POLLIN, 0}, {wakeup.fd(), POLLIN, 0}};
+  if (::poll(fds, 2, timeout_ms) < 0) return false;  // EINTR: the caller's loop looks again
+  if (!(fds[1].revents & POLLIN)) return false;
+  wakeup.Drain();
+  return true;
 }
 
 Wakeup::Wakeup() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {

@@ -33,6 +33,12 @@ std::vector<zmq::message_t> ReceiveFrames(zmq::socket_t& socket);
 // Decodes frames[first...] (validated; throws kInvalidArgument).
 Message DecodeFrames(const std::vector<zmq::message_t>& frames, size_t first);
 
+class Wakeup;
+// Waits until a socket's ZMQ_FD or `wakeup` is readable, or `timeout_ms`
+// passes; true when the wakeup fired (it is drained). One poll(2) call:
+// zmq_poll makes a non-blocking one first on every call.
+bool WaitReadable(int socket_fd, Wakeup& wakeup, int timeout_ms);
+
 // An eventfd that one thread polls and any thread signals.
 class Wakeup {
  public:

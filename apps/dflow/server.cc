@@ -23,6 +23,7 @@ struct ServerArgs {
   int task = -1;
   std::string bind;
   int threads = 0;
+  double step_timeout_s = dist::kDefaultStepTimeoutMs / 1000.0;
 };
 
 ClusterSpec ReadCluster(const ServerArgs& args, TaskId& task) {
@@ -60,10 +61,12 @@ void Serve(const ServerArgs& args) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  WorkerService service(cluster, task, args.threads);
-  MessageServer server(address, [&service](Message request, MessageServer::Respond respond) {
-    service.Handle(std::move(request), std::move(respond));
+  WorkerService service(cluster, task, args.threads, static_cast<int64_t>(args.step_timeout_s * 1000));
+  MessageServer server(address, [&service](Message request, MessageServer::Respond respond,
+                                           const std::string& client) {
+    service.Handle(std::move(request), std::move(respond), client);
   });
+  service.WatchClients(server.liveness());
   std::cerr << "dflow server: task " << service.task_prefix() << " listening on " << address
             << " (incarnation " << service.incarnation() << ")" << std::endl;
   int signal = 0;
@@ -82,6 +85,10 @@ void AddServerCommand(CLI::App& app) {
   command->add_option("--task", args->task, "this task's index in its job")->check(CLI::NonNegativeNumber);
   command->add_option("--bind", args->bind, "listen on HOST:PORT instead of 127.0.0.1 (warns)");
   command->add_option("--threads", args->threads, "threads per device (default: one per core)");
+  command->add_option("--step-timeout", args->step_timeout_s,
+                      "abort and forget a step once its client has been silent this many seconds "
+                      "(0: never; default 30)")
+      ->check(CLI::NonNegativeNumber);
   command->callback([args] { Serve(*args); });
 }
 

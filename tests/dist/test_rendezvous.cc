@@ -1,8 +1,11 @@
 // LocalRendezvous: a tensor meets its Recv whichever comes first, each key
 // is used once, and StartAbort wakes every waiter with the first error.
+// And the key as RecvTensor carries it between tasks: it round-trips, and a
+// bad one is refused naming the field.
 #include <catch2/catch.hpp>
 
 #include "dist/rendezvous.h"
+#include "dist/zmq_rendezvous.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
@@ -100,4 +103,27 @@ TEST_CASE("a destroyed rendezvous fails the Recvs still waiting", "[rendezvous]"
   REQUIRE(waiting.calls == 1);
   REQUIRE(waiting.error);
   CHECK(waiting.error->code() == Code::kCancelled);
+}
+
+TEST_CASE("a rendezvous key crosses the wire intact, and a bad one is refused", "[rendezvous]") {
+  using Catch::Matchers::Contains;
+  RendezvousKey key = Key("^node/with:odd;chars", -12);
+  key.send_device_incarnation = int64_t{1} << 62;
+  std::string wire = dist::KeyToWire(key);
+  RendezvousKey back = dist::KeyFromWire(wire);
+  CHECK(back.ToString() == key.ToString());
+  CHECK(back.step_id == -12);
+  CHECK(back.send_device_incarnation == int64_t{1} << 62);
+
+  CHECK_THROWS_WITH(dist::KeyFromWire(""), Contains("bad RecvTensor key: field 'send_device' is cut short"));
+  CHECK_THROWS_WITH(dist::KeyFromWire(wire.substr(0, wire.size() - 1)), Contains("field 'step_id' is cut short"));
+  CHECK_THROWS_WITH(dist::KeyFromWire(wire + "x"), Contains("1 trailing bytes"));
+  std::string long_name = wire;
+  long_name[0] = '\xff';  // send_device's length: 0x..ff, past the frame
+  CHECK_THROWS_WITH(dist::KeyFromWire(long_name), Contains("field 'send_device'"));
+  std::string huge_length = wire;
+  huge_length[1] = '\x7f';  // 0x7f.. > 1024
+  CHECK_THROWS_WITH(dist::KeyFromWire(huge_length), Contains("the limit is 1024"));
+  key.tensor_name.assign(2000, 'x');
+  CHECK_THROWS_WITH(dist::KeyToWire(key), Contains("'tensor_name' has 2000 bytes"));
 }

@@ -5,6 +5,8 @@
 // serving everyone else.
 #include <catch2/catch.hpp>
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include "dist/zmq_channel.h"
 #include "dist/zmq_server.h"
@@ -152,4 +154,31 @@ TEST_CASE("callers on several threads share one channel", "[zmq]") {
       return matched;
     }));
   for (auto& caller : callers) CHECK(caller.get() == 50);
+}
+
+// The server sends a reply made on its I/O thread at once and one made on
+// another thread through its outbox: both kinds, interleaved, must arrive.
+TEST_CASE("replies from the I/O thread and from other threads all arrive", "[zmq]") {
+  std::vector<std::thread> answerers;
+  std::mutex mu;
+  MessageServer server("127.0.0.1:0", [&](Message request, MessageServer::Respond respond) {
+    Message reply;
+    reply.text = request.text;
+    if (request.text.ends_with("0")) return respond(std::move(reply));  // at once
+    std::lock_guard<std::mutex> lock(mu);
+    answerers.emplace_back([respond, reply = std::move(reply)]() mutable { respond(std::move(reply)); });
+  });
+  Channel channel("/job:worker/replica:0/task:0", Loopback(server));
+  std::vector<std::future<Message>> replies;
+  for (int i = 0; i < 40; ++i) {
+    auto promise = std::make_shared<std::promise<Message>>();
+    replies.push_back(promise->get_future());
+    channel.Call(Text(StrCat("request ", i)), [promise](std::optional<Error> error, Message reply) {
+      if (error) promise->set_exception(std::make_exception_ptr(*error));
+      else promise->set_value(std::move(reply));
+    });
+  }
+  for (int i = 0; i < 40; ++i) CHECK(replies[i].get().text == StrCat("request ", i));
+  server.Stop();
+  for (std::thread& answerer : answerers) answerer.join();
 }
