@@ -6,6 +6,7 @@
 #include <set>
 
 #include "dist/partition.h"
+#include "dist/step_stats_json.h"
 #include "dist/zmq_rendezvous.h"
 #include "graph/graph_io.h"
 #include "graph/passes.h"
@@ -140,9 +141,10 @@ std::vector<Tensor> RemoteSession::Run(const FeedList& feeds, const std::vector<
   std::vector<Tensor> args = executable->signature.CheckFeeds(feeds);
   std::vector<Tensor> retvals(fetches.size());
   auto start = std::chrono::steady_clock::now();
-  RunStep(*executable, args, retvals);
+  RunMetadata trace;
+  RunStep(*executable, args, retvals, options.trace && metadata ? &trace : nullptr);
   if (metadata) {
-    *metadata = {};
+    *metadata = std::move(trace);
     metadata->step_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now() - start).count();
   }
@@ -163,17 +165,27 @@ struct RemoteSession::StepCalls {
 // others (their Recvs fail and they reply); every call ends by reply, error
 // or heartbeat timeout, so the wait below always ends.
 void RemoteSession::RunStep(const Executable& executable, const std::vector<Tensor>& args,
-                            std::vector<Tensor>& retvals) {
+                            std::vector<Tensor>& retvals, RunMetadata* trace) {
   int64_t step_id = RandomStepId();
   auto calls = std::make_shared<StepCalls>();
   calls->waiting = executable.parts.size();
   for (const TaskPart& part : executable.parts) {
     json body = {{"step_id", step_id}, {"graphs", part.graphs}, {"num_args", args.size()},
                  {"num_retvals", retvals.size()}};
+    if (trace) body["trace"] = true;
     Message request = Request(MessageType::kRunStep, body.dump());
     for (size_t index : part.args) request.tensors.push_back({StrCat("arg:", index), args[index]});
-    tasks_[part.task].channel->Call(std::move(request), [calls, &retvals](std::optional<Error> error, Message reply) {
+    const std::string& task = tasks_[part.task].prefix;
+    tasks_[part.task].channel->Call(std::move(request), [calls, &retvals, trace, &task](std::optional<Error> error,
+                                                                                       Message reply) {
       std::lock_guard<std::mutex> lock(calls->mu);
+      if (trace && !error) {
+        try {
+          AppendStepStats(reply.text, task, *trace);
+        } catch (const Error& e) {
+          error = e;
+        }
+      }
       for (WireTensor& fetch : reply.tensors) {  // "ret:<i>"
         size_t index = fetch.name.starts_with("ret:") ? std::strtoull(fetch.name.c_str() + 4, nullptr, 10)
                                                       : retvals.size();

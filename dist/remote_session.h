@@ -58,8 +58,9 @@ class RemoteSession final : public RemoteSessionRunner {
                                     const std::vector<TensorName>& targets);
   int64_t RegisterPartition(Task& task, const std::string& device, const Graph& graph);
   size_t TaskIndexOfDevice(const std::string& device) const;
+  // `trace`: when given, every task's node stats are appended to it.
   void RunStep(const Executable& executable, const std::vector<Tensor>& args,
-               std::vector<Tensor>& retvals);
+               std::vector<Tensor>& retvals, RunMetadata* trace);
   void AbortStep(const Executable& executable, int64_t step_id, const Error& error);
 
   std::shared_ptr<Graph> graph_;

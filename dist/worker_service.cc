@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "dist/step_stats_json.h"
 #include "graph/graph_io.h"
 
 namespace dflow::dist {
@@ -20,6 +21,8 @@ struct WorkerService::StepRun {
   std::mutex mu;
   size_t running = 0;
   std::optional<Error> first_error;
+  bool trace = false;                 // the client asked for the step's stats
+  std::vector<RunMetadata> metadata;  // [executor], when tracing
 };
 
 namespace {
@@ -47,6 +50,17 @@ Message Reply(std::string text = {}) {
   Message reply;
   reply.text = std::move(text);
   return reply;
+}
+
+// The stats of a step's partitions (one executor each) as one trace.
+RunMetadata MergedMetadata(std::vector<RunMetadata>& parts) {
+  RunMetadata merged;
+  for (RunMetadata& part : parts) {
+    merged.peak_bytes = std::max(merged.peak_bytes, part.peak_bytes);
+    merged.step_ns = std::max(merged.step_ns, part.step_ns);
+    for (NodeExecStats& stats : part.step_stats) merged.step_stats.push_back(std::move(stats));
+  }
+  return merged;
 }
 
 // "arg:12" -> 12 for prefix "arg:"; -1 for anything else.
@@ -223,6 +237,7 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
          num_retvals, " out of range");
   run->args.resize(num_args);
   run->retvals.resize(num_retvals);
+  run->trace = doc.contains("trace") && Field<bool>(doc, "trace", request);
   for (const WireTensor& feed : request.tensors) {
     int64_t index = IndexOf(feed.name, "arg:");
     if (index < 0 || index >= num_args)
@@ -253,9 +268,12 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
     FinishStep(*run);
   };
   if (run->executors.empty()) return FinishStep(*run);
-  for (const auto& executor : run->executors) {
+  if (run->trace) run->metadata.resize(run->executors.size());
+  RunOptions options;
+  options.trace = run->trace;
+  for (size_t i = 0; i < run->executors.size(); ++i) {
     try {
-      executor->RunAsync(step, {}, nullptr, finish_one);
+      run->executors[i]->RunAsync(step, options, run->trace ? &run->metadata[i] : nullptr, finish_one);
     } catch (const Error& e) {
       run->rendezvous->StartAbort(e);
       finish_one(e);
@@ -275,6 +293,7 @@ void WorkerService::FinishStep(StepRun& run) {
     Message reply;
     for (size_t i = 0; i < run.retvals.size(); ++i)
       if (run.retvals[i].valid()) reply.tensors.push_back({StrCat("ret:", i), run.retvals[i]});
+    if (run.trace) reply.text = StepStatsToJson(MergedMetadata(run.metadata)).dump();
     run.respond(std::move(reply));
   }
   std::lock_guard<std::mutex> lock(mu_);
