@@ -59,12 +59,15 @@ std::vector<Tensor> SyncGradientAccumulator::TakeMean(Deadline deadline) {
     return static_cast<int>(pending_.size()) >= replicas_to_aggregate_;
   });
   if (!enough) {
-    std::string heard;
+    // Workers are numbered 0..N-1 when N are required: name the silent ones.
+    std::string heard, missing;
     for (const auto& [worker, grads] : pending_)
       heard += (heard.empty() ? "" : ", ") + std::to_string(worker);
+    for (int worker = 0; worker < replicas_to_aggregate_; ++worker)
+      if (!pending_.count(worker)) missing += (missing.empty() ? "" : ", ") + std::to_string(worker);
     Fail(Code::kUnavailable, "SyncGradientAccumulator: step ", global_step_, " has ",
          pending_.size(), " of ", replicas_to_aggregate_, " gradient sets (from worker(s) ",
-         heard.empty() ? "none" : heard, ") at the deadline");
+         heard.empty() ? "none" : heard, "; none from worker(s) ", missing, ") at the deadline");
   }
   // pending_ is ordered by worker index: the sum's order is fixed.
   std::vector<Tensor> mean;

@@ -105,7 +105,7 @@ TEST_CASE("the accumulator rejects bad pushes and reports who is missing", "[ps]
   CHECK_THROWS_WITH(acc.Push(2, 0, Grads(1, 1, 1)), Contains("worker 2 already pushed gradients for step 0"));
   acc.Push(0, 0, Grads(1, 1, 1));
   CHECK_THROWS_WITH(acc.TakeMean(Past()),
-                    Contains("step 0 has 2 of 3 gradient sets (from worker(s) 0, 2) at the deadline"));
+                    Contains("step 0 has 2 of 3 gradient sets (from worker(s) 0, 2; none from worker(s) 1) at the deadline"));
   CHECK_THROWS_WITH(acc.WaitForStepAfter(0, Past()), Contains("the global step is still 0"));
   CHECK_THROWS_WITH(acc.FinishStep(), Contains("FinishStep for step 0 before its mean was taken"));
   acc.Push(1, 0, Grads(1, 1, 1));
