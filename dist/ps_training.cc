@@ -91,15 +91,18 @@ void PsWorker::WaitUntilInitialised() {
   }
 }
 
-void PsWorker::Train(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step) {
+void PsWorker::Train(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step,
+                     const std::function<void()>& on_finished) {
   try {
     if (task_.is_chief()) Initialise();
     else WaitUntilInitialised();
     if (options_.mode == PsMode::kSync) TrainSync(batches, fetches, on_step);
     else TrainAsync(batches, fetches, on_step);
+    if (!task_.is_chief() && on_finished) on_finished();
     session_->Run({}, {}, {ops_->finish});
     if (task_.is_chief()) {
       WaitForOtherWorkers();
+      if (on_finished) on_finished();
       StopParameterServers(1);
     }
   } catch (const Error& e) {

@@ -100,10 +100,12 @@ class PsWorker {
   // ps reports them initialised (startup_timeout). Then every worker trains
   // until the global step reaches num_steps, calling on_step after each
   // step with `fetches` (a loss, say). At the end the chief waits for the
-  // others (finish_timeout) and stops the ps tasks; if it fails, it stops
-  // them with an error and rethrows.
+  // others (finish_timeout), calls on_finished (read or checkpoint the
+  // final variables there: the ps tasks still serve) and stops the ps
+  // tasks; if it fails, it stops them with an error and rethrows. The other
+  // workers call on_finished as they leave.
   void Train(const BatchFn& batches, const std::vector<TensorName>& fetches = {},
-             const StepFn& on_step = {});
+             const StepFn& on_step = {}, const std::function<void()>& on_finished = {});
 
   // The session over the ps tasks and this worker (to read variables).
   Session& session() { return *session_; }
