@@ -65,7 +65,7 @@ int ServeParameterServer(const PsTask& task, int num_threads) {
     if (signal > 0) {
       std::cerr << "ps task " << service.task_prefix() << ": stopping on signal " << signal << std::endl;
       server.Stop();
-      return 1;
+      return 0;
     }
   }
   std::cerr << "ps task " << service.task_prefix() << ": the chief says stop ("
@@ -74,6 +74,20 @@ int ServeParameterServer(const PsTask& task, int num_threads) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   server.Stop();
   return code == 1 ? 0 : 1;
+}
+
+int RunPsTask(const std::function<void(const PsTask& task)>& train_worker, int ps_threads) {
+  std::string who = "parameter-server training";
+  try {
+    PsTask task = PsTaskFromEnvironment();
+    who = ClusterSpec::TaskPrefix(task.task);
+    if (task.is_ps()) return ServeParameterServer(task, ps_threads);
+    train_worker(task);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << e.what() << std::endl;
+    return 1;
+  }
 }
 
 }  // namespace dflow::dist

@@ -44,10 +44,19 @@ struct PsTask {
 PsTask PsTaskFromEnvironment();
 
 // Serves a ps task (variables, accumulators, updates for every worker's
-// graphs) until the chief says stop, or SIGINT/SIGTERM. Returns the exit
-// code: 0 when the chief finished, 1 when it stopped on an error or a signal
-// came. `num_threads` 0: one per hardware thread.
+// graphs) until the chief says stop, or SIGINT/SIGTERM (how `dflow launch`
+// ends the ps tasks once the workers are done). Returns the exit code: 1
+// when the chief stopped it after an error, else 0. `num_threads` 0: one
+// per hardware thread.
 int ServeParameterServer(const PsTask& task, int num_threads = 0);
+
+// A trainer program's whole distributed part under DFLOW_STRATEGY=ps
+// (`dflow launch -n N --ps P --strategy ps -- PROGRAM ARGS`, or any process
+// manager that sets DFLOW_CLUSTER): a ps task serves until the chief stops
+// it; a worker runs train_worker(task), which builds the model and trains
+// with a PsWorker. Returns the process's exit code; an error is printed to
+// stderr with the task's name.
+int RunPsTask(const std::function<void(const PsTask& task)>& train_worker, int ps_threads = 0);
 
 enum class PsMode {
   kSync,   // the mean of every worker's gradients per step, one global step

@@ -107,14 +107,12 @@ void Train(const dist::PsTask& task, const Args& args) {
 }  // namespace dflow
 
 int main(int argc, char** argv) {
+  dflow::Args args;
   try {
-    dflow::Args args = dflow::ParseArgs(argc, argv);
-    dflow::dist::PsTask task = dflow::dist::PsTaskFromEnvironment();
-    if (task.is_ps()) return dflow::dist::ServeParameterServer(task, 1);
-    dflow::Train(task, args);
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "ps_trainer: " << e.what() << std::endl;
-    return 1;
+    args = dflow::ParseArgs(argc, argv);
+  } catch (const dflow::Error& e) {
+    std::cerr << e.what() << std::endl;
+    return 2;
   }
+  return dflow::dist::RunPsTask([&](const dflow::dist::PsTask& task) { dflow::Train(task, args); }, 1);
 }

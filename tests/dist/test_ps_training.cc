@@ -4,6 +4,8 @@
 // the ring's: test_data_parallel_training.cc); async mode trains and records
 // staleness; a worker killed with SIGKILL is survived in async mode and
 // reported by name in sync mode, where every process then exits non-zero.
+// First, what that rests on: the sessions of several clients on one ps task
+// share its variables, and their concurrent updates are all applied.
 #include <catch2/catch.hpp>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,7 +17,9 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/worker_service.h"
 #include "graph/npy.h"
+#include "ops/ops.h"
 #include "tests/dist/child_process.h"
 #include "tests/dist/replicated_mlp.h"
 #include "tests/dist/server_process.h"
@@ -24,6 +28,12 @@ namespace dflow {
 namespace {
 
 using testing::ChildProcess;
+
+const char* DflowExe() {
+  const char* exe = std::getenv("DFLOW_EXE");
+  if (!exe) Fail(Code::kFailedPrecondition, "DFLOW_EXE is not set (tests/meson.build sets it)");
+  return exe;
+}
 
 const char* TrainerExe() {
   const char* exe = std::getenv("PS_TRAINER_EXE");
@@ -114,23 +124,79 @@ class PsRun {
   std::map<std::string, std::unique_ptr<ChildProcess>> processes_;
 };
 
+struct CounterGraph {
+  Scope s = Scope::NewRootScope();
+  Output v = ops::Variable(s.WithOpName("v"), Tensor::Scalar<float>(0));
+  Output add = ops::AssignAdd(s.WithOpName("add"), v, Tensor::Scalar<float>(1));
+  Node* init = ops::GlobalVariablesInitializer(s);
+};
+
+TEST_CASE("two clients' sessions on one ps task share its variables and lose no concurrent update", "[ps]") {
+  std::string address = StrCat("127.0.0.1:", testing::FreeLoopbackPort());
+  dist::WorkerService service(dist::ClusterSpec::Parse(StrCat(R"({"cluster": {"ps": [")", address, R"("]}})"), "test"),
+                              {"ps", 0}, 2);
+  dist::MessageServer server(address, [&service](dist::Message request, dist::MessageServer::Respond respond) {
+    service.Handle(std::move(request), std::move(respond));
+  });
+  CounterGraph a, b;  // the same graph built twice, as two workers would
+  Session first(a.s, {.target = "zmq://" + address}), second(b.s, {.target = "zmq://" + address});
+  first.Run({}, {}, {a.init});
+  CHECK(second.Run({b.v})[0].scalar<float>() == 0);  // initialised by the other client
+  auto add_many = [](Session& session, const Output& add) {
+    for (int i = 0; i < 200; ++i) session.Run({}, {}, {add.node()});
+  };
+  std::thread other([&] { add_many(second, b.add); });
+  add_many(first, a.add);
+  other.join();
+  CHECK(first.Run({a.v})[0].scalar<float>() == 400);
+  CHECK(second.Run({b.v})[0].scalar<float>() == 400);
+  CHECK_THROWS_WITH(Session(a.s, {.target = "zmq://" + address, .device_filters = {"/job:worker"}}),
+                    Catch::Contains("no task of the cluster at zmq://" + address +
+                                    " passes the device filters [\"/job:worker\"]"));
+}
+
+// The chief's OUT/var-I.npy against the one-process sync reference.
+void CheckVariablesEqualReference(const std::string& dir, int workers, int steps) {
+  auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
+  std::vector<Tensor> reference = testing::TrainSyncInOneProcess(data, workers, steps, 16);
+  for (size_t v = 0; v < reference.size(); ++v) {
+    INFO("variable " << v);
+    CHECK(ReadNpy(StrCat(dir, "/var-", v, ".npy")).Equals(reference[v]));
+  }
+}
+
 void CheckSyncEqualsReference(int workers, int ps, int steps) {
   PsRun run(workers, ps);
   run.Start({"--mode", "sync", "--steps", std::to_string(steps)});
   for (int i = 0; i < workers; ++i) CHECK(run.ExitCode("worker", i, 60) == 0);
   for (int i = 0; i < ps; ++i) CHECK(run.ExitCode("ps", i, 10) == 0);
-  auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
-  std::vector<Tensor> reference = testing::TrainSyncInOneProcess(data, workers, steps, 16);
-  for (size_t v = 0; v < reference.size(); ++v) {
-    INFO("variable " << v);
-    CHECK(ReadNpy(StrCat(run.dir(), "/var-", v, ".npy")).Equals(reference[v]));
-  }
+  CheckVariablesEqualReference(run.dir(), workers, steps);
   for (int i = 0; i < workers; ++i) CHECK(run.Summary(i).at("steps") == steps);
 }
 
 TEST_CASE("sync parameter servers across processes give the one-process parameters bit for bit", "[ps][process]") {
   SECTION("3 workers, 1 ps") { CheckSyncEqualsReference(3, 1, 12); }
   SECTION("2 workers, 2 ps (variables spread round-robin)") { CheckSyncEqualsReference(2, 2, 8); }
+}
+
+TEST_CASE("dflow launch --ps 1 --strategy ps runs the same training; another strategy is refused", "[ps][process]") {
+  PsRun run(0, 0);  // for its scratch directory
+  std::string base_port = std::to_string(testing::FreeLoopbackPort());
+  ChildProcess launch({DflowExe(), "launch", "-n", "2", "--ps", "1", "--strategy", "ps", "--base-port", base_port,
+                       "--", TrainerExe(), "--mode", "sync", "--steps", "6", "--out", run.dir()},
+                      {}, run.dir() + "/launch.log");
+  std::optional<int> code = launch.WaitForExit(60);
+  INFO(ReadFile(run.dir() + "/launch.log"));
+  REQUIRE(code == 0);
+  CheckVariablesEqualReference(run.dir(), 2, 6);
+
+  ChildProcess ring({TrainerExe(), "--steps", "1"},
+                    {R"(DFLOW_CLUSTER={"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}})",
+                     "DFLOW_STRATEGY=ring"},
+                    run.dir() + "/ring.log");
+  CHECK(ring.WaitForExit(20) == 1);
+  CHECK(ReadFile(run.dir() + "/ring.log").find("DFLOW_STRATEGY is 'ring'; parameter-server training needs 'ps'") !=
+        std::string::npos);
 }
 
 TEST_CASE("async parameter servers across processes train and record staleness", "[ps][process]") {
