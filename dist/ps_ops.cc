@@ -13,19 +13,24 @@
 namespace dflow {
 namespace {
 
+// An accumulator op's builder with the attrs they all carry. (The temporary
+// lives until its registrar has read it: the end of the initialisation.)
+OpDefBuilder& AccumulatorOp(OpDefBuilder&& op) {
+  return op.attr<std::string>("shared_name")
+      .attr<int64_t>("num_required")
+      .attr<Shape>("shape")
+      .type_attr("T", kFloatTypes);
+}
+
 void ScalarInt64(InferenceContext& ctx) { ctx.set_output(0, Shape()); }
 
 }  // namespace
 
-REGISTER_OP("GradientAccumulatorPush")
+[[maybe_unused]] static OpRegistrar push_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorPush"))
     .input("local_step", DType::kInt64)
     .input("gradient", "T")
     .output("accepted", DType::kBool)
     .attr<int64_t>("worker")
-    .attr<std::string>("shared_name")
-    .attr<int64_t>("num_required")
-    .attr<Shape>("shape")
-    .type_attr("T", kFloatTypes)
     .stateful()
     .shape_fn(ScalarInt64)
     .doc("Worker `worker`'s gradient, computed from the parameters of global step `local_step`. "
@@ -33,50 +38,34 @@ REGISTER_OP("GradientAccumulatorPush")
          "it is dropped and counted. A step from the future, or a second push by one worker "
          "for one step, is an error.");
 
-REGISTER_OP("GradientAccumulatorTakeMean")
+[[maybe_unused]] static OpRegistrar takemean_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorTakeMean"))
     .input("timeout_ms", DType::kInt64)
     .output("mean", "T")
-    .attr<std::string>("shared_name")
-    .attr<int64_t>("num_required")
-    .attr<Shape>("shape")
-    .type_attr("T", kFloatTypes)
     .stateful()
     .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.attr<Shape>("shape")); })
     .doc("Waits (without holding a thread) until `num_required` workers pushed for the current "
          "step and outputs their mean, summed in worker order. After `timeout_ms` it fails "
          "naming the workers heard from and those missing.");
 
-REGISTER_OP("GradientAccumulatorFinishStep")
+[[maybe_unused]] static OpRegistrar finishstep_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorFinishStep"))
     .output("global_step", DType::kInt64)
-    .attr<std::string>("shared_name")
-    .attr<int64_t>("num_required")
-    .attr<Shape>("shape")
-    .type_attr("T", kFloatTypes)
     .stateful()
     .shape_fn(ScalarInt64)
     .doc("After the chief applied the mean: advances the global step (output) and releases the "
          "workers waiting for it.");
 
-REGISTER_OP("GradientAccumulatorWaitForStep")
+[[maybe_unused]] static OpRegistrar waitforstep_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorWaitForStep"))
     .input("step", DType::kInt64)
     .input("timeout_ms", DType::kInt64)
     .output("global_step", DType::kInt64)
-    .attr<std::string>("shared_name")
-    .attr<int64_t>("num_required")
-    .attr<Shape>("shape")
-    .type_attr("T", kFloatTypes)
     .stateful()
     .shape_fn(ScalarInt64)
     .doc("Waits (without holding a thread) until the global step exceeds `step` and outputs it; "
          "fails after `timeout_ms`.");
 
-REGISTER_OP("GradientAccumulatorState")
+[[maybe_unused]] static OpRegistrar state_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorState"))
     .output("global_step", DType::kInt64)
     .output("dropped_stale", DType::kInt64)
-    .attr<std::string>("shared_name")
-    .attr<int64_t>("num_required")
-    .attr<Shape>("shape")
-    .type_attr("T", kFloatTypes)
     .stateful()
     .shape_fn([](InferenceContext& ctx) {
       ctx.set_output(0, Shape());
