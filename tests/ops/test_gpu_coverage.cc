@@ -21,6 +21,10 @@ const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range", "Rank",
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
     "_Recv", "_Send",
+    // the parameter server's state, on its CPU (dist/ps_ops.cc)
+    "GradientAccumulatorFinishStep", "GradientAccumulatorPush", "GradientAccumulatorState",
+    "GradientAccumulatorTakeMean", "GradientAccumulatorWaitForStep", "IsVariableInitialized",
+    "StalenessLogGlobalStep", "StalenessLogRecord",
 };
 
 std::string Listing(const std::set<std::string>& names) {
