@@ -135,6 +135,14 @@ class StateKernel : public OpKernel {
   }
 };
 
+class AbortKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    Accumulator(ctx)->accumulator.Abort(node().attr<std::string>("reason"));
+  }
+};
+
 class StalenessGlobalStepKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -159,6 +167,7 @@ REGISTER_KERNEL("GradientAccumulatorTakeMean", "CPU", TakeMeanKernel);
 REGISTER_KERNEL("GradientAccumulatorFinishStep", "CPU", FinishStepKernel);
 REGISTER_KERNEL("GradientAccumulatorWaitForStep", "CPU", WaitForStepKernel);
 REGISTER_KERNEL("GradientAccumulatorState", "CPU", StateKernel);
+REGISTER_KERNEL("GradientAccumulatorAbort", "CPU", AbortKernel);
 REGISTER_KERNEL("StalenessLogGlobalStep", "CPU", StalenessGlobalStepKernel);
 REGISTER_KERNEL("StalenessLogRecord", "CPU", StalenessRecordKernel);
 

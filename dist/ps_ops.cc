@@ -73,6 +73,12 @@ void ScalarInt64(InferenceContext& ctx) { ctx.set_output(0, Shape()); }
     })
     .doc("The accumulator's global step and how many stale pushes it dropped so far.");
 
+[[maybe_unused]] static OpRegistrar abort_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorAbort"))
+    .attr<std::string>("reason")
+    .stateful()
+    .doc("Training stopped: the accumulator's waiters, and every later call, fail with `reason` "
+         "(the chief runs it after an error, so the workers waiting for the next step hear at once).");
+
 REGISTER_OP("StalenessLogGlobalStep")
     .output("global_step", DType::kInt64)
     .attr<std::string>("shared_name")

@@ -170,8 +170,11 @@ void PsWorker::WaitForOtherWorkers() {
   }
 }
 
+// After an error the accumulators are aborted too: the workers waiting for
+// the next step fail at once, saying the chief stopped.
 void PsWorker::StopParameterServers(int64_t code) {
   std::vector<TensorName> stops(ops_->stops.begin(), ops_->stops.end());
+  if (code != 1) stops.insert(stops.end(), ops_->aborts.begin(), ops_->aborts.end());
   session_->Run({{ops_->stop_code, Int64(code)}}, {}, stops);
 }
 

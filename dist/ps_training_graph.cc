@@ -12,6 +12,7 @@ namespace dflow::dist {
 namespace {
 
 constexpr char kScope[] = "ps_training";
+constexpr char kChiefFailed[] = "the chief (worker 0) stopped training after an error (its log says which)";
 
 std::string PsDevice(int ps_task) { return ClusterSpec::TaskPrefix({"ps", ps_task}) + "/device:CPU:0"; }
 
@@ -56,7 +57,10 @@ ModeOps BuildSync(const Scope& s, const std::vector<autodiff::GradAndVar>& grads
                          With(a, "worker", static_cast<int64_t>(task.task.index)));
     Node* mean = s.AddOp("GradientAccumulatorTakeMean", {ops.timeout_ms}, a);
     Node* state = s.AddOp("GradientAccumulatorState", {}, a);
-    for (Node* node : {push, mean, state}) pinned.to_variable_ps.push_back({node, gv.var.node()->name()});
+    Node* abort = s.AddOp("GradientAccumulatorAbort", {}, With(a, "reason", std::string(kChiefFailed)));
+    for (Node* node : {push, mean, state, abort})
+      pinned.to_variable_ps.push_back({node, gv.var.node()->name()});
+    ops.aborts.push_back(abort);
     pushes.emplace_back(push);
     means.push_back({Output(mean), gv.var});
     ops.dropped_stale.push_back(Output(state, 1));

@@ -13,6 +13,7 @@ struct PsWorker::Ops {
   Output next_step;       // fetched each step: the global step after it
   Output staleness;       // async: this update's staleness
   std::vector<Output> dropped_stale;  // sync: per accumulator
+  std::vector<Node*> aborts;          // sync: per accumulator, run by a failing chief
   Node* init = nullptr;   // the chief's: every variable's initialiser
   std::vector<Output> initialized;  // IsVariableInitialized of every variable
   std::vector<std::string> variable_names;

@@ -113,6 +113,31 @@ TEST_CASE("the accumulator rejects bad pushes and reports who is missing", "[ps]
   CHECK_THROWS_WITH(acc.TakeMean(Soon()), Contains("the mean of step 0 was already taken"));
 }
 
+TEST_CASE("aborting the accumulator wakes its waiters with the reason", "[ps]") {
+  SyncGradientAccumulator acc(kVars, 2);
+  std::string worker_error, chief_error;
+  std::thread worker([&] {
+    try {
+      acc.WaitForStepAfter(0, Soon());
+    } catch (const Error& e) {
+      worker_error = e.what();
+    }
+  });
+  std::thread chief([&] {
+    try {
+      acc.TakeMean(Soon());
+    } catch (const Error& e) {
+      chief_error = e.what();
+    }
+  });
+  acc.Abort("the chief gave up");
+  worker.join();
+  chief.join();
+  CHECK_THAT(worker_error, Contains("training stopped at global step 0: the chief gave up"));
+  CHECK_THAT(chief_error, Contains("the chief gave up"));
+  CHECK_THROWS_WITH(acc.Push(0, 0, Grads(1, 1, 1)), Contains("the chief gave up"));
+}
+
 TEST_CASE("asynchronous updates record their staleness", "[ps]") {
   dist::StalenessLog log;
   // Workers 0 and 1 both read step 0; 0 updates first, so 1's update is one behind.

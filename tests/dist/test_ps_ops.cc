@@ -86,6 +86,25 @@ TEST_CASE("accumulator ops: a missing worker is named at the deadline; mismatche
   CHECK_THROWS_WITH(session.Run({{"timeout", Int64(-1)}}, {g.take}), Contains("timeout_ms must be >= 0, got -1"));
 }
 
+TEST_CASE("GradientAccumulatorAbort fails the waiters with its reason", "[ps]") {
+  AccumulatorGraph g;
+  AttrMap attrs = g.attrs;
+  attrs["reason"] = std::string("the chief stopped");
+  Node* abort = g.s.AddOp("GradientAccumulatorAbort", {}, attrs);
+  Session session(g.s, {.num_threads = 1});
+  std::string error;
+  std::thread worker([&] {
+    try {
+      session.Run({{"local_step", Int64(0)}, {"timeout", Int64(20000)}}, {g.wait});
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  session.Run({}, {}, {abort});
+  worker.join();
+  CHECK_THAT(error, Contains("training stopped at global step 0: the chief stopped"));
+}
+
 TEST_CASE("the staleness log counts the updates between a worker's read and its update", "[ps]") {
   Scope s = Scope::NewRootScope();
   Output local = ops::Placeholder(s.WithOpName("local"), DType::kInt64, Shape());

@@ -237,6 +237,7 @@ TEST_CASE("sync: a worker killed mid-training is named by the chief and everyone
   CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(10));
   CHECK(run.log("worker", 0).find("none from worker(s) 1") != std::string::npos);
   CHECK(run.ExitCode("worker", 2, 20) == 1);
+  CHECK(run.log("worker", 2).find("the chief (worker 0) stopped training after an error") != std::string::npos);
   CHECK(run.ExitCode("ps", 0, 20) == 1);
 }
 

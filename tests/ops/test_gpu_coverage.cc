@@ -22,8 +22,9 @@ const std::set<std::string> kNoGpuKernel = {
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
     "_Recv", "_Send",
     // the parameter server's state, on its CPU (dist/ps_ops.cc)
-    "GradientAccumulatorFinishStep", "GradientAccumulatorPush", "GradientAccumulatorState",
-    "GradientAccumulatorTakeMean", "GradientAccumulatorWaitForStep", "IsVariableInitialized",
+    "GradientAccumulatorAbort", "GradientAccumulatorFinishStep", "GradientAccumulatorPush",
+    "GradientAccumulatorState", "GradientAccumulatorTakeMean", "GradientAccumulatorWaitForStep",
+    "IsVariableInitialized",
     "StalenessLogGlobalStep", "StalenessLogRecord",
 };
 
