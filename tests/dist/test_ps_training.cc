@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "autodiff/optimizers.h"
+#include "dist/ps_training.h"
 #include "dist/worker_service.h"
 #include "graph/npy.h"
 #include "ops/ops.h"
@@ -153,6 +155,36 @@ TEST_CASE("two clients' sessions on one ps task share its variables and lose no 
   CHECK_THROWS_WITH(Session(a.s, {.target = "zmq://" + address, .device_filters = {"/job:worker"}}),
                     Catch::Contains("no task of the cluster at zmq://" + address +
                                     " passes the device filters [\"/job:worker\"]"));
+}
+
+TEST_CASE("PsWorker and PsTaskFromEnvironment refuse what cannot be trained, naming it", "[ps]") {
+  auto worker_on = [](const std::string& cluster, dist::TaskId task) {
+    CounterGraph g;
+    autodiff::GradientDescentOptimizer sgd(ops::Const(g.s, Tensor::Scalar<float>(0.1f)));
+    dist::PsTask ps_task{dist::ClusterSpec::Parse(cluster, "test"), task};
+    dist::PsWorker worker(g.s, {{g.add, g.v}}, sgd, ps_task, {});
+  };
+  CHECK_THROWS_WITH(worker_on(R"({"cluster": {"worker": ["127.0.0.1:1"]}})", {"worker", 0}),
+                    Catch::Contains("the cluster needs a 'ps' and a 'worker' job, it has 0 ps and 1 worker task(s)"));
+  CHECK_THROWS_WITH(worker_on(R"({"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}})", {"ps", 0}),
+                    Catch::Contains("task /job:ps/replica:0/task:0 is not a worker"));
+  auto from_environment = [](const char* cluster) {
+    setenv("DFLOW_CLUSTER", cluster, 1);
+    unsetenv("DFLOW_STRATEGY");
+    try {
+      dist::PsTaskFromEnvironment();
+    } catch (...) {
+      unsetenv("DFLOW_CLUSTER");
+      throw;
+    }
+    unsetenv("DFLOW_CLUSTER");
+  };
+  CHECK_THROWS_WITH(from_environment(R"({"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}})"),
+                    Catch::Contains("DFLOW_CLUSTER names no task"));
+  CHECK_THROWS_WITH(from_environment(R"({"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 0}})"),
+                    Catch::Contains("DFLOW_CLUSTER needs a 'ps' and a 'worker' job, it has 0 ps and 1 worker"));
+  CHECK_NOTHROW(from_environment(
+      R"({"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "ps", "index": 0}})"));
 }
 
 // The chief's OUT/var-I.npy against the one-process sync reference.
