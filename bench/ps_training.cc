@@ -7,7 +7,8 @@
 // are then var * 0 (the same bytes travel, almost no arithmetic), which
 // isolates communication on a machine with fewer cores than processes.
 //
-//   dflow launch -n 4 --ps 1 --strategy ps -- bench_ps_training --steps 30 [--sleep-ms 12]
+//   dflow launch -n 4 --ps 1 --strategy ps -- bench_ps_training --steps 30 [--sleep-ms 3]
+//       [--mode async] [--placement size]   (variables over the ps tasks by size, not round-robin)
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -28,6 +29,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   dist::PsMode mode = dist::PsMode::kSync;
   int64_t steps = 30, warmup = 3, hidden = 512, batch = 64, sleep_ms = 0;
+  dist::PsStrategy placement = dist::PsStrategy::kRoundRobin;
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -39,6 +41,7 @@ Args ParseArgs(int argc, char** argv) {
     else if (flag == "--hidden") args.hidden = std::stoll(value);
     else if (flag == "--batch") args.batch = std::stoll(value);
     else if (flag == "--sleep-ms") args.sleep_ms = std::stoll(value);
+    else if (flag == "--placement") args.placement = value == "size" ? dist::PsStrategy::kSizeBalanced : dist::PsStrategy::kRoundRobin;
     else Fail(Code::kInvalidArgument, "bench_ps_training: unknown flag ", flag);
   }
   return args;
@@ -99,8 +102,9 @@ double ComputeMilliseconds(const Args& args, const FeedList& batch) {
 void Train(const dist::PsTask& task, const Args& args) {
   auto m = BuildModel(args);
   autodiff::GradientDescentOptimizer sgd(autodiff::ConstantLearningRate(m->scope, 0.01));
+  int64_t steps = (args.warmup + args.steps) * (args.mode == dist::PsMode::kSync ? 1 : task.num_workers());
   dist::PsWorker worker(m->scope, m->grads_and_vars, sgd, task,
-                        {.mode = args.mode, .num_steps = (args.warmup + args.steps) * (args.mode == dist::PsMode::kSync ? 1 : task.num_workers())});
+                        {.mode = args.mode, .num_steps = steps, .placement = args.placement});
   FeedList batch = RandomBatch(*m, args.batch, 100 + task.task.index);
   int64_t done = 0;
   Clock::time_point start, last;
