@@ -39,6 +39,7 @@ REGISTER_NO_GRADIENT("GradientAccumulatorFinishStep");
 REGISTER_NO_GRADIENT("GradientAccumulatorWaitForStep");
 REGISTER_NO_GRADIENT("GradientAccumulatorState");
 REGISTER_NO_GRADIENT("GradientAccumulatorAbort");
+REGISTER_NO_GRADIENT("GradientAccumulatorSetGlobalStep");
 REGISTER_NO_GRADIENT("StalenessLogGlobalStep");
 REGISTER_NO_GRADIENT("StalenessLogRecord");
 

@@ -113,6 +113,18 @@ int64_t SyncGradientAccumulator::WaitForStepAfter(int64_t step, Deadline deadlin
   return global_step_;
 }
 
+void SyncGradientAccumulator::SetGlobalStep(int64_t step) {
+  {
+    std::lock_guard lock(mu_);
+    DFLOW_REQUIRE(step >= 0, "SyncGradientAccumulator: global step ", step, " is negative");
+    if (taken_ || !pending_.empty())
+      Fail(Code::kFailedPrecondition, "SyncGradientAccumulator: cannot set the global step to ", step,
+           " in the middle of step ", global_step_, " (", pending_.size(), " push(es) pending)");
+    global_step_ = step;
+  }
+  changed_.notify_all();
+}
+
 void SyncGradientAccumulator::Abort(std::string reason) {
   {
     std::lock_guard lock(mu_);

@@ -53,6 +53,10 @@ class SyncGradientAccumulator {
   int64_t global_step() const;
   AccumulatorStats stats() const;
 
+  // A run restored from a checkpoint continues at `step` (>= 0); only
+  // between steps (no push pending, no mean taken), else kFailedPrecondition.
+  void SetGlobalStep(int64_t step);
+
   // Training stopped: every waiter and every later call fails with
   // kCancelled and `reason` (the chief after an error, so that the workers
   // waiting for the next step hear why at once).

@@ -135,6 +135,14 @@ class StateKernel : public OpKernel {
   }
 };
 
+class SetGlobalStepKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    Accumulator(ctx)->accumulator.SetGlobalStep(ScalarInput(ctx, 0));
+  }
+};
+
 class AbortKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -168,6 +176,7 @@ REGISTER_KERNEL("GradientAccumulatorFinishStep", "CPU", FinishStepKernel);
 REGISTER_KERNEL("GradientAccumulatorWaitForStep", "CPU", WaitForStepKernel);
 REGISTER_KERNEL("GradientAccumulatorState", "CPU", StateKernel);
 REGISTER_KERNEL("GradientAccumulatorAbort", "CPU", AbortKernel);
+REGISTER_KERNEL("GradientAccumulatorSetGlobalStep", "CPU", SetGlobalStepKernel);
 REGISTER_KERNEL("StalenessLogGlobalStep", "CPU", StalenessGlobalStepKernel);
 REGISTER_KERNEL("StalenessLogRecord", "CPU", StalenessRecordKernel);
 

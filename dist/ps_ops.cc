@@ -73,6 +73,11 @@ void ScalarInt64(InferenceContext& ctx) { ctx.set_output(0, Shape()); }
     })
     .doc("The accumulator's global step and how many stale pushes it dropped so far.");
 
+[[maybe_unused]] static OpRegistrar set_step_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorSetGlobalStep"))
+    .input("step", DType::kInt64)
+    .stateful()
+    .doc("A run restored from a checkpoint continues at global step `step` (between steps only).");
+
 [[maybe_unused]] static OpRegistrar abort_op = AccumulatorOp(OpDefBuilder("GradientAccumulatorAbort"))
     .attr<std::string>("reason")
     .stateful()

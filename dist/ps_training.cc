@@ -71,7 +71,22 @@ void PsWorker::StartServer() {
   });
 }
 
-void PsWorker::Initialise() { session_->Run({}, {}, {ops_->init}); }
+// Initialise (and restore), then say ready: the other workers wait for
+// that last step, so none reads or pushes before the restore.
+void PsWorker::Initialise() {
+  session_->Run({}, {}, {ops_->init});
+  if (restore_) {
+    restore_(*session_);
+    if (options_.mode == PsMode::kSync) {
+      Tensor step = session_->Run({ops_->global_step})[0];
+      std::vector<TensorName> set_steps(ops_->set_steps.begin(), ops_->set_steps.end());
+      session_->Run({{ops_->restored_step, step}}, {}, set_steps);
+    }
+  }
+  session_->Run({}, {}, {ops_->ready});
+}
+
+const std::vector<Output>& PsWorker::variables() const { return ops_->variables; }
 
 // TensorFlow's SessionManager.wait_for_session: poll until every variable
 // has a value, never initialising anything ourselves.

@@ -116,8 +116,18 @@ class PsWorker {
   void Train(const BatchFn& batches, const std::vector<TensorName>& fetches = {},
              const StepFn& on_step = {}, const std::function<void()>& on_finished = {});
 
+  // The chief restores a checkpoint at start, after the initialiser:
+  // `restore` assigns the variables through session() (a Saver's Restore
+  // over variables()); sync mode's accumulators then continue at the
+  // restored global step, so a resumed run takes the same steps, bit for bit.
+  // (Async mode's staleness log counts from 0 again.)
+  void RestoreWith(std::function<void(Session& session)> restore) { restore_ = std::move(restore); }
+
   // The session over the ps tasks and this worker (to read variables).
   Session& session() { return *session_; }
+  // The variables the chief initialises, what a checkpoint holds: the
+  // model's, the optimizer's slots and global step.
+  const std::vector<Output>& variables() const;
   // Sync: stale gradient pushes the accumulators dropped, over all variables.
   int64_t DroppedStale();
 
@@ -139,6 +149,7 @@ class PsWorker {
   std::unique_ptr<WorkerService> service_;
   std::unique_ptr<MessageServer> server_;
   std::unique_ptr<Session> session_;
+  std::function<void(Session&)> restore_;
 };
 
 }  // namespace dflow::dist

@@ -5,6 +5,7 @@
 // push and wait.
 #include "dist/ps_training_graph.h"
 
+#include "autodiff/learning_rate.h"
 #include "graph/device.h"
 #include "ops/ops.h"
 
@@ -47,6 +48,7 @@ ModeOps BuildSync(const Scope& s, const std::vector<autodiff::GradAndVar>& grads
   ModeOps pinned;
   const int n = task.num_workers();
   ops.timeout_ms = ops::Placeholder(s.WithOpName("timeout_ms"), DType::kInt64, Shape());
+  ops.restored_step = ops::Placeholder(s.WithOpName("restored_step"), DType::kInt64, Shape());
   std::vector<autodiff::GradAndVar> means;
   std::vector<Output> pushes;
   std::vector<AttrMap> attrs;
@@ -58,9 +60,11 @@ ModeOps BuildSync(const Scope& s, const std::vector<autodiff::GradAndVar>& grads
     Node* mean = s.AddOp("GradientAccumulatorTakeMean", {ops.timeout_ms}, a);
     Node* state = s.AddOp("GradientAccumulatorState", {}, a);
     Node* abort = s.AddOp("GradientAccumulatorAbort", {}, With(a, "reason", std::string(kChiefFailed)));
-    for (Node* node : {push, mean, state, abort})
+    Node* set_step = s.AddOp("GradientAccumulatorSetGlobalStep", {ops.restored_step}, a);
+    for (Node* node : {push, mean, state, abort, set_step})
       pinned.to_variable_ps.push_back({node, gv.var.node()->name()});
     ops.aborts.push_back(abort);
+    ops.set_steps.push_back(set_step);
     pushes.emplace_back(push);
     means.push_back({Output(mean), gv.var});
     ops.dropped_stale.push_back(Output(state, 1));
@@ -103,13 +107,17 @@ ModeOps BuildAsync(const Scope& s, const std::vector<autodiff::GradAndVar>& grad
   return pinned;
 }
 
-// workers_done on ps 0, and one stop variable per ps task.
+// workers_done on ps 0, set by the chief's last start-up step (after a
+// restore), so the other workers also wait for it; one stop variable per
+// ps task.
 void BuildControl(const Scope& s, const PsTask& task, PsWorker::Ops& ops, ModeOps& pinned) {
-  ops.workers_done = ops::Variable(s.WithOpName("workers_done"), Tensor::Scalar<int64_t>(0));
+  ops.workers_done = ops::Variable(s.WithOpName("workers_done"), Shape(), DType::kInt64);
+  ops.ready = ops::Assign(s.WithOpName("ready"), ops.workers_done, Tensor::Scalar<int64_t>(0)).node();
   ops.finish = ops::AssignAdd(s.WithOpName("worker_finished"), ops.workers_done,
                               Tensor::Scalar<int64_t>(1)).node();
-  Node* done_init = s.graph().FindNode(ops.workers_done.node()->name() + "/init");
-  for (Node* node : {ops.workers_done.node(), ops.finish, done_init})
+  ops.initialized.push_back(ops::IsVariableInitialized(s, ops.workers_done));
+  ops.variable_names.push_back(ops.workers_done.node()->name() + " (the chief's start-up)");
+  for (Node* node : {ops.workers_done.node(), ops.ready, ops.finish, ops.initialized.back().node()})
     pinned.to_device.push_back({node, PsDevice(0)});
   ops.stop_code = ops::Placeholder(s.WithOpName("stop_code"), DType::kInt64, Shape());
   for (int k = 0; k < task.num_ps(); ++k) {
@@ -140,10 +148,10 @@ std::unique_ptr<PsWorker::Ops> BuildPsTrainingOps(const Scope& scope,
                        : BuildAsync(s, grads_and_vars, optimizer, task, scope, *ops);
   // Every variable so far (model, slots, global step) must be initialised
   // before a worker starts.
-  std::vector<Output> variables;
+  ops->global_step = autodiff::GetOrCreateGlobalStep(scope);  // the optimizer's
   for (Node* node : scope.graph().nodes())
-    if (node->op() == "VariableV2") variables.emplace_back(node);
-  for (const Output& var : variables) {
+    if (node->op() == "VariableV2") ops->variables.emplace_back(node);
+  for (const Output& var : ops->variables) {
     ops->initialized.push_back(ops::IsVariableInitialized(s, var));
     ops->variable_names.push_back(var.node()->name());
   }

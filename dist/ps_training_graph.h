@@ -14,10 +14,15 @@ struct PsWorker::Ops {
   Output staleness;       // async: this update's staleness
   std::vector<Output> dropped_stale;  // sync: per accumulator
   std::vector<Node*> aborts;          // sync: per accumulator, run by a failing chief
+  std::vector<Node*> set_steps;       // sync: per accumulator, fed `restored_step`
+  Output restored_step;               // fed: the global step a restored run continues at
+  Output global_step;                 // the optimizer's global step variable
   Node* init = nullptr;   // the chief's: every variable's initialiser
-  std::vector<Output> initialized;  // IsVariableInitialized of every variable
+  std::vector<Output> variables;    // model, optimizer slots, global step
+  std::vector<Output> initialized;  // IsVariableInitialized of each of those
   std::vector<std::string> variable_names;
-  Output workers_done;    // on ps 0: how many workers finished
+  Output workers_done;    // on ps 0: how many workers finished; set (0) once the chief is ready
+  Node* ready = nullptr;  // the chief's last start-up step: workers_done = 0
   Node* finish = nullptr;  // workers_done += 1
   Output stop_code;       // fed: 1 stop cleanly, 2 stop after an error
   std::vector<Node*> stops;  // one Assign per ps task; its server polls the variable

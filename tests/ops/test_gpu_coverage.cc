@@ -23,7 +23,8 @@ const std::set<std::string> kNoGpuKernel = {
     "_Recv", "_Send",
     // the parameter server's state, on its CPU (dist/ps_ops.cc)
     "GradientAccumulatorAbort", "GradientAccumulatorFinishStep", "GradientAccumulatorPush",
-    "GradientAccumulatorState", "GradientAccumulatorTakeMean", "GradientAccumulatorWaitForStep",
+    "GradientAccumulatorSetGlobalStep", "GradientAccumulatorState", "GradientAccumulatorTakeMean",
+    "GradientAccumulatorWaitForStep",
     "IsVariableInitialized",
     "StalenessLogGlobalStep", "StalenessLogRecord",
 };
