@@ -6,6 +6,7 @@
 //
 //   ps_trainer --mode sync|async --steps N --out DIR [--step-timeout-ms MS]
 //              [--finish-timeout-ms MS] [--sleep-ms MS]
+//              [--checkpoint DIR] [--restore-from DIR]   (the chief's, at the end / at start)
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "autodiff/learning_rate.h"
 #include "dist/ps_training.h"
 #include "graph/npy.h"
+#include "models/checkpoint.h"
 #include "tests/dist/replicated_mlp.h"
 
 namespace dflow {
@@ -30,6 +32,7 @@ struct Args {
   int64_t step_timeout_ms = 10000;
   int64_t finish_timeout_ms = 30000;
   int64_t sleep_ms = 0;  // per step, so a test can kill a worker mid-training
+  std::string checkpoint_dir, restore_dir;
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -43,6 +46,8 @@ Args ParseArgs(int argc, char** argv) {
     else if (flag == "--step-timeout-ms") args.step_timeout_ms = std::stoll(value);
     else if (flag == "--finish-timeout-ms") args.finish_timeout_ms = std::stoll(value);
     else if (flag == "--sleep-ms") args.sleep_ms = std::stoll(value);
+    else if (flag == "--checkpoint") args.checkpoint_dir = value;
+    else if (flag == "--restore-from") args.restore_dir = value;
     else Fail(Code::kInvalidArgument, "ps_trainer: bad argument '", flag, " ", value, "'");
   }
   return args;
@@ -74,7 +79,15 @@ void Train(const dist::PsTask& task, const Args& args) {
                         {.mode = args.mode,
                          .num_steps = args.steps,
                          .step_timeout = std::chrono::milliseconds(args.step_timeout_ms),
-                         .finish_timeout = std::chrono::milliseconds(args.finish_timeout_ms)});
+                         .finish_timeout = std::chrono::milliseconds(args.finish_timeout_ms),
+                         .bind = ""});
+  Saver saver(scope, worker.variables());
+  if (!args.restore_dir.empty())
+    worker.RestoreWith([&](Session& session) {
+      std::optional<std::string> latest = LatestCheckpoint(args.restore_dir);
+      if (!latest) Fail(Code::kNotFound, "ps_trainer: no checkpoint in ", args.restore_dir);
+      saver.Restore(session, *latest);
+    });
   auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
   const int k = task.task.index, n = task.num_workers();
   Summary summary;
@@ -95,6 +108,7 @@ void Train(const dist::PsTask& task, const Args& args) {
     if (!task.is_chief()) return;
     std::vector<Tensor> values = worker.session().Run(std::vector<TensorName>(vars.begin(), vars.end()));
     for (size_t i = 0; i < values.size(); ++i) WriteNpy(StrCat(args.out, "/var-", i, ".npy"), values[i]);
+    if (!args.checkpoint_dir.empty()) saver.Save(worker.session(), args.checkpoint_dir + "/model");
   };
   worker.Train(batches, {model.loss}, on_step, on_finished);
   std::ofstream(StrCat(args.out, "/worker-", k, ".txt"))

@@ -211,6 +211,22 @@ TEST_CASE("sync parameter servers across processes give the one-process paramete
   SECTION("2 workers, 2 ps (variables spread round-robin)") { CheckSyncEqualsReference(2, 2, 8); }
 }
 
+TEST_CASE("sync: a run stopped with a checkpoint and resumed gives the bits of an unbroken run", "[ps][process]") {
+  PsRun scratch(0, 0);  // holds the checkpoint between the two runs
+  std::string checkpoints = scratch.dir() + "/ckpt";
+  {
+    PsRun first(2, 1);
+    first.Start({"--mode", "sync", "--steps", "6", "--checkpoint", checkpoints});
+    for (int i = 0; i < 2; ++i) CHECK(first.ExitCode("worker", i, 60) == 0);
+  }
+  PsRun resumed(2, 1);
+  resumed.Start({"--mode", "sync", "--steps", "10", "--restore-from", checkpoints});
+  for (int i = 0; i < 2; ++i) CHECK(resumed.ExitCode("worker", i, 60) == 0);
+  CHECK(resumed.ExitCode("ps", 0, 10) == 0);
+  for (int i = 0; i < 2; ++i) CHECK(resumed.Summary(i).at("steps") == 4);  // steps 6..9
+  CheckVariablesEqualReference(resumed.dir(), 2, 10);
+}
+
 TEST_CASE("dflow launch --ps 1 --strategy ps runs the same training; another strategy is refused", "[ps][process]") {
   PsRun run(0, 0);  // for its scratch directory
   std::string base_port = std::to_string(testing::FreeLoopbackPort());
