@@ -38,6 +38,34 @@ struct ModeOps {
   Pinned to_device;       // (node, device)
 };
 
+// What BuildSync joins up: per accumulator, its mean, push and attrs.
+struct Accumulators {
+  std::vector<autodiff::GradAndVar> means;  // (TakeMean, variable)
+  std::vector<Output> pushes;
+  std::vector<AttrMap> attrs;
+};
+
+// One variable's accumulator ops (every worker's graph holds them all), on
+// that variable's ps task.
+void AddAccumulator(const Scope& s, const autodiff::GradAndVar& gv, const PsTask& task,
+                    PsWorker::Ops& ops, ModeOps& pinned, Accumulators& accumulators) {
+  AttrMap a = AccumulatorAttrs(gv.var, task.num_workers());
+  Node* push = s.AddOp("GradientAccumulatorPush", {ops.local_step, gv.grad},
+                       With(a, "worker", static_cast<int64_t>(task.task.index)));
+  Node* mean = s.AddOp("GradientAccumulatorTakeMean", {ops.timeout_ms}, a);
+  Node* state = s.AddOp("GradientAccumulatorState", {}, a);
+  Node* abort = s.AddOp("GradientAccumulatorAbort", {}, With(a, "reason", std::string(kChiefFailed)));
+  Node* set_step = s.AddOp("GradientAccumulatorSetGlobalStep", {ops.restored_step}, a);
+  for (Node* node : {push, mean, state, abort, set_step})
+    pinned.to_variable_ps.push_back({node, gv.var.node()->name()});
+  ops.aborts.push_back(abort);
+  ops.set_steps.push_back(set_step);
+  ops.dropped_stale.push_back(Output(state, 1));
+  accumulators.pushes.emplace_back(push);
+  accumulators.means.push_back({Output(mean), gv.var});
+  accumulators.attrs.push_back(std::move(a));
+}
+
 // Sync: per variable, Push(local_step, grad); the chief's TakeMean feeds the
 // optimizer; FinishStep of every accumulator after the update (the first
 // one's last, so that once its step advanced every variable is updated);
@@ -46,43 +74,24 @@ ModeOps BuildSync(const Scope& s, const std::vector<autodiff::GradAndVar>& grads
                   autodiff::Optimizer& optimizer, const PsTask& task, const Scope& root,
                   PsWorker::Ops& ops) {
   ModeOps pinned;
-  const int n = task.num_workers();
   ops.timeout_ms = ops::Placeholder(s.WithOpName("timeout_ms"), DType::kInt64, Shape());
   ops.restored_step = ops::Placeholder(s.WithOpName("restored_step"), DType::kInt64, Shape());
-  std::vector<autodiff::GradAndVar> means;
-  std::vector<Output> pushes;
-  std::vector<AttrMap> attrs;
-  for (const autodiff::GradAndVar& gv : grads_and_vars) {
-    if (!gv.grad.valid()) continue;
-    AttrMap a = AccumulatorAttrs(gv.var, n);
-    Node* push = s.AddOp("GradientAccumulatorPush", {ops.local_step, gv.grad},
-                         With(a, "worker", static_cast<int64_t>(task.task.index)));
-    Node* mean = s.AddOp("GradientAccumulatorTakeMean", {ops.timeout_ms}, a);
-    Node* state = s.AddOp("GradientAccumulatorState", {}, a);
-    Node* abort = s.AddOp("GradientAccumulatorAbort", {}, With(a, "reason", std::string(kChiefFailed)));
-    Node* set_step = s.AddOp("GradientAccumulatorSetGlobalStep", {ops.restored_step}, a);
-    for (Node* node : {push, mean, state, abort, set_step})
-      pinned.to_variable_ps.push_back({node, gv.var.node()->name()});
-    ops.aborts.push_back(abort);
-    ops.set_steps.push_back(set_step);
-    pushes.emplace_back(push);
-    means.push_back({Output(mean), gv.var});
-    ops.dropped_stale.push_back(Output(state, 1));
-    attrs.push_back(std::move(a));
-  }
-  DFLOW_REQUIRE(!means.empty(), "PsWorker: no variable has a gradient");
-  Node* apply = optimizer.ApplyGradients(root, means);
-  std::vector<Output> finished = pushes;
+  Accumulators acc;
+  for (const autodiff::GradAndVar& gv : grads_and_vars)
+    if (gv.grad.valid()) AddAccumulator(s, gv, task, ops, pinned, acc);
+  DFLOW_REQUIRE(!acc.means.empty(), "PsWorker: no variable has a gradient");
+  Node* apply = optimizer.ApplyGradients(root, acc.means);
+  std::vector<Output> finished = acc.pushes;
   finished.emplace_back(apply);
-  for (size_t i = 1; i < means.size(); ++i) {
-    Node* finish = s.WithControlDependencies({Output(apply)}).AddOp("GradientAccumulatorFinishStep", {}, attrs[i]);
-    pinned.to_variable_ps.push_back({finish, means[i].var.node()->name()});
+  for (size_t i = 1; i < acc.means.size(); ++i) {
+    Node* finish = s.WithControlDependencies({Output(apply)}).AddOp("GradientAccumulatorFinishStep", {}, acc.attrs[i]);
+    pinned.to_variable_ps.push_back({finish, acc.means[i].var.node()->name()});
     finished.emplace_back(finish);
   }
-  Node* finish0 = s.WithControlDependencies(finished).AddOp("GradientAccumulatorFinishStep", {}, attrs[0]);
-  Node* wait = s.WithControlDependencies(pushes).AddOp("GradientAccumulatorWaitForStep",
-                                                       {ops.local_step, ops.timeout_ms}, attrs[0]);
-  for (Node* node : {finish0, wait}) pinned.to_variable_ps.push_back({node, means[0].var.node()->name()});
+  Node* finish0 = s.WithControlDependencies(finished).AddOp("GradientAccumulatorFinishStep", {}, acc.attrs[0]);
+  Node* wait = s.WithControlDependencies(acc.pushes).AddOp("GradientAccumulatorWaitForStep",
+                                                           {ops.local_step, ops.timeout_ms}, acc.attrs[0]);
+  for (Node* node : {finish0, wait}) pinned.to_variable_ps.push_back({node, acc.means[0].var.node()->name()});
   ops.initial_step = Output(ops.dropped_stale[0].node(), 0);
   ops.next_step = Output(task.is_chief() ? finish0 : wait);
   return pinned;
