@@ -121,7 +121,12 @@ void PsWorker::Train(const BatchFn& batches, const std::vector<TensorName>& fetc
       StopParameterServers(1);
     }
   } catch (const Error& e) {
-    if (!task_.is_chief()) throw;
+    // A worker's step waits for the chief's: a step that never comes means
+    // the chief (or another worker it waits for) is gone.
+    if (!task_.is_chief())
+      throw Error(e.code(), StrCat("parameter-server training failed on ", ClusterSpec::TaskPrefix(task_.task),
+                                   " (the chief ", ClusterSpec::TaskPrefix({"worker", 0}),
+                                   " finishes each step): ", e.message()));
     try {
       StopParameterServers(2);
     } catch (const Error& stop_error) {

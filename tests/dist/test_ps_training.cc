@@ -289,5 +289,17 @@ TEST_CASE("sync: a worker killed mid-training is named by the chief and everyone
   CHECK(run.ExitCode("ps", 0, 20) == 1);
 }
 
+TEST_CASE("sync: when the chief is killed the workers fail, naming it", "[ps][process]") {
+  PsRun run(2, 1);
+  run.Start({"--mode", "sync", "--steps", "1000", "--sleep-ms", "20", "--step-timeout-ms", "2000"});
+  run.WaitForLog(1, "own_step 5 ");
+  run.process("worker", 0).Signal(SIGKILL);
+  CHECK(run.ExitCode("worker", 0, 5) == 128 + SIGKILL);
+  CHECK(run.ExitCode("worker", 1, 10) == 1);
+  CHECK(run.log("worker", 1).find("(the chief /job:worker/replica:0/task:0 finishes each step)") != std::string::npos);
+  run.process("ps", 0).Signal(SIGTERM);  // nobody is left to stop it: the launcher's job
+  CHECK(run.ExitCode("ps", 0, 10) == 0);
+}
+
 }  // namespace
 }  // namespace dflow
