@@ -1,6 +1,7 @@
 // Ops that no gradient flows through: constants, placeholders, variables
 // and their updates (Assign, the optimizers' apply ops), random numbers, the
-// executor's own _Arg/_Retval, and the partitioner's _Send/_Recv.
+// executor's own _Arg/_Retval, the partitioner's _Send/_Recv, and the
+// parameter server's accumulators and logs.
 // A variable's *value* is differentiable (AddGradients with the variable's
 // output as an x); the ops that create or change state are not.
 #include "autodiff/gradients.h"
@@ -30,6 +31,17 @@ REGISTER_NO_GRADIENT("_Retval");
 // dist::Partition adds these after gradients exist; a gradient never crosses them.
 REGISTER_NO_GRADIENT("_Send");
 REGISTER_NO_GRADIENT("_Recv");
+// The parameter server's state (dist/ps_ops.cc): gradients go into it, none through it.
+REGISTER_NO_GRADIENT("IsVariableInitialized");
+REGISTER_NO_GRADIENT("GradientAccumulatorPush");
+REGISTER_NO_GRADIENT("GradientAccumulatorTakeMean");
+REGISTER_NO_GRADIENT("GradientAccumulatorFinishStep");
+REGISTER_NO_GRADIENT("GradientAccumulatorWaitForStep");
+REGISTER_NO_GRADIENT("GradientAccumulatorState");
+REGISTER_NO_GRADIENT("GradientAccumulatorAbort");
+REGISTER_NO_GRADIENT("GradientAccumulatorSetGlobalStep");
+REGISTER_NO_GRADIENT("StalenessLogGlobalStep");
+REGISTER_NO_GRADIENT("StalenessLogRecord");
 
 }  // namespace
 }  // namespace dflow::autodiff

@@ -36,6 +36,7 @@ void SyncGradientAccumulator::CheckGradients(int worker,
 bool SyncGradientAccumulator::Push(int worker, int64_t local_step, std::vector<Tensor> gradients) {
   CheckGradients(worker, gradients);
   std::lock_guard lock(mu_);
+  ThrowIfAborted();
   DFLOW_REQUIRE(local_step <= global_step_, "SyncGradientAccumulator: worker ", worker,
                 " pushed gradients of step ", local_step, ", but the global step is only ",
                 global_step_);
@@ -56,15 +57,19 @@ std::vector<Tensor> SyncGradientAccumulator::TakeMean(Deadline deadline) {
     Fail(Code::kFailedPrecondition, "SyncGradientAccumulator: the mean of step ", global_step_,
          " was already taken; call FinishStep after applying it");
   bool enough = changed_.wait_until(lock, deadline, [&] {
-    return static_cast<int>(pending_.size()) >= replicas_to_aggregate_;
+    return static_cast<int>(pending_.size()) >= replicas_to_aggregate_ || !aborted_.empty();
   });
+  ThrowIfAborted();
   if (!enough) {
-    std::string heard;
+    // Workers are numbered 0..N-1 when N are required: name the silent ones.
+    std::string heard, missing;
     for (const auto& [worker, grads] : pending_)
       heard += (heard.empty() ? "" : ", ") + std::to_string(worker);
+    for (int worker = 0; worker < replicas_to_aggregate_; ++worker)
+      if (!pending_.count(worker)) missing += (missing.empty() ? "" : ", ") + std::to_string(worker);
     Fail(Code::kUnavailable, "SyncGradientAccumulator: step ", global_step_, " has ",
          pending_.size(), " of ", replicas_to_aggregate_, " gradient sets (from worker(s) ",
-         heard.empty() ? "none" : heard, ") at the deadline");
+         heard.empty() ? "none" : heard, "; none from worker(s) ", missing, ") at the deadline");
   }
   // pending_ is ordered by worker index: the sum's order is fixed.
   std::vector<Tensor> mean;
@@ -100,10 +105,38 @@ void SyncGradientAccumulator::FinishStep() {
 
 int64_t SyncGradientAccumulator::WaitForStepAfter(int64_t step, Deadline deadline) const {
   std::unique_lock lock(mu_);
-  if (!changed_.wait_until(lock, deadline, [&] { return global_step_ > step; }))
+  bool passed = changed_.wait_until(lock, deadline, [&] { return global_step_ > step || !aborted_.empty(); });
+  ThrowIfAborted();
+  if (!passed)
     Fail(Code::kUnavailable, "SyncGradientAccumulator: the global step is still ", global_step_,
          " at the deadline (waiting for it to pass ", step, ")");
   return global_step_;
+}
+
+void SyncGradientAccumulator::SetGlobalStep(int64_t step) {
+  {
+    std::lock_guard lock(mu_);
+    DFLOW_REQUIRE(step >= 0, "SyncGradientAccumulator: global step ", step, " is negative");
+    if (taken_ || !pending_.empty())
+      Fail(Code::kFailedPrecondition, "SyncGradientAccumulator: cannot set the global step to ", step,
+           " in the middle of step ", global_step_, " (", pending_.size(), " push(es) pending)");
+    global_step_ = step;
+  }
+  changed_.notify_all();
+}
+
+void SyncGradientAccumulator::Abort(std::string reason) {
+  {
+    std::lock_guard lock(mu_);
+    aborted_ = reason.empty() ? "aborted" : std::move(reason);
+  }
+  changed_.notify_all();
+}
+
+void SyncGradientAccumulator::ThrowIfAborted() const {
+  if (!aborted_.empty())
+    Fail(Code::kCancelled, "SyncGradientAccumulator: training stopped at global step ", global_step_, ": ",
+         aborted_);
 }
 
 int64_t SyncGradientAccumulator::global_step() const {

@@ -53,8 +53,18 @@ class SyncGradientAccumulator {
   int64_t global_step() const;
   AccumulatorStats stats() const;
 
+  // A run restored from a checkpoint continues at `step` (>= 0); only
+  // between steps (no push pending, no mean taken), else kFailedPrecondition.
+  void SetGlobalStep(int64_t step);
+
+  // Training stopped: every waiter and every later call fails with
+  // kCancelled and `reason` (the chief after an error, so that the workers
+  // waiting for the next step hear why at once).
+  void Abort(std::string reason);
+
  private:
   void CheckGradients(int worker, const std::vector<Tensor>& gradients) const;
+  void ThrowIfAborted() const;  // under mu_
 
   std::vector<GradientSpec> variables_;
   int replicas_to_aggregate_;
@@ -64,6 +74,7 @@ class SyncGradientAccumulator {
   bool taken_ = false;  // this step's mean was taken; FinishStep comes next
   std::map<int, std::vector<Tensor>> pending_;  // this step's pushes by worker
   AccumulatorStats stats_;
+  std::string aborted_;  // why, once aborted
 };
 
 // Asynchronous mode's book-keeping: every gradient is applied on arrival and

@@ -41,6 +41,15 @@ int64_t RandomStepId() {
   return static_cast<int64_t>(random() >> 1);
 }
 
+// A task passes when a filter matches its CPU device (a filter names a job,
+// a task or a whole device), or when there are no filters.
+bool PassesDeviceFilters(const std::string& task_prefix, const std::vector<std::string>& filters) {
+  DeviceName cpu = DeviceName::Parse(task_prefix + "/device:CPU:0");
+  for (const std::string& filter : filters)
+    if (DeviceName::Parse(filter).Matches(cpu)) return true;
+  return filters.empty();
+}
+
 }  // namespace
 
 RemoteSession::RemoteSession(std::shared_ptr<Graph> graph, const SessionOptions& options)
@@ -71,6 +80,7 @@ void RemoteSession::Connect(const std::string& target) {
     for (size_t i = 0; i < addresses.size(); ++i) {
       Task task;
       task.prefix = ClusterSpec::TaskPrefix({job, static_cast<int>(i)});
+      if (!PassesDeviceFilters(task.prefix, options_.device_filters)) continue;
       task.channel = std::make_unique<Channel>(task.prefix, addresses[i]);
       json task_status = ReplyJson(
           task.channel->CallAndWait(Request(MessageType::kGetStatus, {}, kControlTimeoutMs)), "GetStatus");
@@ -82,6 +92,9 @@ void RemoteSession::Connect(const std::string& target) {
       tasks_.push_back(std::move(task));
     }
   }
+  if (tasks_.empty())
+    Fail(Code::kInvalidArgument, "no task of the cluster at ", target, " passes the device filters ",
+         json(options_.device_filters).dump());
 }
 
 size_t RemoteSession::TaskIndexOfDevice(const std::string& device) const {

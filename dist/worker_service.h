@@ -56,6 +56,8 @@ class WorkerService {
   const std::string& task_prefix() const { return task_prefix_; }
   int64_t incarnation() const { return incarnation_; }
   const std::vector<std::string>& device_names() const { return device_names_; }
+  // The task's variables and resources, shared by every client's graphs.
+  ResourceStore& resources() { return resources_; }
 
  private:
   struct StepRun;

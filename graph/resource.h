@@ -1,11 +1,13 @@
-// State that outlives a step: variables and per-node counters (random ops),
-// owned by the session and shared by all its executors.
+// State that outlives a step: variables, per-node counters (random ops) and
+// other named resources (a parameter server's gradient accumulators), owned
+// by the session (or a worker task) and shared by all its executors.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 
 #include "graph/tensor.h"
 
@@ -47,6 +49,12 @@ class Variable {
   Tensor value_;
 };
 
+// Anything else a store can hold by name: the store only keeps it alive.
+class Resource {
+ public:
+  virtual ~Resource() = default;
+};
+
 class ResourceStore {
  public:
   // The variable called `name`, created on first use; a later call with a
@@ -59,10 +67,25 @@ class ResourceStore {
   // it so that each run draws new numbers and the sequence is reproducible.
   uint64_t NextCounter(const std::string& name, uint64_t delta);
 
+  // The resource of type T called `name`, made by create() on first use;
+  // throws kInvalidArgument when `name` holds a resource of another type.
+  template <typename T, typename Create>
+  std::shared_ptr<T> LookupOrCreate(const std::string& name, Create&& create) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<Resource>& slot = resources_[name];
+    if (!slot) slot = create();
+    auto typed = std::dynamic_pointer_cast<T>(slot);
+    if (!typed)
+      Fail(Code::kInvalidArgument, "resource '", name, "' exists with another type than ",
+           typeid(T).name());
+    return typed;
+  }
+
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Variable>> variables_;
   std::map<std::string, uint64_t> counters_;
+  std::map<std::string, std::shared_ptr<Resource>> resources_;
 };
 
 }  // namespace dflow

@@ -44,6 +44,11 @@ struct SessionOptions {
   // "zmq://host:port": the graph runs on the cluster of the worker listening
   // there (see RemoteSessionRunner below); empty: in this process.
   std::string target;
+  // With a target: only the cluster's tasks that one of these requests
+  // matches ("/job:ps", "/job:worker/task:1") are contacted and run the
+  // graph (TensorFlow's ConfigProto.device_filters), so a replica's session
+  // never waits for the other replicas. Empty: every task.
+  std::vector<std::string> device_filters;
 };
 
 // How a Session with several devices cuts a graph and joins the pieces at run

@@ -83,6 +83,15 @@ REGISTER_OP("AssignSub")
     .shape_fn(SameShapeAsVariable)
     .doc("ref -= value, in place; outputs the new value.");
 
+REGISTER_OP("IsVariableInitialized")
+    .ref_input("ref", "dtype")
+    .output("is_initialized", DType::kBool)
+    .type_attr("dtype", {})
+    .stateful()
+    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, Shape()); })
+    .doc("True once the variable `ref` has a value (an Assign ran). A parameter server's "
+         "workers poll it until the chief has initialised the variables.");
+
 REGISTER_OP("NoOp").doc("Does nothing. Useful as a target that groups control dependencies.");
 
 namespace ops {
@@ -138,6 +147,10 @@ Output AssignAdd(const Scope& scope, const Output& ref, const Input& value) {
 
 Output AssignSub(const Scope& scope, const Output& ref, const Input& value) {
   return scope.AddOp("AssignSub", {ref, value});
+}
+
+Output IsVariableInitialized(const Scope& scope, const Output& ref) {
+  return scope.AddOp("IsVariableInitialized", {ref});
 }
 
 Node* NoOp(const Scope& scope) { return scope.AddOp("NoOp", {}); }

@@ -30,6 +30,8 @@ struct AssignAttrs {
 Output Assign(const Scope& scope, const Output& ref, const Input& value, AssignAttrs attrs = {});
 Output AssignAdd(const Scope& scope, const Output& ref, const Input& value);
 Output AssignSub(const Scope& scope, const Output& ref, const Input& value);
+// A bool scalar: has the variable been assigned yet? (Runs on its device.)
+Output IsVariableInitialized(const Scope& scope, const Output& ref);
 // Does nothing; groups control dependencies ("init", "train").
 Node* NoOp(const Scope& scope);
 

@@ -52,7 +52,16 @@ class NoOpKernel : public OpKernel {
   void Compute(OpKernelContext&) const override {}
 };
 
+class IsVariableInitializedKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    *ctx.allocate_output(0, Shape()).data<bool>() = ctx.input_variable(0)->initialized();
+  }
+};
+
 REGISTER_KERNEL("Const", "CPU", ConstKernel);
+REGISTER_KERNEL("IsVariableInitialized", "CPU", IsVariableInitializedKernel);
 REGISTER_KERNEL("Placeholder", "CPU", PlaceholderKernel);
 REGISTER_KERNEL("VariableV2", "CPU", VariableKernel);
 REGISTER_KERNEL("Assign", "CPU", AssignKernel);

@@ -3,14 +3,14 @@
 #include "autodiff/gradients.h"
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
+#include "dist/gradient_accumulator.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
 namespace dflow::testing {
 
-ReplicatedMlp BuildReplicatedMlp(int64_t seed) {
-  ReplicatedMlp m;
-  const Scope& s = m.scope;
+SpiralMlp BuildSpiralMlp(const Scope& s, int64_t seed) {
+  SpiralMlp m;
   s.graph().set_seed(seed);
   m.x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {-1, 2});
   m.labels = ops::Placeholder(s.WithOpName("labels"), DType::kInt32, {-1});
@@ -18,7 +18,18 @@ ReplicatedMlp BuildReplicatedMlp(int64_t seed) {
   for (int i = 0; i < 2; ++i)
     h = models::Dense(s.NewSubScope("hidden"), h, 32, {.activation = models::Activation::kRelu}).output;
   m.logits = models::Dense(s.NewSubScope("logits"), h, 3).output;
-  Output loss = ops::Mean(s, ops::SparseSoftmaxCrossEntropyWithLogits(s, m.logits, m.labels).loss, 0);
+  m.loss = ops::Mean(s, ops::SparseSoftmaxCrossEntropyWithLogits(s, m.logits, m.labels).loss, 0);
+  return m;
+}
+
+ReplicatedMlp BuildReplicatedMlp(int64_t seed) {
+  ReplicatedMlp m;
+  const Scope& s = m.scope;
+  SpiralMlp model = BuildSpiralMlp(s, seed);
+  m.x = model.x;
+  m.labels = model.labels;
+  m.logits = model.logits;
+  Output loss = model.loss;
   m.vars = autodiff::TrainableVariables(s.graph());
   m.grads = autodiff::AddGradients(s, {loss}, m.vars);
   std::vector<autodiff::GradAndVar> apply;
@@ -81,6 +92,26 @@ void TrainReplica(Session& session, const ReplicatedMlp& m, dist::DataParallelSt
     dist::RunDataParallelStep(session, strategy, step_names, {{m.x, mine.points}, {m.labels, mine.labels}});
     if (after_step) after_step(global_step());
   }
+}
+
+std::vector<Tensor> TrainSyncInOneProcess(const models::LabelledPoints& data, int num_workers,
+                                          int steps, int64_t batch) {
+  ReplicatedMlp m = BuildReplicatedMlp(/*seed=*/7);
+  Session session(m.scope, {.num_threads = 1});
+  session.Run({}, {}, {m.init});
+  dist::SyncGradientAccumulator accumulator(GradientSpecsOf(m), num_workers);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<std::vector<Tensor>> grads(num_workers);
+    for (int k = 0; k < num_workers; ++k)
+      grads[k] = ComputeGradients(session, m, WorkerBatch(data, k, num_workers, step, batch));
+    for (int i = 0; i < num_workers; ++i) {
+      int k = (i + step) % num_workers;  // a different arrival order each step
+      DFLOW_REQUIRE(accumulator.Push(k, step, grads[k]), "push of worker ", k, " at step ", step, " was stale");
+    }
+    ApplyGradients(session, m, accumulator.TakeMean(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+    accumulator.FinishStep();
+  }
+  return session.Run(std::vector<TensorName>(m.vars.begin(), m.vars.end()));
 }
 
 }  // namespace dflow::testing

@@ -20,8 +20,15 @@ struct ReplicatedMlp {
   Node* init = nullptr;
 };
 
-// Two ReLU layers of 32 and a 3-class output; replicas built with one
-// graph seed start from the same weights.
+// The model alone: placeholders, two ReLU layers of 32, a 3-class output
+// and the mean cross-entropy, on `scope`'s graph with graph seed `seed`.
+struct SpiralMlp {
+  Output x, labels, logits, loss;
+};
+SpiralMlp BuildSpiralMlp(const Scope& scope, int64_t seed);
+
+// The model, its gradients and Adam (learning rate 0.01) applied to fed
+// gradients; replicas built with one graph seed start from the same weights.
 ReplicatedMlp BuildReplicatedMlp(int64_t seed = 7);
 
 // Worker k's batch of step `step`: rows k, k + N, k + 2N, ... of `data`
@@ -46,5 +53,13 @@ std::vector<dist::GradientSpec> GradientSpecsOf(const ReplicatedMlp& m);
 void TrainReplica(Session& session, const ReplicatedMlp& m, dist::DataParallelStrategy& strategy,
                   const models::LabelledPoints& data, int64_t steps, int64_t batch,
                   const std::function<void(int64_t)>& after_step = {});
+
+// A synchronous parameter server in one process, the reference the
+// distributed runs must match bit for bit: each step, every worker's
+// gradients on its batch (from the same variables) go to a
+// SyncGradientAccumulator, arriving in a different order each step, and
+// Adam applies their mean. Returns the variables (seed 7) after `steps`.
+std::vector<Tensor> TrainSyncInOneProcess(const models::LabelledPoints& data, int num_workers,
+                                          int steps, int64_t batch);
 
 }  // namespace dflow::testing

@@ -9,7 +9,6 @@
 
 #include "dist/collectives/gradient_buckets.h"
 #include "dist/collectives/in_process_link.h"
-#include "dist/gradient_accumulator.h"
 #include "dist/ring_training.h"
 #include "tests/dist/replicated_mlp.h"
 
@@ -63,34 +62,10 @@ std::vector<std::vector<Tensor>> TrainWithRing(const models::LabelledPoints& dat
   return finals;
 }
 
-// The parameter server holds the variables; each step every worker reads
-// them (here: computes its gradients in the server's session), pushes, and
-// the chief applies the mean.
-std::vector<Tensor> TrainWithParameterServer(const models::LabelledPoints& data) {
-  ReplicatedMlp m = testing::BuildReplicatedMlp(/*seed=*/7);
-  Session session(m.scope, {.num_threads = 1});
-  session.Run({}, {}, {m.init});
-  std::vector<dist::GradientSpec> specs;
-  for (const Output& var : m.vars) specs.push_back({var.node()->name(), DType::kFloat32, var.shape()});
-  dist::SyncGradientAccumulator accumulator(specs, kWorkers);
-  for (int step = 0; step < kSteps; ++step) {
-    std::vector<std::vector<Tensor>> grads(kWorkers);
-    for (int k = 0; k < kWorkers; ++k)
-      grads[k] = testing::ComputeGradients(session, m, testing::WorkerBatch(data, k, kWorkers, step, kBatch));
-    for (int i = 0; i < kWorkers; ++i) {
-      int k = (i + step) % kWorkers;  // a different arrival order each step
-      REQUIRE(accumulator.Push(k, step, grads[k]));
-    }
-    testing::ApplyGradients(session, m, accumulator.TakeMean(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
-    accumulator.FinishStep();
-  }
-  return ReadVariables(session, m);
-}
-
 TEST_CASE("ring all-reduce and a sync parameter server train to the same bits", "[training][ps]") {
   auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
   std::vector<std::vector<Tensor>> ring = TrainWithRing(data);
-  std::vector<Tensor> ps = TrainWithParameterServer(data);
+  std::vector<Tensor> ps = testing::TrainSyncInOneProcess(data, kWorkers, kSteps, kBatch);
   std::vector<Tensor> initial = [] {
     ReplicatedMlp m = testing::BuildReplicatedMlp(7);
     Session session(m.scope, {.num_threads = 1});

@@ -105,12 +105,37 @@ TEST_CASE("the accumulator rejects bad pushes and reports who is missing", "[ps]
   CHECK_THROWS_WITH(acc.Push(2, 0, Grads(1, 1, 1)), Contains("worker 2 already pushed gradients for step 0"));
   acc.Push(0, 0, Grads(1, 1, 1));
   CHECK_THROWS_WITH(acc.TakeMean(Past()),
-                    Contains("step 0 has 2 of 3 gradient sets (from worker(s) 0, 2) at the deadline"));
+                    Contains("step 0 has 2 of 3 gradient sets (from worker(s) 0, 2; none from worker(s) 1) at the deadline"));
   CHECK_THROWS_WITH(acc.WaitForStepAfter(0, Past()), Contains("the global step is still 0"));
   CHECK_THROWS_WITH(acc.FinishStep(), Contains("FinishStep for step 0 before its mean was taken"));
   acc.Push(1, 0, Grads(1, 1, 1));
   acc.TakeMean(Soon());
   CHECK_THROWS_WITH(acc.TakeMean(Soon()), Contains("the mean of step 0 was already taken"));
+}
+
+TEST_CASE("aborting the accumulator wakes its waiters with the reason", "[ps]") {
+  SyncGradientAccumulator acc(kVars, 2);
+  std::string worker_error, chief_error;
+  std::thread worker([&] {
+    try {
+      acc.WaitForStepAfter(0, Soon());
+    } catch (const Error& e) {
+      worker_error = e.what();
+    }
+  });
+  std::thread chief([&] {
+    try {
+      acc.TakeMean(Soon());
+    } catch (const Error& e) {
+      chief_error = e.what();
+    }
+  });
+  acc.Abort("the chief gave up");
+  worker.join();
+  chief.join();
+  CHECK_THAT(worker_error, Contains("training stopped at global step 0: the chief gave up"));
+  CHECK_THAT(chief_error, Contains("the chief gave up"));
+  CHECK_THROWS_WITH(acc.Push(0, 0, Grads(1, 1, 1)), Contains("the chief gave up"));
 }
 
 TEST_CASE("asynchronous updates record their staleness", "[ps]") {

@@ -21,6 +21,12 @@ const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range", "Rank",
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
     "_Recv", "_Send",
+    // the parameter server's state, on its CPU (dist/ps_ops.cc)
+    "GradientAccumulatorAbort", "GradientAccumulatorFinishStep", "GradientAccumulatorPush",
+    "GradientAccumulatorSetGlobalStep", "GradientAccumulatorState", "GradientAccumulatorTakeMean",
+    "GradientAccumulatorWaitForStep",
+    "IsVariableInitialized",
+    "StalenessLogGlobalStep", "StalenessLogRecord",
 };
 
 std::string Listing(const std::set<std::string>& names) {
