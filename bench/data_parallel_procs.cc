@@ -109,7 +109,8 @@ void SleepHandingOver(double sleep_ms, const std::vector<Tensor>& grads, dist::D
   for (const Tensor& g : grads) total_bytes += static_cast<double>(g.TotalBytes());
   std::this_thread::sleep_for(Ms(sleep_ms / 3));
   for (size_t i = 0; i < grads.size(); ++i) {
-    std::this_thread::sleep_for(Ms(sleep_ms * 2 / 3 * static_cast<double>(grads[i].TotalBytes()) / total_bytes));
+    double share = static_cast<double>(grads[i].TotalBytes()) / total_bytes;
+    std::this_thread::sleep_for(Ms(sleep_ms * 2 / 3 * share));
     strategy.GradientReady(static_cast<int>(i), grads[i]);
   }
 }
@@ -191,7 +192,8 @@ int Run(const Settings& s) {
                 "\"compute_ms\": %.2f, \"waiting_ms\": %.2f, \"communication_ms\": %.2f, "
                 "\"images_per_s\": %.1f, \"bus_bandwidth_GBps\": %.3f, \"link_bandwidth_GBps\": %.3f}\n",
                 n, s.sleep_ms > 0 ? "sleep" : "compute", s.overlap ? "+overlap" : "", gradient_bytes,
-                1e3 * per_step, 1e3 * t[0] / s.steps, 1e3 * t[1] / s.steps, 1e3 * comm_s, n * s.batch / per_step, bus / 1e9, link_bandwidth / 1e9);
+                1e3 * per_step, 1e3 * t[0] / s.steps, 1e3 * t[1] / s.steps, 1e3 * comm_s,
+                n * s.batch / per_step, bus / 1e9, link_bandwidth / 1e9);
   }
   return 0;
 }

@@ -1,4 +1,5 @@
-// dflow launch -n N [--ps P] [--strategy ps|ring] [--base-port PORT] [--grace S] [--failure-wait S] -- PROGRAM ARGS
+// dflow launch -n N [--ps P] [--strategy ps|ring] [--base-port PORT] [--grace S]
+//              [--failure-wait S] -- PROGRAM ARGS
 // Starts N workers (and P parameter servers) of PROGRAM on this machine, each
 // with DFLOW_CLUSTER describing the cluster on 127.0.0.1 and its own task,
 // and DFLOW_STRATEGY; see task_processes.h for how they are supervised.

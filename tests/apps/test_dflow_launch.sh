@@ -49,10 +49,11 @@ expect_contains "failure in the error" err.txt "dflow: error: launch: task worke
 launch 1 "no failure wait" -n 2 --failure-wait 0 -- bash -c "if $IS_WORKER1; then exit 3; fi; sleep 60"
 expect_contains "stopped at once" err.txt "exited with status 3; stopping the other tasks"
 
-# The others notice the failure themselves (here: a file worker 1 leaves) and
-# exit on their own within the default wait: their last words are relayed, the
+# The others notice the failure themselves (here: a file worker 1 leaves,
+# seen half a second later, as a heartbeat timeout would be) and exit on
+# their own within the default wait: their last words are relayed, the
 # launcher stops nobody and reports the first failure.
-NOTICE='for _ in $(seq 100); do [[ -e w1_dead ]] && { echo "worker:1 died, exiting" >&2; exit 2; }; sleep 0.1; done; sleep 60'
+NOTICE='for _ in $(seq 100); do [[ -e w1_dead ]] && { sleep 0.5; echo "worker:1 died, exiting" >&2; exit 2; }; sleep 0.1; done; sleep 60'
 start=$SECONDS
 launch 1 "the others exit by themselves" -n 3 -- bash -c "if $IS_WORKER1; then touch w1_dead; exit 3; fi; $NOTICE"
 expect_contains "survivor 0 reports" out.txt "[worker:0] worker:1 died, exiting"
