@@ -135,10 +135,12 @@ void ZmqLink::Flush(Deadline deadline) {
 void ZmqLink::Shutdown(Deadline deadline) {
   Flush(deadline);
   for (int r = 0; r < num_ranks_; ++r)
-    if (r != rank_) channels_[r]->Post(EncodeLinkMessage(rank_, kGoodbyeTag, {}));
+    if (r != rank_) Send(r, kGoodbyeTag, {});
   // A peer that got every goodbye may close at once: only the awaited one's silence matters.
   for (int r = 0; r < num_ranks_; ++r)
     if (r != rank_) Await(r, kGoodbyeTag, deadline, /*any_peer_lost_fails=*/false);
+  std::unique_lock lock(mu_);
+  changed_.wait_until(lock, deadline, [this] { return unacknowledged_ == 0; });
 }
 
 void ZmqLink::Deliver(int from, const std::string& tag, Bytes bytes) {

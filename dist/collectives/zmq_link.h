@@ -82,10 +82,13 @@ class ZmqLink final : public PointToPoint {
   // Waits until every message sent so far has been acknowledged by its
   // receiver; throws a delivery failure, or kUnavailable at `deadline`.
   void Flush(Deadline deadline);
-  // Flush, then a goodbye to every peer (not acknowledged: its sender may
-  // be gone by then) and wait for every peer's goodbye: a peer says it only
-  // after its own Flush, so nobody closes while a peer still waits for an
-  // acknowledgement from it.
+  // Flush, then a goodbye to every peer and wait for every peer's goodbye
+  // (a peer says it only after its own Flush, so nobody closes while a peer
+  // still waits for an acknowledgement from it), then wait (until
+  // `deadline`) for our goodbyes' acknowledgements: a goodbye merely queued
+  // when the process exits would be lost, and its peer would wait for it in
+  // vain. A goodbye that stays unacknowledged is not an error: its peer
+  // closes only after every goodbye reached it, ours included.
   void Shutdown(Deadline deadline) override;
 
   // "worker:2" or "rank 2".
