@@ -20,7 +20,7 @@ std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string
   RequireStrategy(name);
   RingOptions ring;
   ring.collective.timeout = options.collective_timeout;
-  ring.buckets.fp16_on_wire = options.fp16_on_wire;
+  ring.codec = options.codec;
   ring.buckets.bucket_bytes = options.bucket_bytes;
   ring.link.startup_timeout = options.startup_timeout;
   return RingAllReduceStrategy::Connect(cluster, std::move(specs), ring);

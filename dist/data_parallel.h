@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dist/collectives/gradient_buckets.h"
+#include "dist/gradient_codec.h"
 #include "graph/session.h"
 
 namespace dflow::dist {
@@ -66,7 +67,7 @@ class DataParallelStrategy {
 struct StrategyOptions {
   std::chrono::milliseconds startup_timeout{60000};  // for every worker to come up
   std::chrono::milliseconds collective_timeout{60000};
-  bool fp16_on_wire = false;                         // ring: Horovod's fp16 compression
+  CodecKind codec = CodecKind::kNone;                // ring: none, fp16 (Horovod's) or 1-bit
   size_t bucket_bytes = size_t{4} << 20;
 };
 void RequireStrategy(const std::string& name);

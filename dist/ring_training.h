@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "dist/collectives/compressed_all_reduce.h"
 #include "dist/collectives/zmq_link.h"
 #include "dist/data_parallel.h"
 
@@ -17,6 +18,11 @@ struct RingOptions {
   CollectiveOptions collective{.timeout = std::chrono::seconds(60), .sum_order = SumOrder::kRankOrder};
   BucketOptions buckets;
   ZmqLinkOptions link;
+  // kNone: float32 buckets; kFloat16: buckets.fp16_on_wire; kOneBit: each
+  // gradient 1-bit encoded with this worker's error feedback, all-gathered
+  // and averaged by CompressedAllReduce (no overlap with backprop: each
+  // gradient is encoded when the step's gradients are all in).
+  CodecKind codec = CodecKind::kNone;
 };
 
 class RingAllReduceStrategy final : public DataParallelStrategy {
@@ -44,11 +50,14 @@ class RingAllReduceStrategy final : public DataParallelStrategy {
 
  private:
   RingAllReduceStrategy(std::unique_ptr<ZmqLink> link, std::vector<GradientSpec> specs, RingOptions options);
+  static RingOptions Resolved(RingOptions options);
+  void MakeCompressed(const std::vector<GradientSpec>& specs, CodecKind codec);
 
   std::unique_ptr<ZmqLink> owned_link_;
   PointToPoint& link_;
   Communicator comm_;
   GradientBuckets buckets_;
+  std::unique_ptr<CompressedAllReduce> compressed_;  // codec kOneBit only
   std::chrono::milliseconds timeout_;
 };
 

@@ -6,6 +6,7 @@
 // K steps (global step included) and --resume continues from the last one.
 // Worker k writes its final variables (name, then raw bytes) to OUT.k.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -29,6 +30,7 @@ struct Settings {
   bool resume = false;
   int step_sleep_ms = 0;  // pace the steps, so a test can kill a worker mid-training
   double startup_timeout_s = 60;
+  std::string codec = "none";
 };
 
 void WriteVariables(Session& session, const std::string& path) {
@@ -40,6 +42,20 @@ void WriteVariables(Session& session, const std::string& path) {
     out << "\n";
   }
   DFLOW_REQUIRE(out.good(), "cannot write the variables to '", path, "'");
+}
+
+// The share of held-out spiral points (another seed than training's) whose
+// largest logit is their class.
+double HeldOutAccuracy(Session& session, const testing::ReplicatedMlp& m) {
+  auto held_out = models::MakeSpirals({.points_per_class = 200, .seed = 6});
+  Tensor logits = session.Run({{m.x, held_out.points}}, {m.logits})[0];
+  const int64_t rows = held_out.labels.NumElements(), classes = logits.shape().dim(1);
+  int64_t right = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = logits.data<float>() + i * classes;
+    right += std::max_element(row, row + classes) - row == held_out.labels.data<int32_t>()[i];
+  }
+  return static_cast<double>(right) / static_cast<double>(rows);
 }
 
 // One worker: build (seed + rank, so only the broadcast makes them equal),
@@ -64,6 +80,7 @@ void Train(const Settings& settings, dist::DataParallelStrategy& strategy) {
     if (settings.step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settings.step_sleep_ms));
   });
   strategy.Finish();
+  if (strategy.is_chief()) std::cout << "held-out accuracy " << HeldOutAccuracy(session, m) << std::endl;
   if (!settings.out.empty()) WriteVariables(session, settings.out + "." + std::to_string(rank));
 }
 
@@ -75,7 +92,9 @@ void TrainInProcess(const Settings& settings) {
     threads.emplace_back([&, r] {
       try {
         testing::ReplicatedMlp probe = testing::BuildReplicatedMlp(settings.seed);
-        dist::RingAllReduceStrategy ring(network.endpoint(r), testing::GradientSpecsOf(probe));
+        dist::RingOptions options;
+        options.codec = dist::ParseCodecKind(settings.codec);
+        dist::RingAllReduceStrategy ring(network.endpoint(r), testing::GradientSpecsOf(probe), options);
         Train(settings, ring);
       } catch (const Error& e) {
         errors[r] = e.what();
@@ -100,6 +119,7 @@ int Run(const Settings& settings) {
   testing::ReplicatedMlp probe = testing::BuildReplicatedMlp(settings.seed);
   dist::StrategyOptions options;
   options.startup_timeout = std::chrono::milliseconds(static_cast<int64_t>(settings.startup_timeout_s * 1000));
+  options.codec = dist::ParseCodecKind(settings.codec);
   auto strategy = dist::MakeDataParallelStrategy(settings.strategy, *cluster, testing::GradientSpecsOf(probe), options);
   std::cout << "connected" << std::endl;
   Train(settings, *strategy);
@@ -123,6 +143,8 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", settings.resume, "Restore the last checkpoint first (chief)");
   app.add_option("--step-sleep-ms", settings.step_sleep_ms, "Sleep after each step");
   app.add_option("--startup-timeout", settings.startup_timeout_s, "Seconds to wait for every worker");
+  app.add_option("--codec", settings.codec, "Gradients on the wire: none, fp16 or 1bit")
+      ->check(CLI::IsMember({"none", "fp16", "1bit"}));
   CLI11_PARSE(app, argc, argv);
   try {
     return dflow::Run(settings);
