@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "autodiff/gradients.h"
+#include "bench/throughput_spread.h"
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "dist/cluster.h"
@@ -145,6 +146,7 @@ int Run(const Settings& s) {
   // [compute, waiting, communication, step] seconds summed over measured steps.
   Tensor totals = Tensor::Zeros(DType::kFloat64, Shape{4});
   double* t = totals.data<double>();
+  std::vector<double> step_seconds;  // this rank's measured steps, for the throughput's spread
   for (int step = 0; step < s.warmup + s.steps; ++step) {
     const bool measured = step >= s.warmup;
     auto step_start = Clock::now();
@@ -179,21 +181,24 @@ int Run(const Settings& s) {
     compute += Seconds(apply_start);
     if (measured) {
       t[0] += compute, t[1] += waiting, t[2] += communication, t[3] += Seconds(step_start);
+      step_seconds.push_back(Seconds(step_start));
     }
   }
   // The mean over workers of each figure (the communicator is free between steps).
   strategy.communicator().AllReduce("bench/totals", totals, dist::ReduceOp::kMean);
   strategy.Finish();
   if (rank == 0) {
+    bench::ThroughputSpread spread = bench::SpreadOf(step_seconds, static_cast<double>(n * s.batch));
     double per_step = t[3] / s.steps, comm_s = t[2] / s.steps;
     // With overlap, communication is only the part backprop did not hide: no bandwidth from it.
     double bus = n > 1 && !s.overlap ? static_cast<double>(gradient_bytes) * 2.0 * (n - 1) / n / comm_s : 0;
     std::printf("{\"workers\": %d, \"mode\": \"%s%s\", \"gradient_bytes\": %zu, \"step_ms\": %.2f, "
                 "\"compute_ms\": %.2f, \"waiting_ms\": %.2f, \"communication_ms\": %.2f, "
-                "\"images_per_s\": %.1f, \"bus_bandwidth_GBps\": %.3f, \"link_bandwidth_GBps\": %.3f}\n",
+                "\"images_per_s\": %.1f, \"bus_bandwidth_GBps\": %.3f, \"link_bandwidth_GBps\": %.3f, "
+                "\"per_step_images_per_s\": {\"mean\": %.1f, \"stddev\": %.1f}}\n",
                 n, s.sleep_ms > 0 ? "sleep" : "compute", s.overlap ? "+overlap" : "", gradient_bytes,
                 1e3 * per_step, 1e3 * t[0] / s.steps, 1e3 * t[1] / s.steps, 1e3 * comm_s,
-                n * s.batch / per_step, bus / 1e9, link_bandwidth / 1e9);
+                n * s.batch / per_step, bus / 1e9, link_bandwidth / 1e9, spread.mean, spread.deviation);
   }
   return 0;
 }

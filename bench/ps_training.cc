@@ -11,13 +11,13 @@
 //       [--mode async] [--placement size]   (variables over the ps tasks by size, not round-robin)
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "autodiff/gradients.h"
+#include "bench/throughput_spread.h"
 #include "autodiff/learning_rate.h"
 #include "dist/ps_training.h"
 #include "models/layers.h"
@@ -86,23 +86,6 @@ double ComputeMilliseconds(const Args& args, const FeedList& batch) {
   return ms + static_cast<double>(args.sleep_ms);
 }
 
-// Table 5.2 of seed 004: the spread of the per-step throughput.
-struct ThroughputSpread {
-  double mean = 0, deviation = 0;
-};
-
-ThroughputSpread SpreadOf(const std::vector<double>& step_ms, double images_per_step) {
-  ThroughputSpread spread;
-  if (step_ms.empty()) return spread;
-  std::vector<double> rates;
-  for (double ms : step_ms) rates.push_back(images_per_step * 1000.0 / ms);
-  for (double r : rates) spread.mean += r / static_cast<double>(rates.size());
-  double variance = 0;
-  for (double r : rates) variance += (r - spread.mean) * (r - spread.mean) / static_cast<double>(rates.size());
-  spread.deviation = std::sqrt(variance);
-  return spread;
-}
-
 void Train(const dist::PsTask& task, const Args& args) {
   auto m = BuildModel(args);
   autodiff::GradientDescentOptimizer sgd(autodiff::ConstantLearningRate(m->scope, 0.01));
@@ -112,14 +95,14 @@ void Train(const dist::PsTask& task, const Args& args) {
   FeedList batch = RandomBatch(*m, args.batch, 100 + task.task.index);
   int64_t done = 0;
   Clock::time_point start, last;
-  std::vector<double> step_ms;  // each measured step
+  std::vector<double> step_seconds;  // each measured step
   auto batches = [&](int64_t) {
     if (args.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(args.sleep_ms));
     return batch;
   };
   auto on_step = [&](const dist::PsStepResult&) {
     Clock::time_point now = Clock::now();
-    if (done >= args.warmup) step_ms.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+    if (done >= args.warmup) step_seconds.push_back(std::chrono::duration<double>(now - last).count());
     last = now;
     if (++done == args.warmup) start = last;
   };
@@ -130,7 +113,7 @@ void Train(const dist::PsTask& task, const Args& args) {
   double mean_step_ms = std::chrono::duration<double, std::milli>(last - start).count() / static_cast<double>(timed);
   // Sync: every worker's batch per step. Async: assumes the others ran at the chief's rate.
   double images = static_cast<double>(args.batch * timed * task.num_workers());
-  ThroughputSpread spread = SpreadOf(step_ms, static_cast<double>(args.batch * task.num_workers()));
+  bench::ThroughputSpread spread = bench::SpreadOf(step_seconds, static_cast<double>(args.batch * task.num_workers()));
   std::printf("ps %s workers %d hidden %lld batch %lld sleep_ms %lld: step %.2f ms = compute %.2f + "
               "communication/waiting %.2f; chief's steps %lld; %.0f images/s (per step: mean %.0f, standard "
               "deviation %.0f)%s\n",
