@@ -109,6 +109,25 @@ grep -q "^\[ps:1\] ps task" "$TMP/ps-async.txt" || { cat "$TMP/ps-async.txt"; fa
 grep -q "^\[worker:0\] checkpoint .*model-[0-9]*.safetensors" "$TMP/ps-async.txt" ||
   { cat "$TMP/ps-async.txt"; fail "async: the chief wrote no final checkpoint"; }
 
+# Ctrl-C under ps stops every task at once (the ps tasks hold the variables,
+# so no final checkpoint): the chief's last periodic checkpoint resumes.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/ps-stopped" --steps 100000 --workers 2 --strategy ps \
+  --base-port $((PORT + 60)) > "$TMP/ps-stopped.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 200); do [[ -s $TMP/ps-stopped/checkpoints/model-4.safetensors ]] && break; sleep 0.1; done
+kill -INT $launcher
+wait $launcher && fail "the interrupted ps run exited 0"
+grep -q "interrupted by signal 2" "$TMP/ps-stopped.txt" || { cat "$TMP/ps-stopped.txt"; fail "ps: the launcher did not stop"; }
+latest=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['latest'])" \
+  "$TMP/ps-stopped/checkpoints/checkpoint.json")
+step=${latest//[^0-9]/}
+timeout 60 "$EXE" train --out "$TMP/ps-stopped" --resume --steps $((step + 2)) --threads 1 --workers 2 \
+  --strategy ps --base-port $((PORT + 70)) > "$TMP/ps-stopped-resume.txt" 2>&1 ||
+  { cat "$TMP/ps-stopped-resume.txt"; fail "resume of the interrupted ps run"; }
+grep -q "^\[worker:0\] resuming .*$latest at step $step" "$TMP/ps-stopped-resume.txt" &&
+  grep -q "^\[worker:0\] checkpoint .*model-$((step + 2)).safetensors" "$TMP/ps-stopped-resume.txt" ||
+  { cat "$TMP/ps-stopped-resume.txt"; fail "the interrupted ps run did not resume at step $step"; }
+
 expect_error "--ps: Value 0 not in range" \
   "$EXE" train "${train[@]}" --out "$TMP/ps0" --steps 2 --workers 2 --strategy ps --ps 0
 expect_error "--ps and --ps-mode go with --strategy ps" \
