@@ -143,7 +143,9 @@ bool UsesParameterServers(const TrainSettings& settings) {
 // stop serving at once, so no final checkpoint can be read from them: the
 // run resumes from the chief's last periodic checkpoint.
 int TrainWithParameterServers(TrainSettings settings, bool resume) {
-  return dist::RunPsTask([&](const dist::PsTask& task) { TrainWorker(settings, resume, task); });
+  // --threads for the ps tasks too: with 1, every sum runs in one order.
+  return dist::RunPsTask([&](const dist::PsTask& task) { TrainWorker(settings, resume, task); },
+                         settings.threads);
 }
 
 }  // namespace dflow::count_app

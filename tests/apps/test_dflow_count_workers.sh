@@ -3,9 +3,11 @@
 # dataset: it starts its workers (and ps tasks) through `dflow launch` (found
 # beside it), each worker reads its own shard, the chief alone writes
 # config.json and checkpoints, a run resumed from the step-2 checkpoint ends
-# with the uninterrupted run's bits (ring and sync ps), async ps with 2 ps
-# tasks finishes, Ctrl-C stops every ring worker at the same step, and bad
-# combinations fail clearly. Every run is under `timeout`.
+# with the uninterrupted run's bits (ring and sync ps), sync ps ends with
+# ring's bits, async ps with 2 ps tasks finishes, Ctrl-C stops every ring
+# worker at the same step (under ps: every process at once, and the run
+# resumes from the last periodic checkpoint), and bad combinations fail
+# clearly. Every run is under `timeout`.
 # Usage: test_dflow_count_workers.sh PATH/TO/dflow-count
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-count}
@@ -89,6 +91,9 @@ grep -q "^\[worker:1\] checkpoint" "$TMP/ps.txt" && fail "ps: worker 1 wrote a c
 for f in config.json checkpoints/model-2.safetensors checkpoints/model-4.safetensors; do
   [[ -s $TMP/ps/$f ]] || fail "train --strategy ps did not write $f"
 done
+# One thread per task: every sum in one order, so sync ps and ring agree bit for bit.
+cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/ps/checkpoints/model-4.safetensors" ||
+  fail "sync ps and ring end at step 4 with different variables"
 "$EXE" eval --data "$TMP/data" --checkpoint "$TMP/ps" --metrics "$TMP/ps-metrics.json" > /dev/null ||
   fail "eval of the ps run's checkpoint"
 
