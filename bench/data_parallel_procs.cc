@@ -5,11 +5,19 @@
 // all-reduce bus bandwidth (gradient bytes x 2(N-1)/N / communication time)
 // beside the link's own one-way bandwidth. --sleep-ms replaces compute by a
 // fixed sleep (on 2 cores, N processes computing at once slow each other
-// down; sleeping isolates the communication). Start it with dflow launch:
+// down; sleeping isolates the communication). --overlap hands each gradient
+// to the ring as soon as backprop produced it (RunOptions::on_fetch_ready),
+// so buckets are reduced while backprop goes on; communication is then the
+// part not hidden (waiting for the last bucket after backprop), and waiting
+// is inside it (no barrier). In sleep mode with --overlap, the sleep is a
+// forward third and then, per gradient in backprop order, its share (by
+// bytes) of the other two thirds before handing it over. Start it with
+// dflow launch:
 //
-//   dflow launch -n 4 --base-port 47000 -- build/bench/bench_data_parallel_procs --steps 20
-//   dflow launch -n 4 --base-port 47000 -- build/bench/bench_data_parallel_procs --sleep-ms 60
+//   dflow launch -n 4 --base-port 47000 -- build/bench/bench_data_parallel_procs --steps 20 [--overlap]
+//   dflow launch -n 4 --base-port 47000 -- build/bench/bench_data_parallel_procs --sleep-ms 60 [--overlap]
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -32,6 +40,7 @@ struct Settings {
   int64_t batch = 64, inputs = 784, hidden = 1024;
   double sleep_ms = 0;  // > 0: sleep instead of computing
   bool fp16 = false;
+  bool overlap = false;  // hand gradients over as backprop makes them
 };
 
 // An MLP inputs -> hidden -> hidden -> 10 whose gradients are fetched and
@@ -56,6 +65,8 @@ Model BuildModel(const Settings& s) {
   Output logits = models::Dense(sc.NewSubScope("logits"), h, 10).output;
   Output loss = ops::Mean(sc, ops::SparseSoftmaxCrossEntropyWithLogits(sc, logits, m.labels).loss, 0);
   m.vars = autodiff::TrainableVariables(sc.graph());
+  // Backprop order (last layer first), so the first buckets fill first.
+  std::reverse(m.vars.begin(), m.vars.end());
   m.grads = autodiff::AddGradients(sc, {loss}, m.vars);
   std::vector<autodiff::GradAndVar> apply;
   for (const Output& v : m.vars) {
@@ -88,6 +99,20 @@ double LinkBandwidth(dist::ZmqLink& link, size_t bytes) {
     best = std::min(best, Seconds(start));
   }
   return static_cast<double>(bytes) / best;
+}
+
+// Sleep mode with overlap: a forward third of the sleep, then each gradient
+// after its share (by bytes, as backprop's work per weight) of the rest.
+void SleepHandingOver(double sleep_ms, const std::vector<Tensor>& grads, dist::DataParallelStrategy& strategy) {
+  using Ms = std::chrono::duration<double, std::milli>;
+  double total_bytes = 0;
+  for (const Tensor& g : grads) total_bytes += static_cast<double>(g.TotalBytes());
+  std::this_thread::sleep_for(Ms(sleep_ms / 3));
+  for (size_t i = 0; i < grads.size(); ++i) {
+    double share = static_cast<double>(grads[i].TotalBytes()) / total_bytes;
+    std::this_thread::sleep_for(Ms(sleep_ms * 2 / 3 * share));
+    strategy.GradientReady(static_cast<int>(i), grads[i]);
+  }
 }
 
 int Run(const Settings& s) {
@@ -124,7 +149,15 @@ int Run(const Settings& s) {
     const bool measured = step >= s.warmup;
     auto step_start = Clock::now();
     std::vector<Tensor> grads;
-    if (s.sleep_ms > 0) {
+    if (s.overlap) {
+      if (s.sleep_ms > 0) {
+        SleepHandingOver(s.sleep_ms, fixed_grads, strategy);
+      } else {
+        RunOptions options;
+        options.on_fetch_ready = [&](size_t i, const Tensor& g) { strategy.GradientReady(static_cast<int>(i), g); };
+        session.Run({{m.x, x}, {m.labels, labels}}, fetches, {}, options);
+      }
+    } else if (s.sleep_ms > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(s.sleep_ms));
       grads = fixed_grads;
     } else {
@@ -132,10 +165,10 @@ int Run(const Settings& s) {
     }
     double compute = Seconds(step_start);
     auto wait_start = Clock::now();
-    strategy.AnyWorker(false);  // the barrier: everyone has its gradients
+    if (!s.overlap) strategy.AnyWorker(false);  // the barrier: everyone has its gradients
     double waiting = Seconds(wait_start);
     auto comm_start = Clock::now();
-    std::vector<Tensor> mean = strategy.AverageGradients(grads);
+    std::vector<Tensor> mean = s.overlap ? strategy.AverageReadyGradients() : strategy.AverageGradients(grads);
     double communication = Seconds(comm_start);
     auto apply_start = Clock::now();
     if (s.sleep_ms <= 0) {
@@ -153,12 +186,14 @@ int Run(const Settings& s) {
   strategy.Finish();
   if (rank == 0) {
     double per_step = t[3] / s.steps, comm_s = t[2] / s.steps;
-    double bus = n > 1 ? static_cast<double>(gradient_bytes) * 2.0 * (n - 1) / n / comm_s : 0;
-    std::printf("{\"workers\": %d, \"mode\": \"%s\", \"gradient_bytes\": %zu, \"step_ms\": %.2f, "
+    // With overlap, communication is only the part backprop did not hide: no bandwidth from it.
+    double bus = n > 1 && !s.overlap ? static_cast<double>(gradient_bytes) * 2.0 * (n - 1) / n / comm_s : 0;
+    std::printf("{\"workers\": %d, \"mode\": \"%s%s\", \"gradient_bytes\": %zu, \"step_ms\": %.2f, "
                 "\"compute_ms\": %.2f, \"waiting_ms\": %.2f, \"communication_ms\": %.2f, "
                 "\"images_per_s\": %.1f, \"bus_bandwidth_GBps\": %.3f, \"link_bandwidth_GBps\": %.3f}\n",
-                n, s.sleep_ms > 0 ? "sleep" : "compute", gradient_bytes, 1e3 * per_step, 1e3 * t[0] / s.steps,
-                1e3 * t[1] / s.steps, 1e3 * comm_s, n * s.batch / per_step, bus / 1e9, link_bandwidth / 1e9);
+                n, s.sleep_ms > 0 ? "sleep" : "compute", s.overlap ? "+overlap" : "", gradient_bytes,
+                1e3 * per_step, 1e3 * t[0] / s.steps, 1e3 * t[1] / s.steps, 1e3 * comm_s,
+                n * s.batch / per_step, bus / 1e9, link_bandwidth / 1e9);
   }
   return 0;
 }
@@ -174,6 +209,7 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", s.hidden, "Units of the two hidden layers")->check(CLI::PositiveNumber);
   app.add_option("--sleep-ms", s.sleep_ms, "Sleep this long instead of computing");
   app.add_flag("--fp16", s.fp16, "fp16 on the wire");
+  app.add_flag("--overlap", s.overlap, "Hand each gradient to the ring as backprop produces it");
   CLI11_PARSE(app, argc, argv);
   try {
     return Run(s);

@@ -9,7 +9,9 @@
 //
 //   dflow launch -n 4 --ps 1 --strategy ps -- bench_ps_training --steps 30 [--sleep-ms 3]
 //       [--mode async] [--placement size]   (variables over the ps tasks by size, not round-robin)
+#include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -31,21 +33,6 @@ struct Args {
   int64_t steps = 30, warmup = 3, hidden = 512, batch = 64, sleep_ms = 0;
   dist::PsStrategy placement = dist::PsStrategy::kRoundRobin;
 };
-
-Args ParseArgs(int argc, char** argv) {
-  Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--mode") args.mode = value == "async" ? dist::PsMode::kAsync : dist::PsMode::kSync;
-    else if (flag == "--steps") args.steps = std::stoll(value);
-    else if (flag == "--hidden") args.hidden = std::stoll(value);
-    else if (flag == "--batch") args.batch = std::stoll(value);
-    else if (flag == "--sleep-ms") args.sleep_ms = std::stoll(value);
-    else if (flag == "--placement") args.placement = value == "size" ? dist::PsStrategy::kSizeBalanced : dist::PsStrategy::kRoundRobin;
-    else Fail(Code::kInvalidArgument, "bench_ps_training: unknown flag ", flag);
-  }
-  return args;
-}
 
 struct Model {
   Scope scope = Scope::NewRootScope();
@@ -99,6 +86,23 @@ double ComputeMilliseconds(const Args& args, const FeedList& batch) {
   return ms + static_cast<double>(args.sleep_ms);
 }
 
+// Table 5.2 of seed 004: the spread of the per-step throughput.
+struct ThroughputSpread {
+  double mean = 0, deviation = 0;
+};
+
+ThroughputSpread SpreadOf(const std::vector<double>& step_ms, double images_per_step) {
+  ThroughputSpread spread;
+  if (step_ms.empty()) return spread;
+  std::vector<double> rates;
+  for (double ms : step_ms) rates.push_back(images_per_step * 1000.0 / ms);
+  for (double r : rates) spread.mean += r / static_cast<double>(rates.size());
+  double variance = 0;
+  for (double r : rates) variance += (r - spread.mean) * (r - spread.mean) / static_cast<double>(rates.size());
+  spread.deviation = std::sqrt(variance);
+  return spread;
+}
+
 void Train(const dist::PsTask& task, const Args& args) {
   auto m = BuildModel(args);
   autodiff::GradientDescentOptimizer sgd(autodiff::ConstantLearningRate(m->scope, 0.01));
@@ -108,27 +112,32 @@ void Train(const dist::PsTask& task, const Args& args) {
   FeedList batch = RandomBatch(*m, args.batch, 100 + task.task.index);
   int64_t done = 0;
   Clock::time_point start, last;
+  std::vector<double> step_ms;  // each measured step
   auto batches = [&](int64_t) {
     if (args.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(args.sleep_ms));
     return batch;
   };
   auto on_step = [&](const dist::PsStepResult&) {
-    last = Clock::now();
+    Clock::time_point now = Clock::now();
+    if (done >= args.warmup) step_ms.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
     if (++done == args.warmup) start = last;
   };
   worker.Train(batches, {}, on_step);
   if (!task.is_chief()) return;
   double compute_ms = ComputeMilliseconds(args, batch);  // now, with the other processes gone
   int64_t timed = done - args.warmup;
-  double step_ms = std::chrono::duration<double, std::milli>(last - start).count() / static_cast<double>(timed);
+  double mean_step_ms = std::chrono::duration<double, std::milli>(last - start).count() / static_cast<double>(timed);
   // Sync: every worker's batch per step. Async: assumes the others ran at the chief's rate.
   double images = static_cast<double>(args.batch * timed * task.num_workers());
+  ThroughputSpread spread = SpreadOf(step_ms, static_cast<double>(args.batch * task.num_workers()));
   std::printf("ps %s workers %d hidden %lld batch %lld sleep_ms %lld: step %.2f ms = compute %.2f + "
-              "communication/waiting %.2f; chief's steps %lld; %.0f images/s%s\n",
+              "communication/waiting %.2f; chief's steps %lld; %.0f images/s (per step: mean %.0f, standard "
+              "deviation %.0f)%s\n",
               args.mode == dist::PsMode::kSync ? "sync" : "async", task.num_workers(),
               static_cast<long long>(args.hidden), static_cast<long long>(args.batch),
-              static_cast<long long>(args.sleep_ms), step_ms, compute_ms, step_ms - compute_ms,
-              static_cast<long long>(timed), images * 1000.0 / (step_ms * static_cast<double>(timed)),
+              static_cast<long long>(args.sleep_ms), mean_step_ms, compute_ms, mean_step_ms - compute_ms,
+              static_cast<long long>(timed), images * 1000.0 / (mean_step_ms * static_cast<double>(timed)), spread.mean, spread.deviation,
               args.mode == dist::PsMode::kSync ? "" : " (all workers at the chief's rate)");
 }
 
@@ -137,11 +146,18 @@ void Train(const dist::PsTask& task, const Args& args) {
 
 int main(int argc, char** argv) {
   dflow::Args args;
-  try {
-    args = dflow::ParseArgs(argc, argv);
-  } catch (const dflow::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  std::string mode = "sync", placement = "round-robin";
+  CLI::App app("Parameter-server training across processes (start with dflow launch --strategy ps).");
+  app.add_option("--steps", args.steps, "Measured steps")->check(CLI::PositiveNumber);
+  app.add_option("--hidden", args.hidden, "Units of the two hidden layers")->check(CLI::PositiveNumber);
+  app.add_option("--batch", args.batch, "Images per worker per step")->check(CLI::PositiveNumber);
+  app.add_option("--sleep-ms", args.sleep_ms, "Sleep this long instead of computing")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--mode", mode, "sync or async")->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--placement", placement, "Variables over the ps tasks: round-robin or size")
+      ->check(CLI::IsMember({"round-robin", "size"}));
+  CLI11_PARSE(app, argc, argv);
+  args.mode = mode == "async" ? dflow::dist::PsMode::kAsync : dflow::dist::PsMode::kSync;
+  args.placement = placement == "size" ? dflow::dist::PsStrategy::kSizeBalanced : dflow::dist::PsStrategy::kRoundRobin;
   return dflow::dist::RunPsTask([&](const dflow::dist::PsTask& task) { dflow::Train(task, args); }, 1);
 }

@@ -26,16 +26,40 @@ std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string
   return RingAllReduceStrategy::Connect(cluster, std::move(specs), ring);
 }
 
+void DataParallelStrategy::GradientReady(int index, const Tensor& gradient) {
+  DFLOW_REQUIRE(index >= 0, "worker ", worker(), ": gradient index ", index, " is negative");
+  std::lock_guard lock(ready_mu_);
+  if (ready_.size() <= static_cast<size_t>(index)) ready_.resize(static_cast<size_t>(index) + 1);
+  DFLOW_REQUIRE(!ready_[index].valid(), "worker ", worker(), ": gradient ", index,
+                " was handed over twice in one step");
+  ready_[index] = gradient;
+}
+
+std::vector<Tensor> DataParallelStrategy::AverageReadyGradients() {
+  std::vector<Tensor> gradients;
+  {
+    std::lock_guard lock(ready_mu_);
+    gradients.swap(ready_);
+  }
+  for (size_t i = 0; i < gradients.size(); ++i)
+    DFLOW_REQUIRE(gradients[i].valid(), "worker ", worker(), ": gradient ", i,
+                  " was never handed over this step");
+  return AverageGradients(gradients);
+}
+
 std::vector<Tensor> RunDataParallelStep(Session& session, DataParallelStrategy& strategy,
                                         const ReplicatedStep& step, const FeedList& feeds) {
   DFLOW_REQUIRE(step.gradients.size() == step.gradient_feeds.size(), "RunDataParallelStep: ",
                 step.gradients.size(), " gradients but ", step.gradient_feeds.size(), " gradient feeds");
   std::vector<TensorName> fetches = step.gradients;
   fetches.insert(fetches.end(), step.extra_fetches.begin(), step.extra_fetches.end());
-  std::vector<Tensor> fetched = session.Run(feeds, fetches);
   const size_t num_gradients = step.gradients.size();
-  std::vector<Tensor> mean = strategy.AverageGradients(
-      std::vector<Tensor>(fetched.begin(), fetched.begin() + static_cast<std::ptrdiff_t>(num_gradients)));
+  RunOptions overlap;
+  overlap.on_fetch_ready = [&](size_t index, const Tensor& value) {
+    if (index < num_gradients) strategy.GradientReady(static_cast<int>(index), value);
+  };
+  std::vector<Tensor> fetched = session.Run(feeds, fetches, {}, overlap);
+  std::vector<Tensor> mean = strategy.AverageReadyGradients();
   FeedList apply_feeds;
   for (size_t i = 0; i < num_gradients; ++i) apply_feeds.push_back({step.gradient_feeds[i], std::move(mean[i])});
   session.Run(apply_feeds, {}, step.apply);

@@ -8,10 +8,13 @@
 //   auto strategy = MakeDataParallelStrategy("ring", *ClusterSpec::FromEnvironment(), specs);
 //   strategy->SynchronizeVariables(session, variable_names);  // the chief's values everywhere
 //   for each step: RunDataParallelStep(session, *strategy, step_graph, this_workers_batch);
+//   (or by hand: Session::Run with RunOptions::on_fetch_ready calling
+//    strategy->GradientReady, then strategy->AverageReadyGradients())
 //   strategy->Finish();
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,12 +39,25 @@ class DataParallelStrategy {
   // This worker's gradients (one per spec, in spec order) in; their mean over
   // all workers out, the same bits on every worker.
   virtual std::vector<Tensor> AverageGradients(const std::vector<Tensor>& gradients) = 0;
+  // The same, overlapping backprop: GradientReady hands over gradient
+  // `index` (spec order) as soon as it is computed (from an executor thread,
+  // via RunOptions::on_fetch_ready: thread-safe, returns quickly), and
+  // AverageReadyGradients, once all are handed over, returns the mean as
+  // AverageGradients would. These defaults keep the gradients and average
+  // them at the end; the ring starts each bucket's all-reduce as soon as the
+  // bucket is full.
+  virtual void GradientReady(int index, const Tensor& gradient);
+  virtual std::vector<Tensor> AverageReadyGradients();
   // True on every worker when `flag` is true on any (a stop request that
   // reached one worker stops all at the same step).
   virtual bool AnyWorker(bool flag) = 0;
   // Waits until every worker got here and everything sent was delivered, so
   // that no worker's exit cuts off another's last step.
   virtual void Finish() = 0;
+
+ private:
+  std::mutex ready_mu_;
+  std::vector<Tensor> ready_;  // the defaults' handed-over gradients, by index
 };
 
 // Which strategy: "ring"; "ps" is not available in this build yet
@@ -68,7 +84,9 @@ struct ReplicatedStep {
 };
 
 // Computes this worker's gradients on `feeds`, averages them through
-// `strategy` and applies them. Returns the extra fetches (this worker's).
+// `strategy` (each gradient handed over as soon as backprop produced it, so
+// averaging overlaps the rest of backprop) and applies them. Returns the
+// extra fetches (this worker's).
 std::vector<Tensor> RunDataParallelStep(Session& session, DataParallelStrategy& strategy,
                                         const ReplicatedStep& step, const FeedList& feeds);
 

@@ -46,6 +46,16 @@ std::vector<Tensor> RingAllReduceStrategy::AverageGradients(const std::vector<Te
   return buckets_.Finish();
 }
 
+void RingAllReduceStrategy::GradientReady(int index, const Tensor& gradient) {
+  if (num_workers() == 1) return DataParallelStrategy::GradientReady(index, gradient);
+  buckets_.Ready(index, gradient);
+}
+
+std::vector<Tensor> RingAllReduceStrategy::AverageReadyGradients() {
+  if (num_workers() == 1) return DataParallelStrategy::AverageReadyGradients();
+  return buckets_.Finish();
+}
+
 bool RingAllReduceStrategy::AnyWorker(bool flag) {
   Tensor votes = Tensor::Scalar<int32_t>(flag ? 1 : 0);
   comm_.AllReduce("any_worker", votes, ReduceOp::kSum);

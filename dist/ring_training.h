@@ -33,6 +33,9 @@ class RingAllReduceStrategy final : public DataParallelStrategy {
   int num_workers() const override { return link_.num_ranks(); }
   void SynchronizeVariables(Session& session, const std::vector<std::string>& variables) override;
   std::vector<Tensor> AverageGradients(const std::vector<Tensor>& gradients) override;
+  // Straight into the buckets: a full bucket's all-reduce starts at once.
+  void GradientReady(int index, const Tensor& gradient) override;
+  std::vector<Tensor> AverageReadyGradients() override;
   bool AnyWorker(bool flag) override;
   void Finish() override;
 

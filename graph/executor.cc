@@ -19,6 +19,7 @@ struct Executor::Item {
   int first_output_slot = 0;
   std::vector<int> out_edges;           // consumer item per outgoing edge
   int num_in_edges = 0;
+  int64_t retval_index = -1;            // a _Retval: the fetch it hands back
 };
 
 struct Executor::Step {
@@ -33,6 +34,7 @@ struct Executor::Step {
   RunMetadata* metadata = nullptr;
   StepContext context;
   bool trace = false;
+  std::function<void(size_t, const Tensor&)> on_fetch_ready;
   std::chrono::steady_clock::time_point start;
   std::vector<NodeExecStats> stats;
   std::vector<int> completion_order;
@@ -84,7 +86,8 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
     }
     if (order[i]->op() == "_Retval") {
       ++num_retvals_;
-      retval_bound_ = std::max(retval_bound_, order[i]->attr<int64_t>("index") + 1);
+      item.retval_index = order[i]->attr<int64_t>("index");
+      retval_bound_ = std::max(retval_bound_, item.retval_index + 1);
     }
   }
   slot_readers_.assign(num_slots_, 0);
@@ -168,6 +171,7 @@ void Executor::Start(const ExecutorStep& request, const RunOptions& options, Run
     step->readers_left[s].store(slot_readers_[s], std::memory_order_relaxed);
   step->context = {request.step_id, resources_, request.args, request.retvals, request.rendezvous};
   step->trace = options.trace && metadata;
+  step->on_fetch_ready = options.on_fetch_ready;
   step->metadata = metadata;
   step->done = std::move(done);
   if (step->trace) step->stats.resize(items_.size());
@@ -358,6 +362,22 @@ void Executor::CheckOutputs(int index, Step& step, int64_t start_ns) const {
   // Outputs nobody reads are dropped at once.
   for (int o = 0; o < node.num_outputs(); ++o)
     if (slot_readers_[item.first_output_slot + o] == 0) step.values[item.first_output_slot + o] = Tensor();
+  if (item.retval_index >= 0 && step.on_fetch_ready) ReportFetch(index, step);
+}
+
+// A _Retval has written its fetch: the caller hears of it now, not at the
+// end of the step. Each _Retval runs once per step, so each fetch is
+// reported once; an exception from the callback is this node's error.
+void Executor::ReportFetch(int index, Step& step) const {
+  const Item& item = items_[index];
+  size_t fetch = static_cast<size_t>(item.retval_index);
+  try {
+    step.on_fetch_ready(fetch, (*step.context.retvals)[fetch]);
+  } catch (const Error& e) {
+    RecordError(item, step, e.code(), StrCat("on_fetch_ready(", fetch, "): ", e.message()));
+  } catch (const std::exception& e) {
+    RecordError(item, step, Code::kInternal, StrCat("on_fetch_ready(", fetch, "): ", e.what()));
+  }
 }
 
 void Executor::ReleaseInputs(int index, Step& step) const {

@@ -13,6 +13,8 @@
 // when the step has a rendezvous, the error also aborts it, which wakes the
 // step's other partitions. An asynchronous kernel (_Recv) holds no thread
 // while it waits: its completion schedules the rest of its chain on the pool.
+// When a _Retval has run, RunOptions::on_fetch_ready hears of its fetch on
+// the same thread, while the rest of the step goes on.
 #pragma once
 
 #include <functional>
@@ -71,6 +73,7 @@ class Executor {
   int PropagateOutputs(int item, Step& step) const;
   void RunKernel(int item, Step& step) const;
   void CheckOutputs(int item, Step& step, int64_t start_ns) const;
+  void ReportFetch(int item, Step& step) const;
   void ReleaseInputs(int item, Step& step) const;
   void RecordError(const Item& item, Step& step, Code code, const std::string& message) const;
 

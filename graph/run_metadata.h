@@ -1,15 +1,30 @@
 // What a step can report about itself: per-node timings and output sizes
-// (when RunOptions::trace is set) and the peak memory of the step.
+// (when RunOptions::trace is set) and the peak memory of the step; and, while
+// it runs, each fetch as soon as it is produced (RunOptions::on_fetch_ready).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace dflow {
 
+class Tensor;
+
 struct RunOptions {
   bool trace = false;  // record per-node start/end times and outputs
+  // Called once per fetch, with its index in the fetch list and the very
+  // tensor Run will return for it, as soon as the step has produced it:
+  // before Run returns and usually before the rest of the step has run (data
+  // parallelism starts reducing a gradient while backprop goes on). It runs
+  // on an executor thread, possibly on several at once for different
+  // fetches, so it must be thread-safe and return quickly. An exception it
+  // throws fails the step like a kernel's error. Not called for fetches of a
+  // step that failed before producing them. A remote session calls it for
+  // every fetch when the results arrive.
+  std::function<void(size_t fetch_index, const Tensor& value)> on_fetch_ready;
 };
 
 struct NodeExecStats {

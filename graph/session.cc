@@ -232,7 +232,12 @@ std::shared_ptr<Session::Executable> Session::GetExecutable(const FeedList& feed
 std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                  const std::vector<TensorName>& targets, const RunOptions& options,
                                  RunMetadata* metadata) {
-  if (remote_) return remote_->Run(feeds, fetches, targets, options, metadata);
+  if (remote_) {  // the fetches arrive together: each is reported then
+    std::vector<Tensor> results = remote_->Run(feeds, fetches, targets, options, metadata);
+    if (options.on_fetch_ready)
+      for (size_t i = 0; i < results.size(); ++i) options.on_fetch_ready(i, results[i]);
+    return results;
+  }
   std::shared_ptr<Executable> executable = GetExecutable(feeds, fetches, targets);
   std::vector<Tensor> args = executable->signature.CheckFeeds(feeds);
   if (executable->partitions.size() == 1)  // no rendezvous needed: the caller's thread joins in

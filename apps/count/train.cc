@@ -42,8 +42,9 @@ struct TrainLoop {
   std::vector<Tensor> Step(const models::Batch& batch) const {
     FeedList feeds = {{model.images, batch.images}, {model.target, batch.density}};
     if (!strategy) return session.Run(feeds, {model.loss, model.counts}, {model.train});
-    dist::ReplicatedStep names{.gradients = {model.gradients.begin(), model.gradients.end()},
-                               .gradient_feeds = {model.gradient_feeds.begin(), model.gradient_feeds.end()},
+    // Backprop order (last layer first), as the specs: the first buckets fill first.
+    dist::ReplicatedStep names{.gradients = {model.gradients.rbegin(), model.gradients.rend()},
+                               .gradient_feeds = {model.gradient_feeds.rbegin(), model.gradient_feeds.rend()},
                                .apply = {model.train},
                                .extra_fetches = {model.loss, model.counts}};
     return dist::RunDataParallelStep(session, *strategy, names, feeds);
@@ -104,7 +105,8 @@ int Train(TrainSettings settings, bool resume) {
   std::unique_ptr<dist::DataParallelStrategy> strategy;
   if (cluster) {
     std::vector<dist::GradientSpec> specs;
-    for (const Output& v : model.variables) specs.push_back({v.node()->name(), v.dtype(), v.shape()});
+    for (auto v = model.variables.rbegin(); v != model.variables.rend(); ++v)  // backprop order
+      specs.push_back({v->node()->name(), v->dtype(), v->shape()});
     strategy = dist::MakeDataParallelStrategy(StrategyName(settings), *cluster, std::move(specs));
   }
   int64_t start = 0;

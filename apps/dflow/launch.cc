@@ -1,4 +1,5 @@
-// dflow launch -n N [--ps P] [--strategy ps|ring] [--base-port PORT] -- PROGRAM ARGS
+// dflow launch -n N [--ps P] [--strategy ps|ring] [--base-port PORT] [--grace S]
+//              [--failure-wait S] -- PROGRAM ARGS
 // Starts N workers (and P parameter servers) of PROGRAM on this machine, each
 // with DFLOW_CLUSTER describing the cluster on 127.0.0.1 and its own task,
 // and DFLOW_STRATEGY; see task_processes.h for how they are supervised.
@@ -16,6 +17,7 @@ struct LaunchSettings {
   std::string strategy;  // empty: "ps" when there are parameter servers, else "ring"
   int base_port = 2222;
   double grace_seconds = 3;
+  double failure_wait_seconds = 10;
   std::vector<std::string> command;
 };
 
@@ -32,7 +34,9 @@ void Validate(LaunchSettings& s) {
   int last_port = s.base_port + s.workers + s.ps - 1;
   DFLOW_REQUIRE(s.base_port >= 1 && last_port <= 65535, "launch: ports ", s.base_port, "..",
                 last_port, " are not all in 1..65535 (--base-port)");
-  DFLOW_REQUIRE(s.grace_seconds >= 0, "launch: --grace must be >= 0");
+  DFLOW_REQUIRE(s.grace_seconds >= 0, "launch: --grace must be >= 0, got ", s.grace_seconds);
+  DFLOW_REQUIRE(s.failure_wait_seconds >= 0, "launch: --failure-wait must be >= 0, got ",
+                s.failure_wait_seconds);
   DFLOW_REQUIRE(!s.command.empty(), "launch: no program to run (give it after --)");
 }
 
@@ -61,8 +65,9 @@ std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
 
 void Launch(LaunchSettings settings) {
   Validate(settings);
-  auto grace = std::chrono::milliseconds(static_cast<int64_t>(settings.grace_seconds * 1000));
-  LaunchOutcome outcome = RunTasks(Tasks(settings), settings.command, grace);
+  auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
+  LaunchTimes times{ms(settings.grace_seconds), ms(settings.failure_wait_seconds)};
+  LaunchOutcome outcome = RunTasks(Tasks(settings), settings.command, times);
   if (outcome.interrupted_by)
     Fail(Code::kCancelled, "launch: interrupted by signal ", outcome.interrupted_by, " (",
          strsignal(outcome.interrupted_by), "); stopped every task");
@@ -84,6 +89,9 @@ void AddLaunchCommand(CLI::App& app) {
                   "First port; workers take the first N, parameter servers the next P");
   cmd->add_option("--grace", settings->grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when stopping tasks");
+  cmd->add_option("--failure-wait", settings->failure_wait_seconds,
+                  "After a task fails, seconds the others get to exit by themselves (reporting "
+                  "the dead task) before they are stopped (default 10; 0: stop them at once)");
   cmd->add_option("command", settings->command, "-- PROGRAM ARGS...");
   cmd->callback([settings] { Launch(*settings); });
 }

@@ -104,8 +104,8 @@ bool Failed(const RunningTask& task) {
 // Supervision state: which tasks run, and whether we are stopping them.
 class Supervisor {
  public:
-  Supervisor(std::vector<RunningTask> tasks, std::chrono::milliseconds grace)
-      : tasks_(std::move(tasks)), grace_(grace) {}
+  Supervisor(std::vector<RunningTask> tasks, LaunchTimes times)
+      : tasks_(std::move(tasks)), times_(times) {}
 
   LaunchOutcome Run() {
     while (!AllDone()) {
@@ -116,9 +116,11 @@ class Supervisor {
         outcome_.interrupted_by = g_received_signal;
         outcome_.ok = false;
         SignalAll(g_received_signal);  // forward, then stop as after a failure
-        stop_deadline_ = Clock::now() + grace_;
+        stop_deadline_ = Clock::now() + times_.grace;
       }
       Reap();
+      if (failure_wait_deadline_ && Clock::now() >= *failure_wait_deadline_)
+        Stop(StrCat("they did not exit within ", times_.failure_wait.count(), " ms of it"));
       if (stop_deadline_ && Clock::now() >= *stop_deadline_) SignalAll(SIGKILL);
     }
     for (RunningTask& task : tasks_) kill(-task.pid, SIGKILL);  // leftovers of exited tasks
@@ -148,18 +150,29 @@ class Supervisor {
     if (stop_deadline_) return;
     std::cerr << "dflow launch: " << why << "; stopping the other tasks\n";
     SignalAll(SIGTERM);
-    stop_deadline_ = Clock::now() + grace_;
+    stop_deadline_ = Clock::now() + times_.grace;
+  }
+
+  // The first failure: the others get failure_wait to notice and exit.
+  void StopAfterWait(const std::string& failure) {
+    if (times_.failure_wait.count() == 0) return Stop(failure);
+    std::cerr << "dflow launch: " << failure << "; waiting up to " << times_.failure_wait.count()
+              << " ms for the other tasks to exit\n";
+    failure_wait_deadline_ = Clock::now() + times_.failure_wait;
   }
 
   void Reap() {
     for (RunningTask& task : tasks_) {
       if (task.exited || waitpid(task.pid, &task.status, WNOHANG) != task.pid) continue;
       task.exited = true;
-      // A task that exits after we stopped it is not a new failure.
-      if (Failed(task) && !stop_deadline_) {
+      // A task that exits after the first failure or after we stopped it
+      // is not a new failure.
+      if (Failed(task) && !stop_deadline_ && !failure_wait_deadline_) {
         outcome_.ok = false;
         outcome_.failure = DescribeExit(task);
-        Stop(outcome_.failure);
+        StopAfterWait(outcome_.failure);
+      } else if (failure_wait_deadline_ && !stop_deadline_) {
+        std::cerr << "dflow launch: then " << DescribeExit(task) << "\n";
       }
       // Exited tasks close their pipe, unless something they started holds it.
       if (task.output >= 0) kill(-task.pid, SIGKILL);
@@ -171,21 +184,22 @@ class Supervisor {
       for (const RunningTask& task : tasks_) others_running |= !task.exited;
       if (others_running) {
         SignalAll(SIGTERM);  // parameter servers serve until the workers are done
-        stop_deadline_ = Clock::now() + grace_;
+        stop_deadline_ = Clock::now() + times_.grace;
       }
     }
   }
 
   std::vector<RunningTask> tasks_;
-  std::chrono::milliseconds grace_;
-  std::optional<Clock::time_point> stop_deadline_;
+  LaunchTimes times_;
+  std::optional<Clock::time_point> failure_wait_deadline_;  // set by the first failure
+  std::optional<Clock::time_point> stop_deadline_;           // set when SIGTERM went out
   LaunchOutcome outcome_;
 };
 
 }  // namespace
 
 LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
-                       const std::vector<std::string>& command, std::chrono::milliseconds grace) {
+                       const std::vector<std::string>& command, LaunchTimes times) {
   DFLOW_REQUIRE(!command.empty(), "launch: no program to run (give it after --)");
   g_received_signal = 0;
   struct sigaction action {};
@@ -198,7 +212,7 @@ LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
     running[i].launch = tasks[i];
     Start(running[i], command);
   }
-  return Supervisor(std::move(running), grace).Run();
+  return Supervisor(std::move(running), times).Run();
 }
 
 }  // namespace dflow::cli

@@ -2,7 +2,10 @@
 // group with its stdout and stderr on one pipe. The supervisor prefixes every
 // line with the task ("[worker:1] ..."), forwards SIGINT/SIGTERM, and when a
 // task fails (non-zero exit or a signal) or all workers are done, stops the
-// rest: SIGTERM to each group, SIGKILL after the grace period.
+// rest: SIGTERM to each group, SIGKILL after the grace period. After a
+// failure it first waits up to `failure_wait` for the others to exit by
+// themselves, so that each can notice the dead peer (the transport's
+// heartbeat) and say which task died before it exits.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +24,11 @@ struct TaskLaunch {
   std::map<std::string, std::string> environment;  // set on top of ours
 };
 
+struct LaunchTimes {
+  std::chrono::milliseconds grace{3000};          // SIGTERM .. SIGKILL
+  std::chrono::milliseconds failure_wait{10000};  // a failure .. SIGTERM to the others
+};
+
 struct LaunchOutcome {
   bool ok = true;              // every worker exited 0 and nothing failed
   // "task worker:1 (pid 42) exited with status 3", "... was killed by signal 9 (Killed)"
@@ -30,6 +38,6 @@ struct LaunchOutcome {
 
 // Runs `program args` once per task and supervises them until all exit.
 LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
-                       const std::vector<std::string>& command, std::chrono::milliseconds grace);
+                       const std::vector<std::string>& command, LaunchTimes times);
 
 }  // namespace dflow::cli

@@ -106,6 +106,26 @@ void Communicator::Broadcast(const std::string& name, Tensor& tensor) {
   });
 }
 
+std::vector<Bytes> Communicator::AllGather(const std::string& name, Bytes mine) {
+  CollectiveSignature signature{"all_gather", name, DType::kUInt8,
+                                Shape{static_cast<int64_t>(mine.size())}, sequence_};
+  const int size = num_ranks();
+  std::vector<Bytes> blocks(size);
+  blocks[rank()] = std::move(mine);
+  Run(signature, [&] {
+    const int right = (rank() + 1) % size, left = (rank() + size - 1) % size;
+    const size_t length = blocks[rank()].size();
+    // At step s rank r passes on block (r - s) and receives block (r - s - 1).
+    for (int step = 0; step < size - 1; ++step) {
+      const Bytes& out = blocks[(rank() - step + size) % size];
+      SendChunk(right, RingTag(sequence_, "all_gather", step), out.data(), out.size());
+      blocks[(rank() - step - 1 + 2 * size) % size] =
+          RecvChunk(left, RingTag(sequence_, "all_gather", step), length);
+    }
+  });
+  return blocks;
+}
+
 // Ring reduce-scatter: at step s rank r sends chunk (r - s) to r + 1 and
 // adds the chunk (r - s - 1) it receives from r - 1 into its own; after N-1
 // steps rank r holds the full sum of chunk (r + 1).

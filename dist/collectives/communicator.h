@@ -71,6 +71,10 @@ class Communicator {
   void AllReduce(const std::string& name, Tensor& tensor, ReduceOp op = ReduceOp::kSum);
   // Copies rank 0's `tensor` into every other rank's (same dtype and shape).
   void Broadcast(const std::string& name, Tensor& tensor);
+  // Every rank's `mine`, indexed by rank, on every rank. The ranks agree on
+  // the length (all equal) first. Ring algorithm: N-1 steps, each rank
+  // passing one block to its right neighbour, (N-1) blocks sent per rank.
+  std::vector<Bytes> AllGather(const std::string& name, Bytes mine);
 
   // Collectives started so far; the next one's sequence number.
   int64_t sequence() const { return sequence_; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `dflow launch` with tiny shell programs as the tasks:
-# the cluster environment each task sees, prefixed output, a failing task, a
+# the cluster environment each task sees, prefixed output, a failing task
+# (the others get --failure-wait to exit by themselves, then are stopped), a
 # task killed with -9, a task that ignores SIGTERM, SIGINT forwarding, and bad
 # arguments. Every run is under `timeout`, so a hang fails instead of hanging.
 # Usage: test_dflow_launch.sh PATH/TO/dflow
@@ -36,21 +37,43 @@ launch 0 "ps stopped after workers" -n 2 --ps 1 --base-port 23100 -- \
 expect_contains "ps strategy" out.txt "[ps:0] serving"
 expect_contains "workers" out.txt "[worker:1] trained"
 
-# --- one worker fails: the others are stopped and the launcher says who
-launch 1 "a worker fails" -n 3 -- bash -c "if $IS_WORKER1; then echo failing; exit 3; fi; sleep 60"
+# --- one worker fails: the others that do not exit within --failure-wait are
+# stopped, and the launcher says who failed first
+launch 1 "a worker fails" -n 3 --failure-wait 0.5 -- bash -c "if $IS_WORKER1; then echo failing; exit 3; fi; sleep 60"
 expect_contains "failure named" err.txt "task worker:1"
-expect_contains "failure how" err.txt "exited with status 3; stopping the other tasks"
+expect_contains "failure how" err.txt "exited with status 3; waiting up to 500 ms for the other tasks to exit"
+expect_contains "then stopped" err.txt "they did not exit within 500 ms of it; stopping the other tasks"
 expect_contains "failure in the error" err.txt "dflow: error: launch: task worker:1"
 
-launch 1 "a worker is killed with -9" -n 2 -- bash -c "if $IS_WORKER1; then kill -9 \$\$; fi; sleep 60"
+# --failure-wait 0: stopped at once.
+launch 1 "no failure wait" -n 2 --failure-wait 0 -- bash -c "if $IS_WORKER1; then exit 3; fi; sleep 60"
+expect_contains "stopped at once" err.txt "exited with status 3; stopping the other tasks"
+
+# The others notice the failure themselves (here: a file worker 1 leaves,
+# seen half a second later, as a heartbeat timeout would be) and exit on
+# their own within the default wait: their last words are relayed, the
+# launcher stops nobody and reports the first failure.
+NOTICE='for _ in $(seq 100); do [[ -e w1_dead ]] && { sleep 0.5; echo "worker:1 died, exiting" >&2; exit 2; }; sleep 0.1; done; sleep 60'
+start=$SECONDS
+launch 1 "the others exit by themselves" -n 3 -- bash -c "if $IS_WORKER1; then touch w1_dead; exit 3; fi; $NOTICE"
+expect_contains "survivor 0 reports" out.txt "[worker:0] worker:1 died, exiting"
+expect_contains "survivor 2 reports" out.txt "[worker:2] worker:1 died, exiting"
+expect_contains "survivor exit relayed" err.txt "dflow launch: then task worker:2"
+expect_contains "first failure is the error" err.txt "dflow: error: launch: task worker:1"
+checks=$((checks + 1))
+grep -q "stopping the other tasks" err.txt && fail "the launcher stopped tasks that exited by themselves: $(cat err.txt)"
+checks=$((checks + 1))
+(( SECONDS - start < 10 )) || fail "the launcher waited $((SECONDS - start)) s for tasks that had exited"
+
+launch 1 "a worker is killed with -9" -n 2 --failure-wait 0.5 -- bash -c "if $IS_WORKER1; then kill -9 \$\$; fi; sleep 60"
 expect_contains "signal named" err.txt "task worker:1"
 expect_contains "signal how" err.txt "was killed by signal 9"
 
 # A task that ignores SIGTERM is killed after the grace period.
-launch 1 "stubborn task" -n 2 --grace 0.5 -- bash -c "if $IS_WORKER1; then sleep 0.2; exit 1; fi; trap '' TERM; sleep 60"
+launch 1 "stubborn task" -n 2 --grace 0.5 --failure-wait 0.5 -- bash -c "if $IS_WORKER1; then sleep 0.2; exit 1; fi; trap '' TERM; sleep 60"
 expect_contains "stubborn failure" err.txt "task worker:1"
 
-launch 1 "program not found" -n 2 -- /nonexistent/program
+launch 1 "program not found" -n 2 --failure-wait 0.5 -- /nonexistent/program
 expect_contains "exec failure" out.txt "dflow launch: cannot run '/nonexistent/program'"
 expect_contains "exec failure status" err.txt "exited with status 127"
 
@@ -74,5 +97,6 @@ expect_error "ring with ps" "--strategy ring takes no parameter servers, got --p
 expect_error "unknown strategy" "unknown --strategy 'star' (expected ps or ring)" launch -n 2 --strategy star -- true
 expect_error "ports" "ports 65535..65536 are not all in 1..65535" launch -n 2 --base-port 65535 -- true
 expect_error "no program" "no program to run (give it after --)" launch -n 2
+expect_error "negative failure wait" "--failure-wait must be >= 0, got -1" launch -n 2 --failure-wait -1 -- true
 
 cli_summary

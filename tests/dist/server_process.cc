@@ -1,12 +1,9 @@
 #include "tests/dist/server_process.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,10 +62,10 @@ const char* DflowExe() {
 
 // Asks the task for its status until it answers (a fresh channel each try:
 // a refused connection must not wait out the heartbeat timeout).
-void WaitUntilServing(const std::string& address, pid_t pid) {
+void WaitUntilServing(const std::string& address, ChildProcess& server) {
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < give_up) {
-    if (waitpid(pid, nullptr, WNOHANG) == pid) Fail(Code::kUnavailable, "dflow server exited at start");
+    if (server.WaitForExit(0)) Fail(Code::kUnavailable, "dflow server exited at start");
     dist::Channel channel("probe", address);
     dist::Message request;
     request.type = dist::MessageType::kGetStatus;
@@ -85,52 +82,17 @@ void WaitUntilServing(const std::string& address, pid_t pid) {
 
 }  // namespace
 
-// fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG: a server dies
-// with the test program even when that one is killed or exits abruptly.
-// (Between fork and exec only async-signal-safe calls.)
-ServerProcess::ServerProcess(const ScratchCluster& cluster, int task) {
-  std::string task_arg = std::to_string(task);
-  std::string log = StrCat(cluster.dir(), "/task-", task, ".log");
-  std::vector<std::string> args = {DflowExe(), "server", "--cluster", cluster.file(), "--job",
-                                   "worker",   "--task", task_arg,       "--threads", "1"};
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ < 0) Fail(Code::kUnavailable, "cannot fork: ", strerror(errno));
-  if (pid_ == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);  // the parent died before prctl
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) dup2(fd, STDERR_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  try {
-    WaitUntilServing(cluster.address(task), pid_);
-  } catch (...) {
-    Signal(SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    throw;
-  }
+// The server's output goes to DIR/task-N.log; if it does not answer, the
+// child is killed as the constructor throws.
+ServerProcess::ServerProcess(const ScratchCluster& cluster, int task)
+    : child_({DflowExe(), "server", "--cluster", cluster.file(), "--job", "worker", "--task",
+              std::to_string(task), "--threads", "1"},
+             {}, StrCat(cluster.dir(), "/task-", task, ".log")) {
+  WaitUntilServing(cluster.address(task), child_);
 }
 
-ServerProcess::~ServerProcess() {
-  if (exited_) return;
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-}
+void ServerProcess::Signal(int signal) const { child_.Signal(signal); }
 
-void ServerProcess::Signal(int signal) const { kill(pid_, signal); }
-
-bool ServerProcess::WaitForExit(double seconds) {
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) return exited_ = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
+bool ServerProcess::WaitForExit(double seconds) { return child_.WaitForExit(seconds).has_value(); }
 
 }  // namespace dflow::testing

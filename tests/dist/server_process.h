@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/dist/child_process.h"
+
 namespace dflow::testing {
 
 // A TCP port on 127.0.0.1 that nothing listens on right now.
@@ -33,22 +35,19 @@ class ScratchCluster {
 class ServerProcess {
  public:
   // Starts worker task `task` of `cluster` (one thread per device) and waits
-  // up to 20 s until it answers GetStatus; its stderr goes to DIR/task-N.log.
+  // up to 20 s until it answers GetStatus; its output goes to DIR/task-N.log.
   // The server is killed when the starting thread exits (PR_SET_PDEATHSIG),
   // so start it from a thread that outlives it: the test's own.
+  // It is killed (SIGKILL, then reaped) on destruction.
   ServerProcess(const ScratchCluster& cluster, int task);
-  ~ServerProcess();  // SIGKILL, then reaps it
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
   void Signal(int signal) const;
   // Waits up to `seconds` for the process to exit; true when it did.
   bool WaitForExit(double seconds);
 
  private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
+  ChildProcess child_;
 };
 
 }  // namespace dflow::testing

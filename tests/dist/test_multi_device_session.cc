@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -76,6 +77,30 @@ TEST_CASE("the MLP's gradients on two devices equal the one-device gradients bit
       WithDeadline([&] { return split.Run({{two.x, x}, {two.target, target}}, fetch_two); });
   REQUIRE(actual.size() == 4);
   for (size_t i = 0; i < expected.size(); ++i) ExpectEqual(actual[i], expected[i]);
+}
+
+TEST_CASE("on_fetch_ready reports the gradients of both devices once each, as Run returns them",
+          "[multi_device]") {
+  // The gradients of w1, b1 come from CPU:0's partition, those of w2, b2
+  // from CPU:1's: each partition's executor reports its own fetches.
+  TwoLayerMlp two = Mlp(true);
+  std::vector<Output> grads = autodiff::AddGradients(two.s, {two.loss}, two.variables);
+  Session split(two.s, TwoDevices(2));
+  split.Run({}, {}, {ops::GlobalVariablesInitializer(two.s)});
+  FeedList feeds = {{two.x, RandomTensor(DType::kFloat32, Shape({8, 5}), 1)},
+                    {two.target, RandomTensor(DType::kFloat32, Shape({8, 3}), 2)}};
+  std::mutex mu;
+  std::map<size_t, std::vector<const void*>> reported;  // fetch -> buffers reported
+  RunOptions options;
+  options.on_fetch_ready = [&](size_t index, const Tensor& value) {
+    std::lock_guard lock(mu);
+    reported[index].push_back(value.raw_data());
+  };
+  std::vector<TensorName> fetches(grads.begin(), grads.end());
+  std::vector<Tensor> results = WithDeadline([&] { return split.Run(feeds, fetches, {}, options); });
+  REQUIRE(reported.size() == fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i)
+    CHECK(reported[i] == std::vector<const void*>{results[i].raw_data()});
 }
 
 TEST_CASE("the layers really run on their two devices", "[multi_device]") {

@@ -3,7 +3,9 @@
 # program): workers started seconds apart all connect; a worker with another
 # cluster document fails every rank clearly; 3 workers under `dflow launch`
 # end with the in-process ring's bits; a worker killed with -9 is named by
-# the others (and the launcher) within 10 s; a run resumed from the chief's
+# the others (and the launcher) within 10 s, also under `dflow launch`, where
+# the others exit by themselves (status 1) before the launcher would stop
+# them; a run resumed from the chief's
 # checkpoint ends with the bits of an uninterrupted run. Every process runs
 # under `timeout`, so a hang fails instead of hanging.
 # Usage: test_ring_processes.sh PATH/TO/dflow PATH/TO/data_parallel_mlp
@@ -110,6 +112,16 @@ code=$?
 (( SECONDS - killed_at <= 10 )) || fail "the launcher took $((SECONDS - killed_at)) s to stop (at most 10)"
 expect_contains "launcher names the dead worker" killed.err "task worker:1"
 expect_contains "launcher says how" killed.err "was killed by signal 9"
+for k in 0 2; do
+  checks=$((checks + 1))
+  grep -qE "^\[worker:$k\] .*worker:1 stopped answering heartbeats" killed.out ||
+    fail "under launch, worker $k did not name the dead worker: $(tail -c 2000 killed.out)"
+  checks=$((checks + 1))
+  grep -qE "then task worker:$k \(pid [0-9]+\) exited with status 1" killed.err ||
+    fail "under launch, worker $k did not exit by itself with status 1: $(cat killed.err)"
+done
+checks=$((checks + 1))
+grep -q "stopping the other tasks" killed.err && fail "the launcher had to stop the survivors: $(cat killed.err)"
 
 # --- resumed from the killed run's last checkpoint to step 40: the bits of a run straight to 40
 BASE=$((BASE + 10))
