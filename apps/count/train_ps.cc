@@ -117,6 +117,8 @@ class PsTrainer {
 
 void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
   TrainingCluster(settings);  // checks --workers against the cluster
+  DFLOW_REQUIRE(settings.ps == 0 || settings.ps == task.num_ps(), "train: --ps ", settings.ps,
+                " but DFLOW_CLUSTER lists ", task.num_ps(), " ps tasks");
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
   Scope scope = Scope::NewRootScope();
   scope.graph().set_seed(static_cast<int64_t>(settings.seed));

@@ -140,7 +140,10 @@ expect_error "--ps and --ps-mode go with --strategy ps" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-ring" --steps 2 --workers 2 --strategy ring --ps 2
 expect_error "--ps-mode must be sync or async, got 'lazy'" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-lazy" --steps 2 --workers 2 --strategy ps --ps-mode lazy
-for d in ps0 ps-ring ps-lazy; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
+ps_cluster='{"cluster":{"worker":["127.0.0.1:1"],"ps":["127.0.0.1:2"]},"task":{"type":"worker","index":0}}'
+DFLOW_CLUSTER=$ps_cluster DFLOW_STRATEGY=ps expect_error "--ps 2 but DFLOW_CLUSTER lists 1 ps tasks" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps-mismatch" --steps 2 --ps 2
+for d in ps0 ps-ring ps-lazy ps-mismatch; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
 expect_error "unknown data-parallel strategy 'star'" \
   "$EXE" train "${train[@]}" --out "$TMP/star" --steps 2 --workers 2 --strategy star
 cluster='{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":0}}'
