@@ -18,6 +18,8 @@ DensityCounter BuildDensityCounter(const Scope& s, const DensityCounterOptions& 
                 options.tile_size);
   DFLOW_REQUIRE(options.density_scale > 0, "BuildDensityCounter: density_scale must be > 0, got ",
                 options.density_scale);
+  DFLOW_REQUIRE(!(options.fed_gradients && options.external_optimizer),
+                "BuildDensityCounter: fed_gradients and external_optimizer exclude each other");
   DensityCounter m;
   m.tile_size = options.tile_size;
   int64_t t = options.tile_size;
@@ -35,11 +37,12 @@ DensityCounter BuildDensityCounter(const Scope& s, const DensityCounterOptions& 
   m.loss = CountLoss(s, net.density, ops::Mul(s.WithOpName("scaled_target"), m.target,
                                                 m.density_scale));
   m.global_step = autodiff::GetOrCreateGlobalStep(s);
-  Output lr = options.decay_steps > 0
+  m.learning_rate = options.decay_steps > 0
                   ? autodiff::CosineDecay(s, options.learning_rate, m.global_step,
                                           {.decay_steps = options.decay_steps, .alpha = 0.05})
                   : autodiff::ConstantLearningRate(s, options.learning_rate);
-  autodiff::AdamOptimizer adam(lr);
+  if (options.external_optimizer) return m;
+  autodiff::AdamOptimizer adam(m.learning_rate);
   if (!options.fed_gradients) {
     m.train = adam.Minimize(s, m.loss, m.variables);
   } else {

@@ -32,6 +32,10 @@ struct DensityCounterOptions {
   // `gradient_feeds` (their mean over the workers) instead of computing them;
   // `gradients` are fetched. false leaves the graph as single-process training has it.
   bool fed_gradients = false;
+  // Parameter-server training: the caller adds the optimizer and the
+  // initialiser (dist::PsWorker does, from `loss`, `variables` and
+  // `learning_rate`), so `train` and `init` stay null. Not with fed_gradients.
+  bool external_optimizer = false;
 };
 
 struct DensityCounter {
@@ -41,11 +45,12 @@ struct DensityCounter {
   Output counts;   // float32 [N]: the sum of each predicted map
   Output loss;     // the seed's loss on the scaled maps
   Output global_step;
-  Node* train = nullptr;  // one Adam step
+  Output learning_rate;   // float32 scalar: the schedule `train`'s Adam uses
+  Node* train = nullptr;  // one Adam step (null with external_optimizer)
   // With fed_gradients: this worker's gradients (fetched) and the
   // placeholders `train` reads, one per trained variable, in `variables` order.
   std::vector<Output> gradients, gradient_feeds;
-  Node* init = nullptr;   // initialises every variable
+  Node* init = nullptr;   // initialises every variable (null with external_optimizer)
   Output density_scale;   // float32 scalar variable, not trained
   std::vector<Output> variables;  // the network's weights (trained)
   int64_t tile_size = 0;

@@ -56,7 +56,11 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--workers", s.workers,
                  "Data-parallel workers, one process each, started by dflow launch; --batch is per worker")
       ->check(CLI::PositiveNumber);
-  app.add_option("--strategy", s.strategy, "How the workers combine gradients: ring (ps: not in this build)");
+  app.add_option("--strategy", s.strategy,
+                 "How the workers combine gradients: ring (all-reduce) or ps (parameter servers)");
+  app.add_option("--ps", s.ps, "With --strategy ps: parameter-server processes (default 1)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ps-mode", s.ps_mode, "With --strategy ps: sync (mean of all workers per step) or async");
   app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
       ->check(CLI::Range(1, 65535));
   return fixed;
@@ -99,6 +103,8 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
   s.keep = given.keep;
   s.workers = given.workers;
   s.strategy = given.strategy;
+  s.ps = given.ps;
+  s.ps_mode = given.ps_mode;
   s.base_port = given.base_port;
   return s;
 }

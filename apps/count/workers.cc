@@ -42,13 +42,27 @@ std::string StrategyName(const TrainSettings& settings) {
   return from_launcher && *from_launcher ? from_launcher : "ring";
 }
 
+std::string PsModeName(const TrainSettings& settings) { return settings.ps_mode.empty() ? "sync" : settings.ps_mode; }
+
+void CheckStrategy(const TrainSettings& settings) {
+  const std::string strategy = StrategyName(settings);
+  if (strategy != "ps") {
+    dist::RequireStrategy(strategy);
+    DFLOW_REQUIRE(settings.ps == 0 && settings.ps_mode.empty(), "train: --ps and --ps-mode go with ",
+                  "--strategy ps; --strategy ", strategy, " has no parameter servers");
+  }
+  const std::string mode = PsModeName(settings);
+  DFLOW_REQUIRE(mode == "sync" || mode == "async", "train: --ps-mode must be sync or async, got '", mode, "'");
+}
+
 void LaunchWorkers(const TrainSettings& settings, int argc, char** argv) {
   const std::string strategy = StrategyName(settings);
-  dist::RequireStrategy(strategy);
+  CheckStrategy(settings);
   std::error_code error;
   fs::path self = fs::read_symlink("/proc/self/exe", error);
   std::vector<std::string> args = {DflowExecutable(), "launch", "-n", std::to_string(settings.workers),
                                    "--strategy", strategy};
+  if (strategy == "ps") args.insert(args.end(), {"--ps", std::to_string(settings.ps > 0 ? settings.ps : 1)});
   if (settings.base_port > 0) args.insert(args.end(), {"--base-port", std::to_string(settings.base_port)});
   args.push_back("--");
   args.push_back(error ? argv[0] : self.string());
@@ -70,7 +84,7 @@ std::optional<dist::ClusterSpec> TrainingCluster(const TrainSettings& settings) 
                 "this process as a \"worker\" task; a parameter server runs no training loop");
   DFLOW_REQUIRE(settings.workers <= 1 || settings.workers == workers, "train: --workers ", settings.workers,
                 " but DFLOW_CLUSTER lists ", workers, " workers");
-  dist::RequireStrategy(StrategyName(settings));
+  CheckStrategy(settings);
   return cluster;
 }
 

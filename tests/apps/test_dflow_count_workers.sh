@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# dflow-count train --workers 2 --strategy ring on a tiny generated dataset:
-# it starts its workers through `dflow launch` (found beside it), each reads
-# its own shard, the chief alone writes config.json and checkpoints, a run
-# resumed from the step-2 checkpoint ends with the uninterrupted run's bits,
-# Ctrl-C stops every worker at the same step, and bad combinations fail
+# dflow-count train --workers 2 --strategy ring|ps on a tiny generated
+# dataset: it starts its workers (and ps tasks) through `dflow launch` (found
+# beside it), each worker reads its own shard, the chief alone writes
+# config.json and checkpoints, a run resumed from the step-2 checkpoint ends
+# with the uninterrupted run's bits (ring and sync ps), sync ps ends with
+# ring's bits, async ps with 2 ps tasks finishes, Ctrl-C stops every ring
+# worker at the same step (under ps: every process at once, and the run
+# resumes from the last periodic checkpoint), and bad combinations fail
 # clearly. Every run is under `timeout`.
 # Usage: test_dflow_count_workers.sh PATH/TO/dflow-count
 set -u
@@ -17,7 +20,19 @@ expect_error() {
   if timeout 60 "$@" > "$TMP/err.txt" 2>&1; then cat "$TMP/err.txt"; fail "accepted: $*"; fi
   grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
 }
-PORT=$((20000 + RANDOM % 30000))
+# Below the ephemeral range (32768..), where the links' own sockets could take our ports.
+PORT=$((20000 + RANDOM % 10000))
+# Makes RUN's step-2 checkpoint its latest, as if the run had stopped there.
+forget_step_4() {
+  rm "$1/checkpoints/model-4.safetensors"
+  python3 - "$1/checkpoints/checkpoint.json" <<'PY'
+import json, sys
+index = json.load(open(sys.argv[1]))
+index["all"] = [f for f in index["all"] if f != "model-4.safetensors"]
+index["latest"] = "model-2.safetensors"
+json.dump(index, open(sys.argv[1], "w"))
+PY
+}
 
 "$EXE" generate --out "$TMP/data" --images 8 --width 72 --height 40 --max-flowers 6 --seed 3 > /dev/null ||
   fail "generate"
@@ -44,14 +59,7 @@ sharded=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batch
 
 # Resumed from step 2 by two workers: the uninterrupted run's bits.
 cp -r "$TMP/full" "$TMP/resumed"
-rm "$TMP/resumed/checkpoints/model-4.safetensors"
-python3 - "$TMP/resumed/checkpoints/checkpoint.json" <<'PY'
-import json, sys
-index = json.load(open(sys.argv[1]))
-index["all"] = [f for f in index["all"] if f != "model-4.safetensors"]
-index["latest"] = "model-2.safetensors"
-json.dump(index, open(sys.argv[1], "w"))
-PY
+forget_step_4 "$TMP/resumed"
 timeout 60 "$EXE" train --out "$TMP/resumed" --resume --threads 1 --workers 2 --base-port $((PORT + 10)) \
   > "$TMP/resume.txt" 2>&1 || { cat "$TMP/resume.txt"; fail "resume with 2 workers"; }
 grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/resume.txt" ||
@@ -73,9 +81,69 @@ step1=$(sed -n 's/^\[worker:1\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stoppe
 [[ -n $step0 && $step0 == "$step1" ]] || { cat "$TMP/stopped.txt"; fail "workers stopped at steps '$step0' and '$step1'"; }
 [[ -s $TMP/stopped/checkpoints/model-$step0.safetensors ]] || fail "the chief did not save step $step0"
 
-expect_error "parameter-server strategy across processes is not available in this build" \
-  "$EXE" train "${train[@]}" --out "$TMP/ps" --steps 2 --workers 2 --strategy ps
-[[ -e $TMP/ps ]] && fail "--strategy ps wrote a run directory"
+# --strategy ps: 2 workers and 1 parameter server under dflow launch, sync.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/ps" --steps 4 --workers 2 --strategy ps \
+  --base-port $((PORT + 30)) > "$TMP/ps.txt" 2>&1 || { cat "$TMP/ps.txt"; fail "train --strategy ps"; }
+grep -q "^\[ps:0\] ps task .* serving" "$TMP/ps.txt" && grep -q "^\[worker:0\] step 4/4" "$TMP/ps.txt" &&
+  grep -q "^\[worker:1\] step 4/4" "$TMP/ps.txt" || { cat "$TMP/ps.txt"; fail "not 2 workers and a ps"; }
+grep -q "^\[worker:0\] checkpoint .*model-4.safetensors" "$TMP/ps.txt" || fail "ps: the chief wrote no final checkpoint"
+grep -q "^\[worker:1\] checkpoint" "$TMP/ps.txt" && fail "ps: worker 1 wrote a checkpoint"
+for f in config.json checkpoints/model-2.safetensors checkpoints/model-4.safetensors; do
+  [[ -s $TMP/ps/$f ]] || fail "train --strategy ps did not write $f"
+done
+# One thread per task: every sum in one order, so sync ps and ring agree bit for bit.
+cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/ps/checkpoints/model-4.safetensors" ||
+  fail "sync ps and ring end at step 4 with different variables"
+"$EXE" eval --data "$TMP/data" --checkpoint "$TMP/ps" --metrics "$TMP/ps-metrics.json" > /dev/null ||
+  fail "eval of the ps run's checkpoint"
+
+# Resumed from the ps run's step-2 checkpoint: its bits at step 4.
+cp -r "$TMP/ps" "$TMP/ps-resumed"
+forget_step_4 "$TMP/ps-resumed"
+timeout 60 "$EXE" train --out "$TMP/ps-resumed" --resume --threads 1 --workers 2 --strategy ps \
+  --base-port $((PORT + 40)) > "$TMP/ps-resume.txt" 2>&1 || { cat "$TMP/ps-resume.txt"; fail "ps resume"; }
+grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/ps-resume.txt" ||
+  { cat "$TMP/ps-resume.txt"; fail "ps: worker 1 did not resume at step 2"; }
+cmp "$TMP/ps/checkpoints/model-4.safetensors" "$TMP/ps-resumed/checkpoints/model-4.safetensors" ||
+  fail "the resumed ps run differs from the uninterrupted one"
+
+# Async with 2 ps tasks: the chief saves the global step it ends at.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/ps-async" --steps 4 --workers 2 --strategy ps --ps 2 \
+  --ps-mode async --base-port $((PORT + 50)) > "$TMP/ps-async.txt" 2>&1 ||
+  { cat "$TMP/ps-async.txt"; fail "train --ps 2 --ps-mode async"; }
+grep -q "^\[ps:1\] ps task" "$TMP/ps-async.txt" || { cat "$TMP/ps-async.txt"; fail "async: no second ps task"; }
+grep -q "^\[worker:0\] checkpoint .*model-[0-9]*.safetensors" "$TMP/ps-async.txt" ||
+  { cat "$TMP/ps-async.txt"; fail "async: the chief wrote no final checkpoint"; }
+
+# Ctrl-C under ps stops every task at once (the ps tasks hold the variables,
+# so no final checkpoint): the chief's last periodic checkpoint resumes.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/ps-stopped" --steps 100000 --workers 2 --strategy ps \
+  --base-port $((PORT + 60)) > "$TMP/ps-stopped.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 200); do [[ -s $TMP/ps-stopped/checkpoints/model-4.safetensors ]] && break; sleep 0.1; done
+kill -INT $launcher
+wait $launcher && fail "the interrupted ps run exited 0"
+grep -q "interrupted by signal 2" "$TMP/ps-stopped.txt" || { cat "$TMP/ps-stopped.txt"; fail "ps: the launcher did not stop"; }
+latest=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['latest'])" \
+  "$TMP/ps-stopped/checkpoints/checkpoint.json")
+step=${latest//[^0-9]/}
+timeout 60 "$EXE" train --out "$TMP/ps-stopped" --resume --steps $((step + 2)) --threads 1 --workers 2 \
+  --strategy ps --base-port $((PORT + 70)) > "$TMP/ps-stopped-resume.txt" 2>&1 ||
+  { cat "$TMP/ps-stopped-resume.txt"; fail "resume of the interrupted ps run"; }
+grep -q "^\[worker:0\] resuming .*$latest at step $step" "$TMP/ps-stopped-resume.txt" &&
+  grep -q "^\[worker:0\] checkpoint .*model-$((step + 2)).safetensors" "$TMP/ps-stopped-resume.txt" ||
+  { cat "$TMP/ps-stopped-resume.txt"; fail "the interrupted ps run did not resume at step $step"; }
+
+expect_error "--ps: Value 0 not in range" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps0" --steps 2 --workers 2 --strategy ps --ps 0
+expect_error "--ps and --ps-mode go with --strategy ps" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps-ring" --steps 2 --workers 2 --strategy ring --ps 2
+expect_error "--ps-mode must be sync or async, got 'lazy'" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps-lazy" --steps 2 --workers 2 --strategy ps --ps-mode lazy
+ps_cluster='{"cluster":{"worker":["127.0.0.1:1"],"ps":["127.0.0.1:2"]},"task":{"type":"worker","index":0}}'
+DFLOW_CLUSTER=$ps_cluster DFLOW_STRATEGY=ps expect_error "--ps 2 but DFLOW_CLUSTER lists 1 ps tasks" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps-mismatch" --steps 2 --ps 2
+for d in ps0 ps-ring ps-lazy ps-mismatch; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
 expect_error "unknown data-parallel strategy 'star'" \
   "$EXE" train "${train[@]}" --out "$TMP/star" --steps 2 --workers 2 --strategy star
 cluster='{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":0}}'

@@ -5,11 +5,13 @@
 
 #include <cstring>
 
+#include "autodiff/optimizers.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"
 #include "models/data/tiler.h"
 #include "models/density_counter.h"
 #include "models/layers.h"
+#include "ops/ops.h"
 #include "tests/models/checkpoint_test_util.h"
 #include "tests/ops/op_test_util.h"
 
@@ -122,4 +124,38 @@ TEST_CASE("DensityCounter with fed gradients: fetching them and feeding them bac
     CHECK(direct.session->Run({direct.model.variables[v]})[0].Equals(fed.session->Run({fed.model.variables[v]})[0]));
   }
   CHECK(fed.session->Run({fed.model.global_step})[0].scalar<int64_t>() == 3);
+}
+
+TEST_CASE("DensityCounter with an external optimizer: the caller's Adam on its learning rate is the same step",
+          "[density_counter]") {
+  Fixture direct(100, false);
+  Scope scope = Scope::NewRootScope();
+  scope.graph().set_seed(5);
+  DensityCounter model = BuildDensityCounter(scope, {.tile_size = 16, .learning_rate = 1e-2,
+                                                     .density_scale = 100, .external_optimizer = true});
+  CHECK(model.train == nullptr);
+  CHECK(model.init == nullptr);
+  // What dist::PsWorker adds: Adam's update from ComputeGradients, then the initialiser.
+  autodiff::AdamOptimizer adam(model.learning_rate);
+  Node* train = adam.ApplyGradients(scope, adam.ComputeGradients(scope, model.loss, model.variables));
+  Node* init = ops::GlobalVariablesInitializer(scope.WithOpName("init"));
+  Session session(scope, SessionOptions{.num_threads = 1});
+  session.Run({}, {}, {init});
+  Tensor images = ToUnitFloat(RandomImage(32, 16, 4)).Reshaped(Shape{2, 16, 16, 3});
+  Tensor target = Tensor::Zeros(DType::kFloat32, Shape{2, 16, 16, 1});
+  target.data<float>()[5 * 16 + 2] = 1;
+  for (int step = 0; step < 3; ++step) {
+    direct.session->Run({{direct.model.images, images}, {direct.model.target, target}}, {}, {direct.model.train});
+    session.Run({{model.images, images}, {model.target, target}}, {}, {train});
+  }
+  for (size_t v = 0; v < model.variables.size(); ++v) {
+    INFO(model.variables[v].node()->name());
+    CHECK(direct.session->Run({direct.model.variables[v]})[0].Equals(session.Run({model.variables[v]})[0]));
+  }
+}
+
+TEST_CASE("BuildDensityCounter refuses fed_gradients with external_optimizer", "[density_counter]") {
+  Scope s = Scope::NewRootScope();
+  CHECK_THROWS_WITH(BuildDensityCounter(s, {.tile_size = 16, .fed_gradients = true, .external_optimizer = true}),
+                    Catch::Contains("fed_gradients and external_optimizer exclude each other"));
 }
