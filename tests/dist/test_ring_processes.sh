@@ -15,7 +15,9 @@ DFLOW=$(readlink -f "${1:?usage: $0 DFLOW DATA_PARALLEL_MLP}")
 TRAINER=$(readlink -f "${2:?usage: $0 DFLOW DATA_PARALLEL_MLP}")
 source "$(dirname "$(readlink -f "$0")")/../apps/cli_checks.sh"
 
-BASE=$((20000 + RANDOM % 30000))
+# Below the kernel's ephemeral range (32768 and up), where a socket of our own
+# could hold a port we want to bind.
+BASE=$((20000 + RANDOM % 12000))
 # cluster N INDEX [FIRST_PORT]: the DFLOW_CLUSTER document of worker INDEX of N.
 cluster() {
   local n=$1 index=$2 first=${3:-$BASE} workers="" k
