@@ -5,6 +5,7 @@
 # without writing anything half-way.
 # Usage: test_dflow_count.sh PATH/TO/dflow-count PATH/TO/spiral_mlp
 set -u
+source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
 EXE=${1:?usage: $0 PATH/TO/dflow-count PATH/TO/spiral_mlp}
 SPIRAL=${2:?usage: $0 PATH/TO/dflow-count PATH/TO/spiral_mlp}
 TMP=$(mktemp -d)
@@ -36,14 +37,7 @@ grep -q "img/s" "$TMP/full.txt" || fail "no progress line"
 # the index pointing at model-4. Resumed, it must end with the same weights
 # as the run that never stopped.
 cp -r "$TMP/full" "$TMP/resumed"
-rm "$TMP/resumed/checkpoints/model-6.safetensors"
-python3 - "$TMP/resumed/checkpoints/checkpoint.json" <<'PY'
-import json, sys
-index = json.load(open(sys.argv[1]))
-index["all"] = [f for f in index["all"] if f != "model-6.safetensors"]
-index["latest"] = "model-4.safetensors"
-json.dump(index, open(sys.argv[1], "w"))
-PY
+rewind_checkpoint "$TMP/resumed" 6 4
 "$EXE" train --out "$TMP/resumed" --resume --threads 1 > "$TMP/resume.txt" ||
   { cat "$TMP/resume.txt"; fail "resume"; }
 grep -q "at step 4" "$TMP/resume.txt" || { cat "$TMP/resume.txt"; fail "resume did not start at step 4"; }

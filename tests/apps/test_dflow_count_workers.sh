@@ -22,17 +22,7 @@ expect_error() {
 }
 # Below the ephemeral range (32768..), where the links' own sockets could take our ports.
 PORT=$((20000 + RANDOM % 10000))
-# Makes RUN's step-2 checkpoint its latest, as if the run had stopped there.
-forget_step_4() {
-  rm "$1/checkpoints/model-4.safetensors"
-  python3 - "$1/checkpoints/checkpoint.json" <<'PY'
-import json, sys
-index = json.load(open(sys.argv[1]))
-index["all"] = [f for f in index["all"] if f != "model-4.safetensors"]
-index["latest"] = "model-2.safetensors"
-json.dump(index, open(sys.argv[1], "w"))
-PY
-}
+source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
 
 "$EXE" generate --out "$TMP/data" --images 8 --width 72 --height 40 --max-flowers 6 --seed 3 > /dev/null ||
   fail "generate"
@@ -59,7 +49,7 @@ sharded=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batch
 
 # Resumed from step 2 by two workers: the uninterrupted run's bits.
 cp -r "$TMP/full" "$TMP/resumed"
-forget_step_4 "$TMP/resumed"
+rewind_checkpoint "$TMP/resumed" 4 2
 timeout 60 "$EXE" train --out "$TMP/resumed" --resume --threads 1 --workers 2 --base-port $((PORT + 10)) \
   > "$TMP/resume.txt" 2>&1 || { cat "$TMP/resume.txt"; fail "resume with 2 workers"; }
 grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/resume.txt" ||
@@ -99,7 +89,7 @@ cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/ps/checkpoints/model-4.saf
 
 # Resumed from the ps run's step-2 checkpoint: its bits at step 4.
 cp -r "$TMP/ps" "$TMP/ps-resumed"
-forget_step_4 "$TMP/ps-resumed"
+rewind_checkpoint "$TMP/ps-resumed" 4 2
 timeout 60 "$EXE" train --out "$TMP/ps-resumed" --resume --threads 1 --workers 2 --strategy ps \
   --base-port $((PORT + 40)) > "$TMP/ps-resume.txt" 2>&1 || { cat "$TMP/ps-resume.txt"; fail "ps resume"; }
 grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/ps-resume.txt" ||
