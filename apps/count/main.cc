@@ -61,6 +61,8 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--ps", s.ps, "With --strategy ps: parameter-server processes (default 1)")
       ->check(CLI::Range(1, 64));
   app.add_option("--ps-mode", s.ps_mode, "With --strategy ps: sync (mean of all workers per step) or async");
+  app.add_option("--codec", s.codec, "With --strategy ring: gradients on the wire, none, fp16 or 1bit (error feedback)")
+      ->check(CLI::IsMember({"none", "fp16", "1bit"}));
   app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
       ->check(CLI::Range(1, 65535));
   return fixed;
@@ -105,6 +107,7 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
   s.strategy = given.strategy;
   s.ps = given.ps;
   s.ps_mode = given.ps_mode;
+  s.codec = given.codec;
   s.base_port = given.base_port;
   return s;
 }

@@ -34,6 +34,7 @@ struct TrainSettings {
   std::string strategy;      // empty: DFLOW_STRATEGY, else ring
   int ps = 0;                // strategy ps: parameter-server tasks; 0: not given (1)
   std::string ps_mode;       // strategy ps: sync or async; empty: sync
+  std::string codec;         // strategy ring: none, fp16 or 1bit; empty: none
   int base_port = 0;         // dflow launch --base-port; 0: its default
   // Derived when the run starts, recorded for eval's baseline.
   int64_t total_steps = 0;

@@ -107,7 +107,9 @@ int Train(TrainSettings settings, bool resume) {
     std::vector<dist::GradientSpec> specs;
     for (auto v = model.variables.rbegin(); v != model.variables.rend(); ++v)  // backprop order
       specs.push_back({v->node()->name(), v->dtype(), v->shape()});
-    strategy = dist::MakeDataParallelStrategy(StrategyName(settings), *cluster, std::move(specs));
+    dist::StrategyOptions options;
+    options.codec = dist::ParseCodecKind(settings.codec.empty() ? "none" : settings.codec);
+    strategy = dist::MakeDataParallelStrategy(StrategyName(settings), *cluster, std::move(specs), options);
   }
   int64_t start = 0;
   if (resume && worker == 0) {

@@ -50,6 +50,9 @@ void CheckStrategy(const TrainSettings& settings) {
     dist::RequireStrategy(strategy);
     DFLOW_REQUIRE(settings.ps == 0 && settings.ps_mode.empty(), "train: --ps and --ps-mode go with ",
                   "--strategy ps; --strategy ", strategy, " has no parameter servers");
+  } else {
+    DFLOW_REQUIRE(settings.codec.empty() || settings.codec == "none", "train: --codec ", settings.codec,
+                  " goes with --strategy ring; the parameter servers take float32 gradients");
   }
   const std::string mode = PsModeName(settings);
   DFLOW_REQUIRE(mode == "sync" || mode == "async", "train: --ps-mode must be sync or async, got '", mode, "'");

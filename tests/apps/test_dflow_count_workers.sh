@@ -124,6 +124,17 @@ grep -q "^\[worker:0\] resuming .*$latest at step $step" "$TMP/ps-stopped-resume
   grep -q "^\[worker:0\] checkpoint .*model-$((step + 2)).safetensors" "$TMP/ps-stopped-resume.txt" ||
   { cat "$TMP/ps-stopped-resume.txt"; fail "the interrupted ps run did not resume at step $step"; }
 
+# 1-bit gradients between two ring workers: trains to the end and checkpoints.
+timeout 60 "$EXE" train "${train[@]}" --out "$TMP/onebit" --steps 4 --workers 2 --strategy ring --codec 1bit \
+  --base-port $((PORT + 80)) > "$TMP/onebit.txt" 2>&1 || { cat "$TMP/onebit.txt"; fail "train --codec 1bit"; }
+[[ -s $TMP/onebit/checkpoints/model-4.safetensors ]] || fail "the 1-bit run wrote no final checkpoint"
+cmp -s "$TMP/full/checkpoints/model-4.safetensors" "$TMP/onebit/checkpoints/model-4.safetensors" &&
+  fail "1-bit gradients gave the float32 run's bits"
+expect_error "--codec 1bit goes with --strategy ring" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps-codec" --steps 2 --workers 2 --strategy ps --codec 1bit
+expect_error "--codec: 2bit not in" \
+  "$EXE" train "${train[@]}" --out "$TMP/codec2" --steps 2 --workers 2 --codec 2bit
+
 expect_error "--ps: Value 0 not in range" \
   "$EXE" train "${train[@]}" --out "$TMP/ps0" --steps 2 --workers 2 --strategy ps --ps 0
 expect_error "--ps and --ps-mode go with --strategy ps" \
@@ -133,7 +144,7 @@ expect_error "--ps-mode must be sync or async, got 'lazy'" \
 ps_cluster='{"cluster":{"worker":["127.0.0.1:1"],"ps":["127.0.0.1:2"]},"task":{"type":"worker","index":0}}'
 DFLOW_CLUSTER=$ps_cluster DFLOW_STRATEGY=ps expect_error "--ps 2 but DFLOW_CLUSTER lists 1 ps tasks" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-mismatch" --steps 2 --ps 2
-for d in ps0 ps-ring ps-lazy ps-mismatch; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
+for d in ps0 ps-ring ps-lazy ps-mismatch ps-codec codec2; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
 expect_error "unknown data-parallel strategy 'star'" \
   "$EXE" train "${train[@]}" --out "$TMP/star" --steps 2 --workers 2 --strategy star
 cluster='{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":0}}'
