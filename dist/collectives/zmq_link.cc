@@ -76,6 +76,12 @@ void ZmqLink::Send(int to, const std::string& tag, Bytes bytes) {
                                                                            Message reply) {
     if (!error && reply.type == MessageType::kError)
       error = Error(reply.error_code.value_or(Code::kInternal), reply.text);
+    if (error && !channels_[to]->peer_alive()) {
+      // Worded as a receive that lost its peer words it, so every survivor
+      // names the dead rank the same way, whichever call noticed first.
+      error = Error(error->code(), StrCat(RankName(to), " stopped answering heartbeats (",
+                                          channels_[to]->address(), "): it died or hangs; ", error->what()));
+    }
     if (error)
       RecordFailure(Error(error->code(), StrCat(RankName(rank_), " could not deliver '", tag, "' to ",
                                                 RankName(to), ": ", error->what())));
