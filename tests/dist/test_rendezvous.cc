@@ -52,14 +52,15 @@ TEST_CASE("a sent tensor meets its Recv whichever comes first", "[rendezvous]") 
 }
 
 TEST_CASE("rendezvous keys differ by every field, and each is used once", "[rendezvous]") {
+  // Declared first: two Recvs still wait at the end, and the rendezvous's
+  // destructor calls them back (cancelled) before these go out of scope.
+  Received other_step, restarted;
   dist::LocalRendezvous rendezvous;
   rendezvous.Send(Key("x:0", 1), Tensor::FromVector<float>({1}));
-  Received other_step;
   rendezvous.RecvAsync(Key("x:0", 2), other_step.Callback());
   CHECK(other_step.calls == 0);  // step 2 does not take step 1's tensor
   RendezvousKey other_incarnation = Key("x:0", 1);
   other_incarnation.send_device_incarnation = 4;
-  Received restarted;
   rendezvous.RecvAsync(other_incarnation, restarted.Callback());
   CHECK(restarted.calls == 0);
   ExpectError([&] { rendezvous.Send(Key("x:0", 1), Tensor::FromVector<float>({1})); },
