@@ -8,8 +8,9 @@ namespace dflow::dist {
 void RequireStrategy(const std::string& name) {
   if (name == "ring") return;
   if (name == "ps")
-    Fail(Code::kUnimplemented, "the parameter-server strategy across processes is not available in this ",
-         "build yet; use --strategy ring");
+    Fail(Code::kUnimplemented, "the parameter-server strategy is not available in this build as a ",
+         "DataParallelStrategy: parameter servers hold the variables and apply the updates, so they run ",
+         "through dist::RunPsTask / PsWorker (dist/ps_training.h) instead");
   Fail(Code::kInvalidArgument, "unknown data-parallel strategy '", name, "' (expected ring or ps)");
 }
 

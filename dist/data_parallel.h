@@ -61,8 +61,10 @@ class DataParallelStrategy {
   std::vector<Tensor> ready_;  // the defaults' handed-over gradients, by index
 };
 
-// Which strategy: "ring"; "ps" is not available in this build yet
-// (kUnimplemented). `specs` describe the gradients AverageGradients takes.
+// Which strategy: "ring". "ps" is kUnimplemented here: parameter servers
+// apply the updates themselves, so they are not a DataParallelStrategy and
+// run through RunPsTask / PsWorker (dist/ps_training.h) instead.
+// `specs` describe the gradients AverageGradients takes.
 // RequireStrategy throws the same errors without connecting anything.
 struct StrategyOptions {
   std::chrono::milliseconds startup_timeout{60000};  // for every worker to come up
