@@ -27,6 +27,7 @@
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "dist/cluster.h"
+#include "dist/zmq_transport.h"
 #include "dist/ring_training.h"
 #include "models/layers.h"
 #include "ops/ops.h"
@@ -206,6 +207,7 @@ int Run(const Settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dflow::dist::KeepFreedMemoryForReceives();  // as dflow's own programs do
   Settings s;
   CLI::App app("Ring all-reduce training across processes: step time split, images/s, bus bandwidth.");
   app.add_option("--steps", s.steps, "Measured steps")->check(CLI::PositiveNumber);

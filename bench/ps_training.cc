@@ -20,6 +20,7 @@
 #include "bench/throughput_spread.h"
 #include "autodiff/learning_rate.h"
 #include "dist/ps_training.h"
+#include "dist/zmq_transport.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
@@ -128,6 +129,7 @@ void Train(const dist::PsTask& task, const Args& args) {
 }  // namespace dflow
 
 int main(int argc, char** argv) {
+  dflow::dist::KeepFreedMemoryForReceives();  // as dflow's own programs do
   dflow::Args args;
   std::string mode = "sync", placement = "round-robin";
   CLI::App app("Parameter-server training across processes (start with dflow launch --strategy ps).");

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <map>
@@ -231,6 +232,11 @@ pid_t SpawnPeer(const char* self, int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Both sides run in these processes, so both get the malloc settings of
+  // dflow's own programs; DFLOW_BENCH_GLIBC_DEFAULTS=1 keeps glibc's own
+  // (the peer inherits the environment).
+  const char* defaults = std::getenv("DFLOW_BENCH_GLIBC_DEFAULTS");
+  if (!defaults || std::string(defaults) != "1") KeepFreedMemoryForReceives();
   if (argc == 3 && std::string(argv[1]) == "--peer") return RunPeer(std::atoi(argv[2]));
   int port = argc > 1 ? std::atoi(argv[1]) : 25550;
   // An optional second argument runs one part alone (for profiling).

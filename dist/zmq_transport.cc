@@ -1,5 +1,6 @@
 #include "dist/zmq_transport.h"
 
+#include <malloc.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -12,6 +13,12 @@ namespace dflow::dist {
 zmq::context_t& ZmqContext() {
   static auto* context = new zmq::context_t(1);
   return *context;
+}
+
+void KeepFreedMemoryForReceives() {
+  // Setting either threshold also turns off glibc's adjusting them on its own.
+  mallopt(M_MMAP_THRESHOLD, kHeapAllocationLimit);
+  mallopt(M_TRIM_THRESHOLD, kKeptFreeBytes);
 }
 
 void SetSocketLimits(zmq::socket_t& socket) {

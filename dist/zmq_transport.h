@@ -19,6 +19,19 @@ inline constexpr int kHeartbeatTimeoutMs = 3000;
 // socket, and a static destructor must not hang the exit).
 zmq::context_t& ZmqContext();
 
+// libzmq mallocs a fresh buffer for every frame it receives. With glibc's
+// defaults a process receiving MB-sized tensors keeps handing the freed
+// buffers back to the kernel (heaps are trimmed once a few MB at their top
+// are free) and then faults every page of the next buffer back in: 10-30% of
+// all pages received, and most of the run-to-run swing in transfer speed.
+// This keeps freed heap memory up to kKeptFreeBytes and serves allocations
+// below kHeapAllocationLimit from the heap instead of from fresh mmaps.
+// Process-wide, so a library never calls it by itself: dflow's own programs
+// (dflow, dflow-count, the benchmarks) call it first thing in main.
+inline constexpr int kKeptFreeBytes = 256 << 20;
+inline constexpr int kHeapAllocationLimit = 32 << 20;  // glibc's largest mmap threshold
+void KeepFreedMemoryForReceives();
+
 // ZMQ_MAXMSGSIZE (no frame over kMaxFrameBytes), no lingering on close.
 void SetSocketLimits(zmq::socket_t& socket);
 

@@ -6,6 +6,7 @@
 
 #include "apps/count/commands.h"
 #include "apps/count/workers.h"
+#include "dist/zmq_transport.h"
 #include "graph/status.h"
 
 namespace {
@@ -115,6 +116,7 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
 }  // namespace
 
 int main(int argc, char** argv) {
+  dflow::dist::KeepFreedMemoryForReceives();  // distributed training receives tensors
   CLI::App app("dflow-count: count objects with density maps (seed 004's flower counter)");
   app.require_subcommand(1);
   GenerateSettings generate;

@@ -5,9 +5,11 @@
 #include <iostream>
 
 #include "apps/dflow/commands.h"
+#include "dist/zmq_transport.h"
 #include "graph/status.h"
 
 int main(int argc, char** argv) {
+  dflow::dist::KeepFreedMemoryForReceives();  // servers receive tensors
   CLI::App app{"dflow: run and inspect TensorFlow-1-style dataflow graphs.", "dflow"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dflow 0.1.0");
