@@ -37,7 +37,8 @@ AxisWindow PoolAxis(const PoolGeometry& g, int axis) {
 PoolGeometry PoolGeometryOf(const Node& pool) {
   return MakePoolGeometry(pool.input_shape(0), pool.attr<std::vector<int64_t>>("ksize"),
                           pool.attr<std::vector<int64_t>>("strides"),
-                          pool.attr<std::string>("padding"));
+                          pool.attr<std::string>("padding"),
+                          pool.attr<std::vector<int64_t>>("explicit_paddings"));
 }
 
 // The single data use of `node` as input 0 of its consumer, or null.
