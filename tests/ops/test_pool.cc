@@ -148,6 +148,19 @@ Tensor RunAvgPoolGrad(const PoolCase& p, const Tensor& g) {
                  .attrs = p.Attrs(), .const_inputs = {0}});
 }
 
+// MaxPoolGrad, MaxPoolGradGrad and AvgPoolGrad of case p against the
+// references, on random inputs drawn from `seed` on.
+void ExpectGradOpsMatchReferences(const PoolCase& p, DType dtype, uint64_t& seed) {
+  double tol = Tolerance(dtype);
+  Tensor x = RandomTensor(dtype, p.shape, seed++);
+  Tensor y = MaxPoolRef(p, x);
+  Tensor g = RandomTensor(dtype, y.shape(), seed++);
+  Tensor gg = RandomTensor(dtype, p.shape, seed++);
+  ExpectClose(Run("MaxPoolGrad", {x, y, g}, p.Attrs()), MaxPoolGradRef(p, x, g), tol, tol);
+  ExpectEqual(Run("MaxPoolGradGrad", {x, y, gg}, p.Attrs()), MaxPoolGradGradRef(p, x, gg));
+  ExpectClose(RunAvgPoolGrad(p, g), AvgPoolGradRef(p, g), tol, tol);
+}
+
 // A SAME case as EXPLICIT with the pads SAME computes: pad_total split
 // pad_total / 2 before, the rest after.
 PoolCase AsExplicit(const PoolCase& p) {
@@ -211,14 +224,7 @@ TEST_CASE("pooling gradient ops match references", "[pool]") {
   for (DType dtype : kFloats)
     for (const PoolCase& p : Cases()) {
       INFO(DTypeName(dtype) << p.ToString());
-      double tol = Tolerance(dtype);
-      Tensor x = RandomTensor(dtype, p.shape, seed++);
-      Tensor y = MaxPoolRef(p, x);
-      Tensor g = RandomTensor(dtype, y.shape(), seed++);
-      Tensor gg = RandomTensor(dtype, p.shape, seed++);
-      ExpectClose(Run("MaxPoolGrad", {x, y, g}, p.Attrs()), MaxPoolGradRef(p, x, g), tol, tol);
-      ExpectEqual(Run("MaxPoolGradGrad", {x, y, gg}, p.Attrs()), MaxPoolGradGradRef(p, x, gg));
-      ExpectClose(RunAvgPoolGrad(p, g), AvgPoolGradRef(p, g), tol, tol);
+      ExpectGradOpsMatchReferences(p, dtype, seed);
     }
 }
 
@@ -272,16 +278,11 @@ TEST_CASE("pooling with asymmetric EXPLICIT pads matches references", "[pool]") 
   for (DType dtype : kFloats)
     for (const PoolCase& p : ExplicitCases()) {
       INFO(DTypeName(dtype) << p.ToString());
-      double tol = Tolerance(dtype);
       Tensor x = RandomTensor(dtype, p.shape, seed++);
-      Tensor y = MaxPoolRef(p, x);
-      Tensor g = RandomTensor(dtype, y.shape(), seed++);
-      Tensor gg = RandomTensor(dtype, p.shape, seed++);
-      ExpectEqual(Run("MaxPool", {x}, p.Attrs()), y);
-      ExpectClose(Run("AvgPool", {x}, p.Attrs()), AvgPoolRef(p, x), tol, tol);
-      ExpectClose(RunAvgPoolGrad(p, g), AvgPoolGradRef(p, g), tol, tol);
-      ExpectClose(Run("MaxPoolGrad", {x, y, g}, p.Attrs()), MaxPoolGradRef(p, x, g), tol, tol);
-      ExpectEqual(Run("MaxPoolGradGrad", {x, y, gg}, p.Attrs()), MaxPoolGradGradRef(p, x, gg));
+      ExpectEqual(Run("MaxPool", {x}, p.Attrs()), MaxPoolRef(p, x));
+      ExpectClose(Run("AvgPool", {x}, p.Attrs()), AvgPoolRef(p, x), Tolerance(dtype),
+                  Tolerance(dtype));
+      ExpectGradOpsMatchReferences(p, dtype, seed);
     }
 }
 
