@@ -1,5 +1,7 @@
 // Gradient rules of the pooling ops (ops/pool.cc) and BiasAdd (ops/nn.cc).
-// x is the forward input, y its output, g the incoming gradient.
+// x is the forward input, y its output, g the incoming gradient. Each rule
+// passes the forward op's whole window (ksize, strides, padding and
+// explicit_paddings) on, so the backward windows sit where the forward ones did.
 //   MaxPool:         dx = MaxPoolGrad(x, y, g)    (g routed to each window's first max)
 //   AvgPool:         dx = AvgPoolGrad(shape(x), g)
 //   AvgPoolGrad:     linear in g; its adjoint is AvgPool(g)
@@ -21,7 +23,7 @@ using Grads = std::vector<Output>;
 
 ops::PoolWindow WindowOf(Node* op) {
   return {op->attr<std::vector<int64_t>>("ksize"), op->attr<std::vector<int64_t>>("strides"),
-          op->attr<std::string>("padding")};
+          op->attr<std::string>("padding"), op->attr<std::vector<int64_t>>("explicit_paddings")};
 }
 
 Grads MaxPoolGrad(const Scope& s, Node* op, const Grads& g) {

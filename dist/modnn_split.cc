@@ -1,8 +1,6 @@
 // ModnnSplit (dist/modnn_split.h): builds the strips that PlanModnnSplit
 // worked out, each a copy of the layer's chain on its own rows and device,
 // and puts their join in place of the chain.
-#include <algorithm>
-#include <limits>
 #include <set>
 
 #include "dist/modnn_split.h"
@@ -78,23 +76,19 @@ NodeOut StripConv(StripBuilder& b, const Node& conv, NodeOut x, const ModnnSplit
   return {b.Add("conv", "Conv2D", {x, filter}, std::move(attrs)), 0};
 }
 
-// A MaxPool over the strip: -inf rows where the layer's pool had padding
-// (they never win a max, as padding never does), then VALID windows.
+// The layer's pool over the strip, with padding EXPLICIT: the strip's own
+// pads on the split axis (the rows its windows reach outside the image;
+// across a cut they read the halo's real rows) and the layer's on the other.
+// Each window then sits on the same real elements as in the whole layer,
+// read in the same order, and an AvgPool divides by the same count: padding
+// only places the windows, it is never read (ops/pool.h). A MaxPool and an
+// AvgPool are built alike.
 NodeOut StripPool(StripBuilder& b, const Node& pool, NodeOut x, const ModnnSplitPlan& plan,
                   const StripPlan& s) {
-  std::vector<int64_t> pads =
-      NhwcPads(plan.axis, s.pool_pad_before, s.pool_pad_after, plan.pool_cross_pad);
-  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p > 0; })) {
-    std::vector<int32_t> pads32(pads.begin(), pads.end());
-    Node* paddings = b.Const("pool_paddings", Tensor::FromVector<int32_t>(pads32, Shape{4, 2}));
-    DType dtype = x.node->output_dtype(x.index);
-    Tensor lowest = dtype == DType::kFloat64
-                        ? Tensor::Scalar(-std::numeric_limits<double>::infinity())
-                        : Tensor::Scalar(-std::numeric_limits<float>::infinity());
-    x = {b.Add("pool_pad", "PadV2", {x, {paddings, 0}, {b.Const("pool_pad_value", lowest), 0}}), 0};
-  }
   AttrMap attrs = pool.attrs();
-  attrs["padding"] = std::string("VALID");
+  attrs["padding"] = std::string("EXPLICIT");
+  attrs["explicit_paddings"] =
+      NhwcPads(plan.axis, s.pool_pad_before, s.pool_pad_after, plan.pool_cross_pad);
   return {b.Add("pool", pool.op(), {x}, std::move(attrs)), 0};
 }
 

@@ -14,9 +14,13 @@
 // (pp, pt: the pool's and the conv's padding before the first row.) Rows
 // outside the input are the image's zero padding: the strip's conv adds them
 // itself (padding EXPLICIT), so every strip computes exactly the values the
-// whole layer computes there. The rows a strip reads beyond its neighbour's
-// are its halo. The strips are joined with a ConcatV2 that takes the name of
-// the chain's last node, so fetches and consumers keep working.
+// whole layer computes there. The strip's pool is EXPLICIT too, padded only
+// where its windows overhang the image: each window covers the same real
+// elements as in the whole layer, so a MaxPool's max and an AvgPool's mean
+// (the sum over the real elements / their count) are bit-identical. The
+// rows a strip reads beyond its neighbour's are its halo. The strips are
+// joined with a ConcatV2 that takes the name of the chain's last node, so
+// fetches and consumers keep working.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +51,8 @@ struct StripPlan {
   int64_t conv_begin = 0, conv_end = 0;  // rows of the conv's output it computes
   int64_t in_begin = 0, in_end = 0;      // rows of the conv's input it reads
   int64_t pad_before = 0, pad_after = 0;  // zero rows its conv adds (the image's padding)
-  // Pool padding rows (MaxPool only: -inf rows, so they never win).
+  // Rows outside the image that the strip's pool windows reach (its EXPLICIT
+  // pool pads on the split axis; rows across a cut are real, the halo).
   int64_t pool_pad_before = 0, pool_pad_after = 0;
 };
 
@@ -56,10 +61,9 @@ struct ModnnSplitPlan {
   std::vector<std::string> absorbed;  // the BiasAdd / activation / pool that follow it
   std::string output;                 // the chain's last node (the join's name)
   int axis = 1;                       // 1: split rows (height), 2: columns (width)
-  std::string note;                   // why a following pool was left after the join
   std::vector<StripPlan> strips;
   // The other spatial axis is not split: every strip keeps the layer's
-  // (before, after) padding there, for the conv and (MaxPool) the pool.
+  // (before, after) padding there, for the conv and the pool.
   int64_t conv_cross_pad[2] = {0, 0};
   int64_t pool_cross_pad[2] = {0, 0};
 };

@@ -37,7 +37,8 @@ AxisWindow PoolAxis(const PoolGeometry& g, int axis) {
 PoolGeometry PoolGeometryOf(const Node& pool) {
   return MakePoolGeometry(pool.input_shape(0), pool.attr<std::vector<int64_t>>("ksize"),
                           pool.attr<std::vector<int64_t>>("strides"),
-                          pool.attr<std::string>("padding"));
+                          pool.attr<std::string>("padding"),
+                          pool.attr<std::vector<int64_t>>("explicit_paddings"));
 }
 
 // The single data use of `node` as input 0 of its consumer, or null.
@@ -46,20 +47,9 @@ Node* SoleConsumer(const Node& node, const std::vector<std::vector<Graph::Consum
   return uses.size() == 1 && uses[0].input == 0 ? uses[0].node : nullptr;
 }
 
-// An AvgPool divides by the number of real elements in each window, so a
-// strip could only reproduce a padded one with its own divisor.
-bool PoolPads(const PoolGeometry& g) {
-  for (int axis : {1, 2}) {
-    AxisWindow a = PoolAxis(g, axis);
-    if (a.pad_before > 0 || a.pad_after() > 0) return true;
-  }
-  return false;
-}
-
 // Conv2D -> [BiasAdd] -> [Relu | Relu6] -> [MaxPool | AvgPool], each taken
 // while it is the only use of the node before it.
-std::vector<Node*> MatchChain(const Graph& graph, Node* conv, bool include_pooling,
-                              std::string& note) {
+std::vector<Node*> MatchChain(const Graph& graph, Node* conv, bool include_pooling) {
   auto consumers = graph.Consumers();
   std::vector<Node*> chain = {conv};
   Node* next = SoleConsumer(*conv, consumers);
@@ -71,14 +61,8 @@ std::vector<Node*> MatchChain(const Graph& graph, Node* conv, bool include_pooli
     chain.push_back(next);
     next = SoleConsumer(*next, consumers);
   }
-  if (!include_pooling || !next || (next->op() != "MaxPool" && next->op() != "AvgPool"))
-    return chain;
-  if (next->op() == "AvgPool" && PoolPads(PoolGeometryOf(*next))) {
-    note = next->Describe() + " pads the image, and a padded window averages over fewer "
-           "elements than a strip would see: it runs after the join";
-    return chain;
-  }
-  chain.push_back(next);
+  if (include_pooling && next && (next->op() == "MaxPool" || next->op() == "AvgPool"))
+    chain.push_back(next);
   return chain;
 }
 
@@ -92,7 +76,8 @@ void CheckStrips(const Node& conv, const ModnnSplitOptions& options) {
 }
 
 // The conv rows [begin, end) of output rows [a, b) seen through the pool;
-// the pool's padding rows go into the strip's pool_pad_*.
+// the pool's padding rows (those outside the image) go into the strip's
+// pool_pad_*; across a cut the windows reach into real rows (the halo).
 void ThroughPool(const AxisWindow& pool, StripPlan& s) {
   int64_t lo = pool.first_read(s.out_begin), hi = pool.end_read(s.out_end - 1);
   s.conv_begin = std::max<int64_t>(lo, 0);
@@ -197,7 +182,7 @@ ModnnSplitPlan PlanModnnSplit(const Graph& graph, const std::string& conv_name,
 
   ModnnSplitPlan plan;
   plan.conv = conv.name();
-  std::vector<Node*> chain = MatchChain(graph, &conv, options.include_pooling, plan.note);
+  std::vector<Node*> chain = MatchChain(graph, &conv, options.include_pooling);
   for (size_t i = 1; i < chain.size(); ++i) plan.absorbed.push_back(chain[i]->name());
   plan.output = chain.back()->name();
   plan.axis = g.out_h >= g.out_w ? 1 : 2;  // the longer side; rows on a tie
@@ -246,7 +231,6 @@ std::string ModnnSplitPlanToText(const ModnnSplitPlan& plan) {
       text += StrCat("; halo ", range(s.in_begin, shared_end), ", also read by strip ", i - 1);
     text += "\n";
   }
-  if (!plan.note.empty()) text += plan.note + "\n";
   return text;
 }
 

@@ -2,6 +2,10 @@
 // VALID / EXPLICIT output sizes and padding, group and channel checks.
 #include "ops/conv.h"
 
+#include <algorithm>
+
+#include "ops/explicit_paddings.h"
+
 namespace dflow {
 namespace {
 
@@ -63,21 +67,9 @@ ConvParams ParseConvParams(const std::vector<int64_t>& strides,
   p.stride_h = strides[1], p.stride_w = strides[2];
   p.dilation_h = dilations[1], p.dilation_w = dilations[2];
   p.padding = ParsePadding(padding);
-  if (p.padding != ConvPadding::kExplicit) {
-    if (!explicit_paddings.empty())
-      Fail(Code::kInvalidArgument, "explicit_paddings is only allowed with padding EXPLICIT");
-    return p;
-  }
-  const auto& e = explicit_paddings;
-  if (e.size() != 8)
-    Fail(Code::kInvalidArgument, "explicit_paddings must have 8 entries (before, after per "
-         "NHWC dim), got ", e.size());
-  if (e[0] || e[1] || e[6] || e[7])
-    Fail(Code::kInvalidArgument, "explicit_paddings must be 0 in the batch and channel dims");
-  for (int i = 2; i < 6; ++i) {
-    if (e[i] < 0) Fail(Code::kInvalidArgument, "explicit_paddings must be >= 0, got ", e[i]);
-    p.explicit_pads[i - 2] = e[i];
-  }
+  std::array<int64_t, 4> pads =
+      ParseExplicitPaddings(p.padding == ConvPadding::kExplicit, explicit_paddings);
+  std::copy(pads.begin(), pads.end(), p.explicit_pads);
   return p;
 }
 

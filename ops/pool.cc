@@ -2,6 +2,9 @@
 // the window geometry. Kernels: ops/cpu/pool.cc (forward), ops/cpu/pool_grad.cc.
 #include "ops/pool.h"
 
+#include <array>
+
+#include "ops/explicit_paddings.h"
 #include "ops/reduce.h"
 #include "ops/state.h"
 
@@ -22,6 +25,25 @@ WindowDim MakeWindowDim(int64_t in, int64_t size, int64_t stride, bool same) {
   return d;
 }
 
+WindowDim MakeExplicitWindowDim(int64_t in, int64_t size, int64_t stride, int64_t before,
+                                int64_t after, const char* dim_name) {
+  for (auto [pad, where] : {std::pair{before, "before"}, std::pair{after, "after"}})
+    if (pad >= size)
+      Fail(Code::kInvalidArgument, "explicit_paddings: the ", dim_name, " pad ", where, " (", pad,
+           ") must be smaller than the window's ", dim_name, " (", size,
+           "), or a window would cover padding only");
+  WindowDim d{in, -1, size, stride, before};
+  if (in < 0) return d;
+  if (in == 0)
+    Fail(Code::kInvalidArgument, "EXPLICIT padding needs a non-empty input: its ", dim_name,
+         " is 0, so every window would cover padding only");
+  if (in + before + after < size)
+    Fail(Code::kInvalidArgument, "EXPLICIT padding needs the window's ", dim_name, " (", size,
+         ") to fit in the padded input's (", in, " + ", before, " + ", after, ")");
+  d.out = (in + before + after - size) / stride + 1;
+  return d;
+}
+
 namespace {
 
 void CheckWindowAttr(const std::vector<int64_t>& v, const char* name) {
@@ -38,20 +60,28 @@ void CheckWindowAttr(const std::vector<int64_t>& v, const char* name) {
 }  // namespace
 
 PoolGeometry MakePoolGeometry(const Shape& input, const std::vector<int64_t>& ksize,
-                              const std::vector<int64_t>& strides, const std::string& padding) {
+                              const std::vector<int64_t>& strides, const std::string& padding,
+                              const std::vector<int64_t>& explicit_paddings) {
   CheckWindowAttr(ksize, "ksize");
   CheckWindowAttr(strides, "strides");
-  if (padding != "SAME" && padding != "VALID")
-    Fail(Code::kInvalidArgument, "padding must be SAME or VALID, got '", padding, "'");
+  if (padding != "SAME" && padding != "VALID" && padding != "EXPLICIT")
+    Fail(Code::kInvalidArgument, "padding must be SAME, VALID or EXPLICIT, got '", padding, "'");
+  const bool is_explicit = padding == "EXPLICIT";
+  std::array<int64_t, 4> pads = ParseExplicitPaddings(is_explicit, explicit_paddings);
   Shape nhwc = input.unknown_rank() ? Shape{-1, -1, -1, -1} : input;
   if (nhwc.rank() != 4)
     Fail(Code::kInvalidArgument, "input must be NHWC (rank 4), got ", input.ToString());
-  bool same = padding == "SAME";
   PoolGeometry g;
   g.batch = nhwc.dim(0);
   g.channels = nhwc.dim(3);
-  g.rows = MakeWindowDim(nhwc.dim(1), ksize[1], strides[1], same);
-  g.cols = MakeWindowDim(nhwc.dim(2), ksize[2], strides[2], same);
+  if (is_explicit) {
+    g.rows = MakeExplicitWindowDim(nhwc.dim(1), ksize[1], strides[1], pads[0], pads[1], "height");
+    g.cols = MakeExplicitWindowDim(nhwc.dim(2), ksize[2], strides[2], pads[2], pads[3], "width");
+  } else {
+    bool same = padding == "SAME";
+    g.rows = MakeWindowDim(nhwc.dim(1), ksize[1], strides[1], same);
+    g.cols = MakeWindowDim(nhwc.dim(2), ksize[2], strides[2], same);
+  }
   return g;
 }
 
@@ -60,7 +90,8 @@ namespace {
 PoolGeometry GeometryOf(const InferenceContext& ctx, const Shape& input) {
   return MakePoolGeometry(input, ctx.attr<std::vector<int64_t>>("ksize"),
                           ctx.attr<std::vector<int64_t>>("strides"),
-                          ctx.attr<std::string>("padding"));
+                          ctx.attr<std::string>("padding"),
+                          ctx.attr<std::vector<int64_t>>("explicit_paddings"));
 }
 
 void PoolShape(InferenceContext& ctx) {
@@ -97,13 +128,18 @@ void AvgPoolGradShape(InferenceContext& ctx) {
 OpDefBuilder PoolOp(const char* name) {
   OpDefBuilder b(name);
   b.attr<std::vector<int64_t>>("ksize").attr<std::vector<int64_t>>("strides")
-      .attr<std::string>("padding").type_attr("T", kFloatTypes);
+      .attr<std::string>("padding")
+      .attr<std::vector<int64_t>>("explicit_paddings", std::vector<int64_t>{})
+      .type_attr("T", kFloatTypes);
   return b;
 }
 
 const char* kWindowDoc =
     " ksize and strides are [1, rows, cols, 1]; padding SAME gives out = ceil(in / stride) "
-    "with pad_before = pad_total / 2, VALID gives out = (in - k) / stride + 1.";
+    "with pad_before = pad_total / 2, VALID gives out = (in - k) / stride + 1, EXPLICIT "
+    "takes explicit_paddings (before, after per NHWC dim, as Conv2D's; each pad < k) and "
+    "gives out = (in + before + after - k) / stride + 1. Padding only places the windows: "
+    "it is never read.";
 
 [[maybe_unused]] const OpRegistrar kPoolOps[] = {
     PoolOp("MaxPool").input("input", "T").output("output", "T").shape_fn(PoolShape)
@@ -126,7 +162,10 @@ const char* kWindowDoc =
 };
 
 AttrMap WindowAttrs(const ops::PoolWindow& w) {
-  return {{"ksize", w.ksize}, {"strides", w.strides}, {"padding", w.padding}};
+  return {{"ksize", w.ksize},
+          {"strides", w.strides},
+          {"padding", w.padding},
+          {"explicit_paddings", w.explicit_paddings}};
 }
 
 }  // namespace

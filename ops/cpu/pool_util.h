@@ -12,19 +12,20 @@
 
 namespace dflow::pool {
 
-// The node's ksize/strides/padding attrs, read once by the kernel.
+// The node's ksize/strides/padding/explicit_paddings attrs, read once by the kernel.
 class WindowAttrs {
  public:
   explicit WindowAttrs(const Node& node)
       : node_(node),
         ksize_(node.attr<std::vector<int64_t>>("ksize")),
         strides_(node.attr<std::vector<int64_t>>("strides")),
-        padding_(node.attr<std::string>("padding")) {}
+        padding_(node.attr<std::string>("padding")),
+        explicit_paddings_(node.attr<std::vector<int64_t>>("explicit_paddings")) {}
 
   // The geometry for `input`; a bad shape or attr is an error naming the node.
   PoolGeometry Geometry(const Shape& input) const {
     try {
-      return MakePoolGeometry(input, ksize_, strides_, padding_);
+      return MakePoolGeometry(input, ksize_, strides_, padding_, explicit_paddings_);
     } catch (const Error& e) {
       Fail(e.code(), node_.Describe(), ": ", e.message());
     }
@@ -34,6 +35,7 @@ class WindowAttrs {
   const Node& node_;
   std::vector<int64_t> ksize_, strides_;
   std::string padding_;
+  std::vector<int64_t> explicit_paddings_;
 };
 
 // Element offsets of image n, of pixel (n, h, w) and of output pixel (n, i, j).
@@ -46,7 +48,7 @@ inline int64_t OutputPixel(const PoolGeometry& g, int64_t n, int64_t i, int64_t 
 
 // For output pixel (n, i, j): best[c] = the largest x in the window and
 // where[c] = the element offset of its first occurrence (row-major), per
-// channel. The window is never empty (see MakeWindowDim): the first tap
+// channel. The window is never empty (see ops/pool.h): the first tap
 // seeds both, later taps replace them only when strictly larger (selects,
 // not branches, so the channel loop vectorises).
 template <typename T>

@@ -1,6 +1,9 @@
 // GPU OpKernels of MaxPool, AvgPool, MaxPoolGrad, MaxPoolGradGrad and
 // AvgPoolGrad (float32, NHWC). The window geometry and its checks are the
-// CPU kernels' (ops/cpu/pool_util.h); the CUDA kernels are in pool.cu.
+// CPU kernels' (ops/cpu/pool_util.h), SAME, VALID and EXPLICIT padding alike:
+// every padding reaches the device as (out, pad_before) per dim, and pool.cu
+// clips each window to the image, so padding is never read or counted. The
+// CUDA kernels are in pool.cu.
 #include "ops/cpu/pool_util.h"
 #include "ops/cuda/kernel_util.h"
 #include "ops/cuda/pool_launch.h"

@@ -42,6 +42,9 @@ struct PoolSetup {
 const std::vector<PoolSetup> kPools = {
     {{1, 5, 5, 2}, {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"}, {1, 3, 3, 2}},
     {{2, 4, 6, 3}, {{1, 2, 3, 1}, {1, 1, 2, 1}, "VALID"}, {2, 3, 2, 3}},
+    // Asymmetric pads: rows (5 + 2 + 0 - 3) / 2 + 1, columns (5 + 1 + 2 - 3) / 2 + 1.
+    {{1, 5, 5, 2}, {{1, 3, 3, 1}, {1, 2, 2, 1}, "EXPLICIT", {0, 0, 2, 0, 1, 2, 0, 0}}, {1, 3, 3, 2}},
+    {{2, 4, 6, 3}, {{1, 2, 3, 1}, {1, 1, 2, 1}, "EXPLICIT", {0, 0, 1, 0, 0, 2, 0, 0}}, {2, 4, 3, 3}},
 };
 
 void AddPoolCases(std::vector<GradCase>& c) {

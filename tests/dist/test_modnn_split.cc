@@ -1,9 +1,9 @@
 // MoDNN's Biased One-Dimensional Partition (dist/modnn_split.h): the strip
 // arithmetic on a worked example, strip sizes from speeds, errors that name
 // the node, and the split layer run on two CPU devices against the unsplit
-// layer (identical, bit for bit, for any number of strips) for odd sizes, strides, SAME / VALID /
-// EXPLICIT padding, dilation, with and without pooling, k = 1, 2, 3 and
-// uneven speeds.
+// layer (identical, bit for bit, for any number of strips) for odd sizes,
+// strides, SAME / VALID / EXPLICIT padding, dilation, with and without
+// pooling (average pools that pad included), k = 1, 2, 3 and uneven speeds.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -219,14 +219,81 @@ TEST_CASE("a split layer computes what the unsplit layer computes", "[modnn]") {
     layer.conv.padding = "VALID";
     ExpectSplitMatches(layer, {1, 1, 1});
   }
-  SECTION("a padded average pool stays after the join, the rest is split") {
-    Layer layer{.input = Shape{1, 11, 9, 3}, .pool = "AvgPool"};
+}
+
+TEST_CASE("a split absorbs an average pool that pads, bit for bit", "[modnn]") {
+  // Each strip's AvgPool gets padding EXPLICIT with its own pads, so a window
+  // that overhangs the image averages the same real elements as the whole
+  // layer's. The plan must list the pool, and the output must match exactly.
+  auto expect_absorbed = [](const Layer& layer,
+                            const std::vector<std::vector<double>>& speed_sets) {
+    for (const std::vector<double>& speeds : speed_sets) {
+      INFO(speeds.size() << " strips, strip 0's speed " << speeds[0]);
+      auto b = Build(layer);
+      dist::ModnnSplitPlan plan = dist::PlanModnnSplit(b->s.graph(), "conv", Strips(speeds));
+      CHECK(plan.output == "out");
+      CHECK(plan.absorbed.back() == "out");
+      ExpectSplitMatches(layer, speeds);
+    }
+  };
+  SECTION("3x3 stride 2 SAME on odd sizes, k = 2 and 3, equal and unequal speeds") {
+    Layer layer{.input = Shape{2, 11, 9, 3}, .pool = "AvgPool"};
+    layer.window = {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"};
+    expect_absorbed(layer, {{1, 1}, {3, 1}, {1, 1, 1}, {1, 2, 3}});
+  }
+  SECTION("2x2 stride 2 SAME on odd sizes (the extra row after), k = 2 and 3") {
+    Layer layer{.input = Shape{1, 13, 11, 4}, .pool = "AvgPool"};
+    layer.window = {{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"};
+    expect_absorbed(layer, {{1, 1}, {1, 3}, {1, 1, 1}, {3, 2, 1}});
+  }
+  SECTION("5x5 stride 1 SAME: a strip past the first still overhangs the top") {
+    // 9 pool rows shared 1:8:8 as 1, 4, 4: strip 1's first window, row 1,
+    // reads conv rows [-1, 4), one of them padding.
+    Layer layer{.input = Shape{1, 9, 7, 2}, .bias = false, .activation = "Relu6",
+                .pool = "AvgPool"};
+    layer.window = {{1, 5, 5, 1}, {1, 1, 1, 1}, "SAME"};
+    auto b = Build(layer);
+    dist::ModnnSplitPlan plan = dist::PlanModnnSplit(b->s.graph(), "conv", Strips({1, 8, 8}));
+    CHECK((plan.strips[1].out_begin == 1 && plan.strips[1].pool_pad_before == 1));
+    expect_absorbed(layer, {{1, 8, 8}});
+  }
+  SECTION("wider than tall: split by columns, the rows padded in every strip") {
+    Layer layer{.input = Shape{1, 7, 19, 3}, .pool = "AvgPool"};
     layer.window = {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"};
     auto b = Build(layer);
-    dist::ModnnSplitPlan plan = dist::PlanModnnSplit(b->s.graph(), "conv", Strips({1, 1}));
-    CHECK(plan.output == "act");
-    CHECK(plan.note.find("AvgPool 'out' pads the image") != std::string::npos);
-    ExpectSplitMatches(layer, {1, 1});
+    CHECK(dist::PlanModnnSplit(b->s.graph(), "conv", Strips({2, 1})).axis == 2);
+    expect_absorbed(layer, {{2, 1}, {1, 1, 1}});
+  }
+  SECTION("the layer's own AvgPool EXPLICIT with asymmetric pads") {
+    Layer layer{.input = Shape{1, 12, 9, 2}, .pool = "AvgPool"};
+    layer.window = {{1, 3, 2, 1}, {1, 2, 1, 1}, "EXPLICIT", {0, 0, 2, 1, 0, 1, 0, 0}};
+    expect_absorbed(layer, {{1, 1}, {1, 2, 1}});
+  }
+}
+
+TEST_CASE("each strip's pool pads only at the image's edges", "[modnn]") {
+  // Conv output 11 x 9; pool 3x3 stride 2 SAME: 6 x 5 rows, one padding row
+  // above and below and one column left and right. Strip 0 (pool rows
+  // [0, 3)) reads conv rows [-1, 6): one padding row above; strip 1 (rows
+  // [3, 6)) reads [5, 12): its top is the real halo row 5, one padding row below.
+  Layer layer{.input = Shape{1, 11, 9, 3}, .pool = "AvgPool"};
+  layer.window = {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"};
+  auto b = Build(layer);
+  dist::ModnnSplitPlan plan = dist::ModnnSplit(b->s.graph(), "conv", Strips({1, 1}));
+  REQUIRE(plan.strips.size() == 2);
+  CHECK((plan.strips[0].conv_begin == 0 && plan.strips[0].conv_end == 6));
+  CHECK((plan.strips[1].conv_begin == 5 && plan.strips[1].conv_end == 11));
+  CHECK((plan.pool_cross_pad[0] == 1 && plan.pool_cross_pad[1] == 1));
+  const Graph& g = b->s.graph();
+  for (auto [name, pads] : {std::pair{"out/modnn/strip0/pool",
+                                      std::vector<int64_t>{0, 0, 1, 0, 1, 1, 0, 0}},
+                            std::pair{"out/modnn/strip1/pool",
+                                      std::vector<int64_t>{0, 0, 0, 1, 1, 1, 0, 0}}}) {
+    INFO(name);
+    const Node& pool = g.GetNode(name);
+    CHECK(pool.op() == "AvgPool");
+    CHECK(pool.attr<std::string>("padding") == "EXPLICIT");
+    CHECK(pool.attr<std::vector<int64_t>>("explicit_paddings") == pads);
   }
 }
 

@@ -1,6 +1,6 @@
 // A training step through a MoDNN-split conv layer (dist/modnn_split.h):
-// split the forward graph, then add gradients (Slice, Conv2D with EXPLICIT
-// padding, PadV2 and ConcatV2 all differentiate), and check the input's
+// split the forward graph, then add gradients (Slice, Conv2D and the pools
+// with EXPLICIT padding, and ConcatV2 all differentiate), and check the input's
 // gradient, the losses and the trained variables against the unsplit net
 // run on the same two CPU devices.
 #include <catch2/catch.hpp>
@@ -22,7 +22,8 @@ const std::string& kCpu0 = kLocalCpu0;
 const std::string& kCpu1 = kLocalCpu1;
 
 // x [2, 11, 9, 3] -> conv 3x3 SAME (4 channels) + bias + ReLU -> 3x3 stride 2
-// SAME max pool [2, 6, 5, 4] -> dense to 2 outputs; squared-error loss, SGD.
+// SAME max or average pool [2, 6, 5, 4] (its windows overhang every edge)
+// -> dense to 2 outputs; squared-error loss, SGD.
 // With `split`, the conv layer is split in three strips over the two
 // devices (speeds 2:1:1) before the gradients are added.
 struct ConvNet {
@@ -30,8 +31,10 @@ struct ConvNet {
   Output x, target, loss, dx;
   std::vector<Output> variables;
   Node* train = nullptr;
+  std::vector<std::string> absorbed;  // what the split took into its strips
 
-  explicit ConvNet(bool split) {
+  // pool_op: "MaxPool" or "AvgPool".
+  ConvNet(bool split, const std::string& pool_op) {
     x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape{2, 11, 9, 3});
     target = ops::Placeholder(s.WithOpName("target"), DType::kFloat32, Shape{2, 2});
     auto w = ops::Variable(s.WithOpName("w"), RandomTensor(DType::kFloat32, Shape{3, 3, 3, 4}, 1));
@@ -39,12 +42,14 @@ struct ConvNet {
     auto w2 = ops::Variable(s.WithOpName("w2"), RandomTensor(DType::kFloat32, Shape{120, 2}, 3, -0.1, 0.1));
     auto conv = ops::Conv2D(s.WithOpName("conv"), x, w);
     auto relu = ops::Relu(s.WithOpName("relu"), ops::BiasAdd(s.WithOpName("bias"), conv, b));
-    ops::MaxPool(s.WithOpName("pool"), relu, {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"});
+    ops::PoolWindow window{{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"};
+    if (pool_op == "MaxPool") ops::MaxPool(s.WithOpName("pool"), relu, window);
+    else ops::AvgPool(s.WithOpName("pool"), relu, window);
     if (split) {
       dist::ModnnSplitOptions options;
       options.owner_device = kCpu0;
       options.strips = {{kCpu0, 2}, {kCpu1, 1}, {kCpu0, 1}};
-      dist::ModnnSplit(s.graph(), "conv", options);
+      absorbed = dist::ModnnSplit(s.graph(), "conv", options).absorbed;
     }
     Output pool(&s.graph().GetNode("pool"));
     auto flat = ops::Reshape(s, pool, ops::Const(s, Tensor::FromVector<int32_t>({2, 120})));
@@ -77,11 +82,12 @@ struct ConvNet {
   }
 };
 
-}  // namespace
-
-TEST_CASE("a training step through a split conv layer matches the unsplit net", "[modnn]") {
-  std::vector<Tensor> expected = ConvNet(false).Train(3);
-  std::vector<Tensor> actual = ConvNet(true).Train(3);
+// Trains the unsplit and the split net on the same data and compares.
+void ExpectSplitTrainsAsUnsplit(const std::string& pool_op) {
+  std::vector<Tensor> expected = ConvNet(false, pool_op).Train(3);
+  ConvNet split(true, pool_op);
+  CHECK(split.absorbed == std::vector<std::string>{"bias", "relu", "pool"});
+  std::vector<Tensor> actual = split.Train(3);
   REQUIRE(actual.size() == expected.size());
   // Not bit for bit (the forward strips are: test_modnn_split.cc): the
   // split sums the filter's
@@ -95,4 +101,17 @@ TEST_CASE("a training step through a split conv layer matches the unsplit net", 
     INFO("result " << i);
     ExpectClose(actual[i], expected[i], 1e-6, 1e-7);
   }
+}
+
+}  // namespace
+
+TEST_CASE("a training step through a split conv layer matches the unsplit net", "[modnn]") {
+  ExpectSplitTrainsAsUnsplit("MaxPool");
+}
+
+TEST_CASE("training through a split layer whose average pool pads matches the unsplit net",
+          "[modnn]") {
+  // Each strip's AvgPool is EXPLICIT; its AvgPoolGrad gets the same pads, so
+  // every padded window spreads its gradient over the same real elements.
+  ExpectSplitTrainsAsUnsplit("AvgPool");
 }

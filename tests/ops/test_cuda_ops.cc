@@ -263,13 +263,22 @@ TEST_CASE("cuda: MaxPool, AvgPool and their gradients match the CPU", "[cuda]") 
   struct Window {
     std::vector<int64_t> ksize, strides;
     std::string padding;
+    std::vector<int64_t> explicit_paddings = {};
   };
-  // Overlapping windows (stride < size), SAME padding with an odd total, VALID.
-  const std::vector<Window> windows = {{{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"},
-                                       {{1, 2, 3, 1}, {1, 1, 2, 1}, "VALID"},
-                                       {{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"}};
+  // Overlapping windows (stride < size), SAME padding with an odd total,
+  // VALID, EXPLICIT asymmetric pads (the GPU kernels clip each window to the
+  // image as the CPU's do, so padding is never counted).
+  const std::vector<Window> windows = {
+      {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"},
+      {{1, 2, 3, 1}, {1, 1, 2, 1}, "VALID"},
+      {{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"},
+      {{1, 3, 3, 1}, {1, 2, 2, 1}, "EXPLICIT", {0, 0, 2, 0, 1, 2, 0, 0}},
+      {{1, 2, 3, 1}, {1, 1, 2, 1}, "EXPLICIT", {0, 0, 0, 1, 2, 1, 0, 0}}};
   for (const Window& w : windows) {
-    AttrMap attrs = {{"ksize", w.ksize}, {"strides", w.strides}, {"padding", w.padding}};
+    AttrMap attrs = {{"ksize", w.ksize},
+                     {"strides", w.strides},
+                     {"padding", w.padding},
+                     {"explicit_paddings", w.explicit_paddings}};
     Tensor x = Floats({2, 7, 6, 3}, 101);
     for (std::string op : {"MaxPool", "AvgPool"})
       ExpectSameOnAllDevices({.op = op, .inputs = {x}, .attrs = attrs});
