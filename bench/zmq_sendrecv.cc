@@ -5,8 +5,8 @@
 //          for each key (16 requests in flight, each done callback starting
 //          the next, as a step's Recvs are all started at once); the
 //          producer's Send put the tensor into its own table; the reply
-//          carries the raw bytes (copied once on arrival into a 64-byte
-//          aligned buffer).
+//          carries the raw bytes, which the received tensor keeps (from 64 KB
+//          up; smaller ones are copied).
 //   raw:   the peer PUSHes the same bytes (zero-copy, from one buffer) to a PULL.
 // And small-tensor round-trip latency, sequential: RecvAsync of a 4-byte
 // tensor, the next started from the done callback (the thread the tensor
@@ -14,7 +14,8 @@
 // that received the reply). Two more figures explain the gap: the tensor
 // handed to a waiting thread instead (as the executor hands a Recv's
 // completion to its pool), and an empty request through Channel alone.
-// Prints medians of 7 runs and the median of the per-run ratios.
+// Prints medians of 7 runs (alternating which side goes first) and the
+// median and range of the per-run ratios.
 // `bench_zmq_sendrecv PORT bandwidth` (or `latency`) runs one part alone.
 #include <spawn.h>
 #include <sys/wait.h>
@@ -250,8 +251,15 @@ int main(int argc, char** argv) {
     if (part != "all" && part != "bandwidth") break;
     std::vector<double> dflow_rates, raw_rates, ratios;
     for (int run = 0; run < kRuns; ++run) {
-      raw_rates.push_back(RawBandwidth(peer, bytes, count));
-      dflow_rates.push_back(DflowBandwidth(peer, bytes, count, run));
+      // In ABBA order, so that neither side always runs on the machine
+      // (caches, heaps, sockets) the other one just left.
+      if (run % 2 == 0) {
+        raw_rates.push_back(RawBandwidth(peer, bytes, count));
+        dflow_rates.push_back(DflowBandwidth(peer, bytes, count, run));
+      } else {
+        dflow_rates.push_back(DflowBandwidth(peer, bytes, count, run));
+        raw_rates.push_back(RawBandwidth(peer, bytes, count));
+      }
       ratios.push_back(dflow_rates.back() / raw_rates.back());
     }
     auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());

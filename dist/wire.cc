@@ -204,7 +204,7 @@ std::vector<OutFrame> EncodeMessage(const Message& message) {
   return frames;
 }
 
-Message DecodeMessage(std::span<const std::span<const std::byte>> frames) {
+Message DecodeMessage(std::span<const std::span<const std::byte>> frames, const FrameAdopter& adopt) {
   if (frames.empty()) Bad("no frames");
   Header h = ReadHeader(frames[0]);
   if (frames.size() != 3 + size_t{h.num_tensors})
@@ -226,8 +226,12 @@ Message DecodeMessage(std::span<const std::span<const std::byte>> frames) {
   if (h.error_code) m.error_code = static_cast<Code>(h.error_code - 1);
   m.text.assign(reinterpret_cast<const char*>(frames[1].data()), frames[1].size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    Tensor value(specs[i].dtype, Shape(specs[i].dims));
-    if (specs[i].bytes) std::memcpy(value.raw_data(), frames[3 + i].data(), specs[i].bytes);
+    Shape shape(specs[i].dims);
+    Tensor value = adopt ? adopt(3 + i, specs[i].dtype, shape) : Tensor();
+    if (!value.valid()) {
+      value = Tensor(specs[i].dtype, std::move(shape));
+      if (specs[i].bytes) std::memcpy(value.raw_data(), frames[3 + i].data(), specs[i].bytes);
+    }
     m.tensors.push_back({std::move(specs[i].name), std::move(value)});
   }
   return m;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,9 +72,15 @@ struct OutFrame {
 
 std::vector<OutFrame> EncodeMessage(const Message& message);
 
+// Makes the tensor of frame `index` (its size already checked against dtype
+// and shape) without copying its bytes, or returns an invalid Tensor to have
+// them copied into a fresh buffer.
+using FrameAdopter = std::function<Tensor(size_t index, DType dtype, const Shape& shape)>;
+
 // Throws kInvalidArgument naming the field that is wrong (frame count, magic,
 // version, type, lengths, dtype, rank, dims, byte sizes, names).
-Message DecodeMessage(std::span<const std::span<const std::byte>> frames);
+Message DecodeMessage(std::span<const std::span<const std::byte>> frames,
+                      const FrameAdopter& adopt = {});
 
 // The request id of a header frame, when it has the right size and magic:
 // so that even a bad message gets an error reply its sender can match.

@@ -43,8 +43,14 @@ bool SendMessage(zmq::socket_t& socket, const Message& message,
 // Receives every frame of one message without blocking; empty when none.
 std::vector<zmq::message_t> ReceiveFrames(zmq::socket_t& socket);
 
-// Decodes frames[first...] (validated; throws kInvalidArgument).
-Message DecodeFrames(const std::vector<zmq::message_t>& frames, size_t first);
+// Tensor frames at least this big whose bytes sit at Tensor::kMinAdoptedAlignment
+// are not copied: the tensor keeps libzmq's frame (allocated for it alone).
+// Smaller frames may share libzmq's receive batch buffer and are copied.
+inline constexpr size_t kAdoptFrameMinBytes = size_t{64} << 10;
+
+// Decodes frames[first...] (validated; throws kInvalidArgument). Large tensor
+// frames are moved into their tensors (see kAdoptFrameMinBytes).
+Message DecodeFrames(std::vector<zmq::message_t>& frames, size_t first);
 
 class Wakeup;
 // Waits until a socket's ZMQ_FD or `wakeup` is readable, or `timeout_ms`

@@ -33,7 +33,7 @@ Tensor& OpKernelContext::forward_input_or_allocate_output(int input, int output,
   Tensor& in = *inputs_[input];
   if (forwardable_ && forwardable_[input] && in.dtype() == node_.output_dtype(output) &&
       in.NumElements() == shape.NumElements() && in.buffer_use_count() == 1 &&
-      in.allocator() == device_.allocator()) {
+      in.allocator() == device_.allocator() && !in.adopted()) {
     // The slot that held the input is dead after this node: take its buffer.
     // `in` still refers to the same bytes, so the kernel may read it while writing.
     outputs_[output] = in.Reshaped(shape);

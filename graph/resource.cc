@@ -26,6 +26,9 @@ void Variable::Assign(Tensor value, bool validate_shape) {
   if (validate_shape && !shape_.IsCompatibleWith(value.shape()))
     Fail(Code::kInvalidArgument, "variable '", name_, "' has shape ", shape_.ToString(),
          ", cannot assign ", value.SummaryString(), " (set validate_shape=false to allow)");
+  // A variable is updated in place, and in-place kernels are only ever given
+  // allocator memory: a value over received bytes is copied once, here.
+  if (value.adopted()) value = value.Clone();
   std::lock_guard<std::mutex> lock(mu_);
   value_ = std::move(value);
 }

@@ -8,7 +8,15 @@ namespace dflow {
 Buffer::Buffer(Allocator* allocator, size_t bytes)
     : allocator_(allocator), bytes_(bytes), data_(allocator->Allocate(bytes)) {}
 
-Buffer::~Buffer() { allocator_->Deallocate(data_, bytes_); }
+Buffer::Buffer(void* data, size_t bytes, std::function<void()> release)
+    : allocator_(CpuAllocator()), bytes_(bytes), data_(data), release_(std::move(release)) {}
+
+Buffer::~Buffer() {
+  if (release_)
+    release_();
+  else
+    allocator_->Deallocate(data_, bytes_);
+}
 
 Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
     : dtype_(dtype), shape_(std::move(shape)) {
@@ -17,6 +25,20 @@ Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
                 shape_.ToString());
   num_elements_ = shape_.NumElements();
   buffer_ = std::make_shared<Buffer>(allocator, TotalBytes());
+}
+
+Tensor Tensor::Adopt(DType dtype, Shape shape, void* data, std::function<void()> release) {
+  DFLOW_REQUIRE(dtype != DType::kInvalid, "cannot adopt bytes as a tensor of invalid dtype");
+  DFLOW_REQUIRE(shape.IsFullyDefined(), "cannot adopt bytes as a tensor of partially known shape ",
+                shape.ToString());
+  DFLOW_REQUIRE(reinterpret_cast<uintptr_t>(data) % kMinAdoptedAlignment == 0, "Tensor::Adopt: ",
+                "the bytes at ", data, " are not aligned to ", kMinAdoptedAlignment);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = t.shape_.NumElements();
+  t.buffer_ = std::make_shared<Buffer>(data, t.TotalBytes(), std::move(release));
+  return t;
 }
 
 Tensor Tensor::Zeros(DType dtype, Shape shape, Allocator* allocator) {

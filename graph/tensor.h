@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,6 +21,10 @@ namespace dflow {
 class Buffer {
  public:
   Buffer(Allocator* allocator, size_t bytes);
+  // Adopts host memory that something else allocated (a received network
+  // frame): `release` runs instead of a Deallocate. allocator() is then
+  // CpuAllocator(), which never counted these bytes.
+  Buffer(void* data, size_t bytes, std::function<void()> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -27,11 +32,13 @@ class Buffer {
   void* data() const { return data_; }
   size_t size() const { return bytes_; }
   Allocator* allocator() const { return allocator_; }
+  bool adopted() const { return static_cast<bool>(release_); }
 
  private:
   Allocator* allocator_;
   size_t bytes_;
   void* data_;
+  std::function<void()> release_;  // set for adopted memory
 };
 
 class Tensor {
@@ -41,6 +48,13 @@ class Tensor {
   Tensor(DType dtype, Shape shape, Allocator* allocator = CpuAllocator());
 
   static Tensor Zeros(DType dtype, Shape shape, Allocator* allocator = CpuAllocator());
+  // A tensor over host bytes it does not own (exactly TotalBytes() of them at
+  // `data`); `release` runs when the last handle goes. `data` need only be
+  // aligned to kMinAdoptedAlignment, not Allocator::kAlignment: CPU kernels
+  // load and store unaligned, and their results never depend on where the
+  // bytes are (tests/ops/op_test_util.cc runs every op test both ways).
+  static constexpr size_t kMinAdoptedAlignment = 8;
+  static Tensor Adopt(DType dtype, Shape shape, void* data, std::function<void()> release);
   template <typename T>
   static Tensor Scalar(T value) {
     Tensor t(kDTypeOf<T>, Shape{});
@@ -101,6 +115,8 @@ class Tensor {
   // How many Tensor handles share the buffer (copy-on-write uses this).
   long buffer_use_count() const { return buffer_.use_count(); }
   Allocator* allocator() const { return buffer_ ? buffer_->allocator() : nullptr; }
+  // Over bytes from Adopt (maybe not 64-byte aligned): read, never written in place.
+  bool adopted() const { return buffer_ && buffer_->adopted(); }
 
   // "float32[2,3]"
   std::string SummaryString() const;

@@ -61,11 +61,25 @@ struct MinReducer {
 template <typename T> using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T> using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// x[0, n) folded into one value (n > 0).
+// x[0, n) folded into one value (n > 0). Floats are folded in an order fixed
+// by the indices alone: kLanes running values (lane l takes x[l], x[l +
+// kLanes], ...), then the lanes in order. (Eigen's redux starts its vector
+// loop at the first 64-byte aligned element, so its sum depends on where x
+// sits, and a tensor received over the network sits elsewhere than one from
+// the allocator.)
 template <typename T, typename R>
 T ReduceContiguous(const T* x, int64_t n) {
   if constexpr (std::is_floating_point_v<T>) {
-    return ConstVec<T>(x, n).redux(typename R::template EigenOp<T>());
+    constexpr int64_t kLanes = 128 / sizeof(T);  // two vector registers' worth
+    T acc[kLanes];
+    std::fill(acc, acc + kLanes, R::template Identity<T>());
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] = R::Apply(acc[l], x[i + l]);
+    for (int64_t l = 0; i + l < n; ++l) acc[l] = R::Apply(acc[l], x[i + l]);
+    T result = acc[0];
+    for (int64_t l = 1; l < kLanes; ++l) result = R::Apply(result, acc[l]);
+    return result;
   } else {
     T result = R::template Identity<T>();
     for (int64_t i = 0; i < n; ++i) result = R::Apply(result, x[i]);

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -86,6 +87,53 @@ TEST_CASE("a large tensor crosses in one piece", "[zmq]") {
   Tensor sent = request.tensors[0].value;
   Message reply = channel.CallAndWait(std::move(request));
   testing::ExpectEqual(reply.tensors.at(0).value, sent);
+}
+
+// Frames as a receiving socket holds them: header, text, table, then one per tensor.
+std::vector<zmq::message_t> FramesOf(const Message& message) {
+  std::vector<zmq::message_t> frames;
+  for (OutFrame& frame : EncodeMessage(message)) {
+    if (!frame.tensor.valid()) {
+      frames.emplace_back(frame.bytes.data(), frame.bytes.size());
+      continue;
+    }
+    frames.emplace_back(frame.tensor.raw_data(), frame.tensor.TotalBytes());  // libzmq's own copy
+  }
+  return frames;
+}
+
+TEST_CASE("large received tensors keep their frame's bytes; small ones are copied", "[zmq]") {
+  Message message = Text("two");
+  Tensor large = testing::RandomTensor(DType::kFloat32, Shape({kAdoptFrameMinBytes / 4}), 1);
+  Tensor small = testing::RandomTensor(DType::kFloat32, Shape({kAdoptFrameMinBytes / 4 - 1}), 2);
+  message.tensors = {{"large", large}, {"small", small}};
+  std::vector<zmq::message_t> frames = FramesOf(message);
+  const void* large_bytes = frames[3].data();
+  const void* small_bytes = frames[4].data();
+  REQUIRE(reinterpret_cast<uintptr_t>(large_bytes) % Tensor::kMinAdoptedAlignment == 0);
+  Message decoded = DecodeFrames(frames, 0);
+  frames.clear();  // the adopted frame lives on in its tensor
+  REQUIRE(decoded.tensors.size() == 2);
+  CHECK(decoded.tensors[0].value.raw_data() == large_bytes);
+  CHECK(decoded.tensors[0].value.adopted());
+  CHECK(decoded.tensors[1].value.raw_data() != small_bytes);
+  CHECK_FALSE(decoded.tensors[1].value.adopted());
+  testing::ExpectEqual(decoded.tensors[0].value, large);
+  testing::ExpectEqual(decoded.tensors[1].value, small);
+}
+
+TEST_CASE("a frame whose bytes are not 8-aligned is copied, not adopted", "[zmq]") {
+  Message message = Text("odd");
+  Tensor large = testing::RandomTensor(DType::kUInt8, Shape({int64_t(kAdoptFrameMinBytes) + 3}), 3);
+  message.tensors = {{"t", large}};
+  std::vector<zmq::message_t> frames = FramesOf(message);
+  // A frame over a block of our own, at an odd address.
+  std::vector<char> block(large.TotalBytes() + 1);
+  std::memcpy(block.data() + 1, large.raw_data(), large.TotalBytes());
+  frames[3] = zmq::message_t(block.data() + 1, large.TotalBytes(), nullptr, nullptr);
+  Message decoded = DecodeFrames(frames, 0);
+  CHECK_FALSE(decoded.tensors.at(0).value.adopted());
+  testing::ExpectEqual(decoded.tensors[0].value, large);
 }
 
 TEST_CASE("a request past its deadline fails naming the task", "[zmq]") {

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "graph/resource.h"
 #include "graph/tensor.h"
 #include "tests/ops/op_test_util.h"
 
@@ -291,4 +292,54 @@ TEST_CASE("the host allocator counts bytes, allocations and the peak", "[core]")
   // Odd sizes are still aligned.
   Tensor odd(DType::kUInt8, {3});
   CHECK(reinterpret_cast<uintptr_t>(odd.raw_data()) % Allocator::kAlignment == 0);
+}
+
+TEST_CASE("Adopt wraps foreign bytes and releases them once, with the last handle", "[core]") {
+  alignas(64) static float storage[6] = {1, 2, 3, 4, 5, 6};
+  int released = 0;
+  int64_t in_use = CpuAllocator()->stats().bytes_in_use;
+  {
+    Tensor t = Tensor::Adopt(DType::kFloat32, Shape({2, 3}), storage, [&] { ++released; });
+    CHECK(t.raw_data() == storage);
+    CHECK(t.TotalBytes() == sizeof(storage));
+    CHECK(t.adopted());
+    CHECK(t.allocator() == CpuAllocator());  // host memory, as kernels and Clone see it
+    CHECK(CpuAllocator()->stats().bytes_in_use == in_use);  // never counted as allocated
+    Tensor shared = t.Reshaped(Shape({6}));
+    t = Tensor();
+    CHECK(released == 0);
+    CHECK(shared.flat<float>()[5] == 6);
+    Tensor copy = shared.Clone();
+    CHECK_FALSE(copy.adopted());
+    CHECK(copy.Equals(shared));
+  }
+  CHECK(released == 1);
+}
+
+TEST_CASE("Adopt refuses misaligned bytes, invalid dtypes and unknown shapes", "[core]") {
+  alignas(64) static char storage[64] = {};
+  bool released = false;
+  auto release = [&] { released = true; };
+  CHECK_THROWS_WITH(Tensor::Adopt(DType::kFloat32, Shape({2}), storage + 4, release),
+                    Catch::Matchers::Contains("not aligned to 8"));
+  CHECK_THROWS_WITH(Tensor::Adopt(DType::kInvalid, Shape({2}), storage, release),
+                    Catch::Matchers::Contains("invalid dtype"));
+  CHECK_THROWS_WITH(Tensor::Adopt(DType::kFloat32, Shape({-1}), storage, release),
+                    Catch::Matchers::Contains("partially known shape"));
+  CHECK_FALSE(released);  // a refused adoption leaves the bytes to their owner
+  // 8-byte alignment is enough (libzmq's frames sit at 8 mod 16).
+  Tensor t = Tensor::Adopt(DType::kFloat64, Shape({2}), storage + 8, release);
+  CHECK(t.raw_data() == storage + 8);
+}
+
+TEST_CASE("a variable assigned adopted bytes keeps its own aligned copy", "[core]") {
+  alignas(64) static float storage[4] = {1, 2, 3, 4};
+  Tensor received = Tensor::Adopt(DType::kFloat32, Shape({4}), storage, [] {});
+  ResourceStore store;
+  Variable* v = store.LookupOrCreateVariable("v", DType::kFloat32, Shape({4}));
+  v->Assign(received);
+  Tensor held = v->Read();
+  CHECK_FALSE(held.adopted());
+  CHECK_FALSE(held.SharesBufferWith(received));
+  CHECK(held.Equals(received));
 }

@@ -25,8 +25,13 @@ struct OpRun {
 };
 
 // Builds a graph with one node of `run.op` and returns all its outputs. Also
-// checks that each output's run-time shape agrees with the inferred shape.
+// checks that each output's run-time shape agrees with the inferred shape,
+// and, on a CPU, that feeding the same values from bytes 8 bytes past a
+// 64-byte boundary (as tensors received over the network sit) gives the same
+// bits: a kernel's results must never depend on where its inputs are.
 std::vector<Tensor> RunOp(const OpRun& run);
+// One run, the feeds as given or moved to misaligned bytes.
+std::vector<Tensor> RunOpOnce(const OpRun& run, bool misaligned_feeds);
 Tensor RunOp1(const OpRun& run);
 // The common case: every input fed, output 0 returned.
 Tensor Run(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs = {});
