@@ -16,6 +16,7 @@
 #include <Eigen/Core>
 
 #include "graph/kernel.h"
+#include "ops/cpu/channel_products.h"
 #include "ops/reduce.h"
 
 namespace dflow {
@@ -61,16 +62,34 @@ struct MinReducer {
 template <typename T> using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T> using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// x[0, n) folded into one value (n > 0). Floats are folded in an order fixed
-// by the indices alone: kLanes running values (lane l takes x[l], x[l +
-// kLanes], ...), then the lanes in order. (Eigen's redux starts its vector
-// loop at the first 64-byte aligned element, so its sum depends on where x
-// sits, and a tensor received over the network sits elsewhere than one from
-// the allocator.)
+// x[0, n) folded into one value (n > 0), for floats in an order fixed by the
+// indices alone. (Eigen's redux starts its vector loop at the first 64-byte
+// aligned element, so its sum depends on where x sits, and a tensor received
+// over the network sits elsewhere than one from the allocator.) A sum runs
+// four vectors of sums over blocks of four vectors, adds the leftover whole
+// vectors into the first, folds the lanes pairwise and adds the tail; the
+// other folds keep kLanes running values in a plain loop.
 template <typename T, typename R>
 T ReduceContiguous(const T* x, int64_t n) {
-  if constexpr (std::is_floating_point_v<T>) {
-    constexpr int64_t kLanes = 128 / sizeof(T);  // two vector registers' worth
+  if constexpr (std::is_floating_point_v<T> && std::is_same_v<R, SumReducer>) {
+    using cpu::channel_products::Load;
+    constexpr int64_t kVec = cpu::channel_products::kLanes<T>;
+    cpu::channel_products::Vec<T> a0{}, a1{}, a2{}, a3{};
+    int64_t i = 0;
+    for (; i + 4 * kVec <= n; i += 4 * kVec) {
+      a0 += Load(x + i), a1 += Load(x + i + kVec);
+      a2 += Load(x + i + 2 * kVec), a3 += Load(x + i + 3 * kVec);
+    }
+    for (; i + kVec <= n; i += kVec) a0 += Load(x + i);
+    T lanes[kVec];
+    cpu::channel_products::Store(lanes, (a0 + a1) + (a2 + a3));
+    for (int64_t w = kVec / 2; w >= 1; w /= 2)
+      for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+    T sum = lanes[0];
+    for (; i < n; ++i) sum += x[i];
+    return sum;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    constexpr int64_t kLanes = 128 / sizeof(T);
     T acc[kLanes];
     std::fill(acc, acc + kLanes, R::template Identity<T>());
     int64_t i = 0;
