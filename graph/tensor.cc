@@ -18,27 +18,27 @@ Buffer::~Buffer() {
     allocator_->Deallocate(data_, bytes_);
 }
 
-Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
-    : dtype_(dtype), shape_(std::move(shape)) {
-  DFLOW_REQUIRE(dtype != DType::kInvalid, "cannot create a tensor of invalid dtype");
-  DFLOW_REQUIRE(shape_.IsFullyDefined(), "cannot create a tensor of partially known shape ",
-                shape_.ToString());
-  num_elements_ = shape_.NumElements();
+Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator) {
+  SetDTypeAndShape(dtype, std::move(shape));
   buffer_ = std::make_shared<Buffer>(allocator, TotalBytes());
 }
 
 Tensor Tensor::Adopt(DType dtype, Shape shape, void* data, std::function<void()> release) {
-  DFLOW_REQUIRE(dtype != DType::kInvalid, "cannot adopt bytes as a tensor of invalid dtype");
-  DFLOW_REQUIRE(shape.IsFullyDefined(), "cannot adopt bytes as a tensor of partially known shape ",
-                shape.ToString());
   DFLOW_REQUIRE(reinterpret_cast<uintptr_t>(data) % kMinAdoptedAlignment == 0, "Tensor::Adopt: ",
                 "the bytes at ", data, " are not aligned to ", kMinAdoptedAlignment);
   Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.num_elements_ = t.shape_.NumElements();
+  t.SetDTypeAndShape(dtype, std::move(shape));
   t.buffer_ = std::make_shared<Buffer>(data, t.TotalBytes(), std::move(release));
   return t;
+}
+
+void Tensor::SetDTypeAndShape(DType dtype, Shape shape) {
+  DFLOW_REQUIRE(dtype != DType::kInvalid, "cannot create a tensor of invalid dtype");
+  DFLOW_REQUIRE(shape.IsFullyDefined(), "cannot create a tensor of partially known shape ",
+                shape.ToString());
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  num_elements_ = shape_.NumElements();
 }
 
 Tensor Tensor::Zeros(DType dtype, Shape shape, Allocator* allocator) {

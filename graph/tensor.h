@@ -127,6 +127,8 @@ class Tensor {
 
  private:
   void CheckDType(DType expected) const;
+  // Checks and sets the dtype and the (fully defined) shape.
+  void SetDTypeAndShape(DType dtype, Shape shape);
 
   DType dtype_ = DType::kInvalid;
   Shape shape_;

@@ -35,19 +35,7 @@ void ExpectSameBits(const Tensor& actual, const Tensor& expected, const std::str
   }
 }
 
-}  // namespace
-
-std::vector<Tensor> RunOp(const OpRun& run) {
-  std::vector<Tensor> outputs = RunOpOnce(run, /*misaligned_feeds=*/false);
-  // Random and state ops may draw or read differently on a second run.
-  const OpDef* def = OpRegistry::Global().Find(run.op);
-  if (run.device.find("CPU") == std::string::npos || !def || def->is_stateful) return outputs;
-  std::vector<Tensor> again = RunOpOnce(run, /*misaligned_feeds=*/true);
-  for (size_t o = 0; o < outputs.size(); ++o)
-    ExpectSameBits(again[o], outputs[o], StrCat(run.op, " output ", o));
-  return outputs;
-}
-
+// One run, the feeds as given or moved to misaligned bytes.
 std::vector<Tensor> RunOpOnce(const OpRun& run, bool misaligned_feeds) {
   Scope root = Scope::NewRootScope();
   std::vector<Input> inputs;
@@ -76,6 +64,19 @@ std::vector<Tensor> RunOpOnce(const OpRun& run, bool misaligned_feeds) {
     CHECK(node->output_shape(o).IsCompatibleWith(outputs[o].shape()));
     CHECK(outputs[o].dtype() == node->output_dtype(o));
   }
+  return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> RunOp(const OpRun& run) {
+  std::vector<Tensor> outputs = RunOpOnce(run, /*misaligned_feeds=*/false);
+  // Random and state ops may draw or read differently on a second run.
+  const OpDef* def = OpRegistry::Global().Find(run.op);
+  if (run.device.find("CPU") == std::string::npos || !def || def->is_stateful) return outputs;
+  std::vector<Tensor> again = RunOpOnce(run, /*misaligned_feeds=*/true);
+  for (size_t o = 0; o < outputs.size(); ++o)
+    ExpectSameBits(again[o], outputs[o], StrCat(run.op, " output ", o));
   return outputs;
 }
 

@@ -30,8 +30,6 @@ struct OpRun {
 // 64-byte boundary (as tensors received over the network sit) gives the same
 // bits: a kernel's results must never depend on where its inputs are.
 std::vector<Tensor> RunOp(const OpRun& run);
-// One run, the feeds as given or moved to misaligned bytes.
-std::vector<Tensor> RunOpOnce(const OpRun& run, bool misaligned_feeds);
 Tensor RunOp1(const OpRun& run);
 // The common case: every input fed, output 0 returned.
 Tensor Run(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs = {});
