@@ -1,19 +1,20 @@
 // Send/Recv between two processes on loopback, side by side with raw ZeroMQ.
-// The parent spawns itself as the peer ("--peer PORT"). For each tensor size
-// it measures, alternating in one run:
-//   dflow: the consumer's ZmqRendezvous::RecvAsync asks the producer's task
-//          for each key (16 requests in flight, each done callback starting
-//          the next, as a step's Recvs are all started at once); the
-//          producer's Send put the tensor into its own table; the reply
-//          carries the raw bytes, which the received tensor keeps (from 64 KB
-//          up; smaller ones are copied).
+// The parent spawns itself as the peer ("--peer PORT"); each process is one
+// task with a MessageServer, a ZmqRendezvous and a Channel to the other. For
+// each tensor size it measures, alternating in one run:
+//   dflow: the parent starts RecvAsync for every key (as a step's Recvs all
+//          start at once), then the peer's rendezvous Sends them all: each
+//          is pushed at once, as one SendTensor message whose tensor frame
+//          is sent from the tensor's buffer, and the received tensor keeps
+//          the frame's bytes (from 64 KB up; smaller ones are copied);
 //   raw:   the peer PUSHes the same bytes (zero-copy, from one buffer) to a PULL.
-// And small-tensor round-trip latency, sequential: RecvAsync of a 4-byte
-// tensor, the next started from the done callback (the thread the tensor
-// arrives on), against raw REQ/REP of 4 bytes (the next sent by the thread
-// that received the reply). Two more figures explain the gap: the tensor
-// handed to a waiting thread instead (as the executor hands a Recv's
-// completion to its pool), and an empty request through Channel alone.
+// And small-tensor round-trip latency, sequential: a 4-byte tensor Sent to
+// the peer, whose Recv callback Sends one back, the next started from the
+// parent's Recv callback (the thread the tensor arrives on), against raw
+// REQ/REP of 4 bytes (the next sent by the thread that received the reply).
+// Two more figures explain the gap: the tensor handed to a waiting thread
+// instead (as the executor hands a Recv's completion to its pool), and an
+// empty request and reply through Channel and MessageServer.
 // Prints medians of 7 runs (alternating which side goes first) and the
 // median and range of the per-run ratios.
 // `bench_zmq_sendrecv PORT bandwidth` (or `latency`) runs one part alone.
@@ -44,10 +45,9 @@ namespace {
 
 const std::string kPeerTask = "/job:bench/replica:0/task:0";
 const std::string kPeerDevice = kPeerTask + "/device:CPU:0";
-const std::string kHereDevice = "/job:bench/replica:0/task:1/device:CPU:0";
-
-// Tensor names carry their byte size: "<bytes>:<run>:<i>".
-size_t BytesOfName(const std::string& name) { return std::stoull(name.substr(0, name.find(':'))); }
+const std::string kHereTask = "/job:bench/replica:0/task:1";
+const std::string kHereDevice = kHereTask + "/device:CPU:0";
+constexpr int64_t kIncarnation = 1;  // both tasks'
 
 Tensor BytesTensor(size_t bytes) {
   Tensor t(DType::kUInt8, Shape({static_cast<int64_t>(bytes)}));
@@ -55,63 +55,96 @@ Tensor BytesTensor(size_t bytes) {
   return t;
 }
 
-// The peer: serves RecvTensor from its rendezvous (Sending each key first,
-// as its producer would have: one tensor per size, shared like the raw
-// side's one buffer), raw PUSH on demand, and REQ/REP pings.
+RendezvousKey Key(const std::string& from, const std::string& to, const std::string& name, int64_t step) {
+  return {from, kIncarnation, to, name, step};
+}
+
+// One task of the bench: its server delivers the tensors pushed to it into
+// its rendezvous, whose Sends go to the other task through `channel`.
+struct Task {
+  Channel channel;
+  std::shared_ptr<ZmqRendezvous> rendezvous;
+  MessageServer server;
+  Task(const std::string& name, int port, int other_port)
+      : channel("other task", StrCat("127.0.0.1:", other_port)),
+        rendezvous(std::make_shared<ZmqRendezvous>(name, kIncarnation,
+                                                   [this](const std::string&) -> Channel& { return channel; })),
+        server(StrCat("127.0.0.1:", port), [this](Message message, MessageServer::Respond respond) {
+          if (message.type != MessageType::kSendTensor) return respond(Message());  // a bare round trip
+          rendezvous->DeliverFromPeer(KeyFromWire(message.text), std::move(message.tensors.at(0).value));
+        }) {}
+  ~Task() { server.Stop(); }  // no delivery into a rendezvous being destroyed
+};
+
+// The peer echoes `count` pings: each ping's Recv callback Sends its pong
+// and starts the next Recv.
+struct Echo {
+  Task& task;
+  std::string tag;
+  int count, run;
+  int next = 0;
+  void StartNext() {
+    if (next == count) return delete this;
+    std::string name = StrCat(tag, ":", run, ":", next++);
+    task.rendezvous->RecvAsync(Key(kHereDevice, kPeerDevice, "ping" + name, run),
+                               [this, name](std::optional<Error> error, Tensor value) {
+                                 if (error) std::abort();
+                                 task.rendezvous->Send(Key(kPeerDevice, kHereDevice, "pong" + name, run), value);
+                                 StartNext();
+                               });
+  }
+};
+
+// The peer: pushes tensors on demand (through its rendezvous, or raw), echoes
+// pings, and answers REQ/REP pings. Commands come on a REP socket.
 int RunPeer(int port) {
-  std::map<size_t, Tensor> tensors;  // by byte size; only the server thread uses it
-  auto rendezvous = std::make_shared<ZmqRendezvous>(kPeerTask, 1, [](const std::string&) -> Channel& {
-    Fail(Code::kInternal, "the bench peer receives nothing");
-  });
-  MessageServer server(StrCat("127.0.0.1:", port), [&](Message request, MessageServer::Respond respond) {
-    if (request.type == MessageType::kGetStatus) return respond(Message());  // a bare round trip
-    RendezvousKey key = KeyFromWire(request.text);
-    size_t bytes = BytesOfName(key.tensor_name);
-    if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
-    rendezvous->Send(key, tensors[bytes]);
-    rendezvous->ServeRecv(key, [respond](std::optional<Error> error, Tensor value) {
-      Message reply;
-      reply.tensors.push_back({"t", std::move(value)});
-      respond(std::move(reply));
-    });
-  });
+  Task task(kPeerTask, port, port + 3);
   zmq::socket_t control(ZmqContext(), zmq::socket_type::rep), push(ZmqContext(), zmq::socket_type::push);
   control.bind(StrCat("tcp://127.0.0.1:", port + 1));
   push.bind(StrCat("tcp://127.0.0.1:", port + 2));
   std::vector<char> buffer(size_t{64} << 20, 7);
+  std::map<size_t, Tensor> tensors;  // one per size, shared like the raw side's one buffer
   while (true) {
     zmq::message_t request;
     (void)control.recv(request);
     std::string text = request.to_string();
     if (text == "quit") break;
-    if (!text.starts_with("push ")) {  // a ping: echo it
+    char verb[16] = {}, tag[16] = {};
+    size_t bytes = 0, count = 0;
+    int run = 0;
+    if (text.starts_with("echo ")) {  // echo COUNT RUN TAG
+      std::sscanf(text.c_str(), "%15s %zu %d %15s", verb, &count, &run, tag);
+      (new Echo{task, tag, static_cast<int>(count), run})->StartNext();
+    } else if (text.starts_with("push ") || text.starts_with("send ")) {  // push|send BYTES COUNT RUN
+      std::sscanf(text.c_str(), "%15s %zu %zu %d", verb, &bytes, &count, &run);
+    } else {  // a ping: echo it
       control.send(request, zmq::send_flags::none);
       continue;
     }
-    size_t bytes = 0, count = 0;
-    std::sscanf(text.c_str(), "push %zu %zu", &bytes, &count);
     control.send(zmq::str_buffer("ok"), zmq::send_flags::none);
-    for (size_t i = 0; i < count; ++i) {
-      zmq::message_t frame(buffer.data(), bytes, nullptr, nullptr);  // zero-copy
-      push.send(frame, zmq::send_flags::none);
+    if (text.starts_with("push "))
+      for (size_t i = 0; i < count; ++i) {
+        zmq::message_t frame(buffer.data(), bytes, nullptr, nullptr);  // zero-copy
+        push.send(frame, zmq::send_flags::none);
+      }
+    if (text.starts_with("send ")) {
+      if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
+      for (size_t i = 0; i < count; ++i)
+        task.rendezvous->Send(Key(kPeerDevice, kHereDevice, StrCat(bytes, ":", i), run), tensors[bytes]);
     }
   }
   control.send(zmq::str_buffer("bye"), zmq::send_flags::none);
   return 0;
 }
 
-struct Peer {
-  int port;
+struct Parent {
+  Task task;
   zmq::socket_t control{ZmqContext(), zmq::socket_type::req};
   zmq::socket_t pull{ZmqContext(), zmq::socket_type::pull};
-  Channel channel;
-  std::shared_ptr<ZmqRendezvous> rendezvous;
 
-  explicit Peer(int p) : port(p), channel(kPeerTask, StrCat("127.0.0.1:", p)) {
+  explicit Parent(int port) : task(kHereTask, port + 3, port) {
     control.connect(StrCat("tcp://127.0.0.1:", port + 1));
     pull.connect(StrCat("tcp://127.0.0.1:", port + 2));
-    rendezvous = std::make_shared<ZmqRendezvous>("/job:bench/replica:0/task:1", 1,
-                                                 [this](const std::string&) -> Channel& { return channel; });
   }
   std::string Ask(const std::string& text) {
     control.send(zmq::buffer(text), zmq::send_flags::none);
@@ -121,98 +154,93 @@ struct Peer {
   }
 };
 
-double RawBandwidth(Peer& peer, size_t bytes, size_t count) {
+double RawBandwidth(Parent& parent, size_t bytes, size_t count) {
   auto start = Clock::now();
-  peer.Ask(StrCat("push ", bytes, " ", count));
+  parent.Ask(StrCat("push ", bytes, " ", count));
   for (size_t i = 0; i < count; ++i) {
     zmq::message_t frame;
-    (void)peer.pull.recv(frame);
+    (void)parent.pull.recv(frame);
   }
   return bytes * count / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// `count` RecvAsync calls with at most `window` in flight; each callback starts the next.
-struct Pipeline {
-  Peer& peer;
-  size_t bytes, count;
-  int run;
-  std::atomic<size_t> started{0};
+// `count` Recvs waiting, then the peer Sends them all.
+double DflowBandwidth(Parent& parent, size_t bytes, size_t count, int run) {
   std::atomic<size_t> finished{0};
   std::promise<void> all_done;
-  void StartNext() {
-    size_t i = started.fetch_add(1);
-    if (i >= count) return;
-    RendezvousKey key{kPeerDevice, 1, kHereDevice, StrCat(bytes, ":", run, ":", i), run};
-    peer.rendezvous->RecvAsync(key, [this](std::optional<Error> error, Tensor value) {
-      if (error || value.TotalBytes() != bytes) std::abort();
-      value = Tensor();  // free the block before asking for the next one
-      if (finished.fetch_add(1) + 1 == count) return all_done.set_value();
-      StartNext();
-    });
-  }
-};
-
-double DflowBandwidth(Peer& peer, size_t bytes, size_t count, int run, size_t window = 16) {
-  Pipeline pipeline{peer, bytes, count, run};
   auto start = Clock::now();
-  for (size_t i = 0; i < window; ++i) pipeline.StartNext();
-  pipeline.all_done.get_future().wait();
+  for (size_t i = 0; i < count; ++i)
+    parent.task.rendezvous->RecvAsync(Key(kPeerDevice, kHereDevice, StrCat(bytes, ":", i), run),
+                                      [&, bytes, count](std::optional<Error> error, Tensor value) {
+                                        if (error || value.TotalBytes() != bytes) std::abort();
+                                        value = Tensor();  // free the block before the next one comes
+                                        if (finished.fetch_add(1) + 1 == count) all_done.set_value();
+                                      });
+  parent.Ask(StrCat("send ", bytes, " ", count, " ", run));
+  all_done.get_future().wait();
   return bytes * count / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double RawLatencyUs(Peer& peer, int count) {
+double RawLatencyUs(Parent& parent, int count) {
   auto start = Clock::now();
-  for (int i = 0; i < count; ++i) peer.Ask("ping");
+  for (int i = 0; i < count; ++i) parent.Ask("ping");
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
 }
 
-// Sequential: each Recv is started from the previous one's done callback.
-struct LatencyChain {
-  Peer& peer;
+// Sequential ping-pongs: each ping is Sent from the previous pong's Recv callback.
+struct PingChain {
+  Parent& parent;
+  std::string tag;
   int count, run;
   int next = 0;
   std::promise<void> all_done;
   void StartNext() {
     if (next == count) return all_done.set_value();
-    RendezvousKey key{kPeerDevice, 1, kHereDevice, StrCat(4, ":l", run, ":", next++), run};
-    peer.rendezvous->RecvAsync(key, [this](std::optional<Error> error, Tensor) {
+    std::string name = StrCat(tag, ":", run, ":", next++);
+    ZmqRendezvous& rendezvous = *parent.task.rendezvous;
+    rendezvous.RecvAsync(Key(kPeerDevice, kHereDevice, "pong" + name, run), [this](std::optional<Error> error, Tensor) {
       if (error) std::abort();
       StartNext();
     });
+    rendezvous.Send(Key(kHereDevice, kPeerDevice, "ping" + name, run), Tensor::Scalar<float>(1));
   }
 };
 
-double DflowLatencyUs(Peer& peer, int count, int run) {
+double DflowLatencyUs(Parent& parent, int count, int run) {
+  parent.Ask(StrCat("echo ", count, " ", run, " l"));
   auto start = Clock::now();
-  LatencyChain chain{peer, count, run};
+  PingChain chain{parent, "l", count, run};
   chain.StartNext();
   chain.all_done.get_future().wait();
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
 }
 
-// The same, but each tensor goes from the done callback to the thread that
-// waits for it.
-double DflowHandedLatencyUs(Peer& peer, int count, int run) {
+// The same, but each pong goes from the Recv callback to the thread that
+// waits for it, which Sends the next ping.
+double DflowHandedLatencyUs(Parent& parent, int count, int run) {
+  parent.Ask(StrCat("echo ", count, " ", run, " w"));
+  ZmqRendezvous& rendezvous = *parent.task.rendezvous;
   auto start = Clock::now();
   for (int i = 0; i < count; ++i) {
     std::promise<void> done;
-    RendezvousKey key{kPeerDevice, 1, kHereDevice, StrCat(4, ":w", run, ":", i), run};
-    peer.rendezvous->RecvAsync(key, [&](std::optional<Error> error, Tensor) {
+    std::string name = StrCat("w:", run, ":", i);
+    rendezvous.RecvAsync(Key(kPeerDevice, kHereDevice, "pong" + name, run), [&](std::optional<Error> error, Tensor) {
       if (error) std::abort();
       done.set_value();
     });
+    rendezvous.Send(Key(kHereDevice, kPeerDevice, "ping" + name, run), Tensor::Scalar<float>(1));
     done.get_future().wait();
   }
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
 }
 
 // The transport alone: an empty request and reply through Channel and MessageServer.
-double ChannelLatencyUs(Peer& peer, int count) {
+double ChannelLatencyUs(Parent& parent, int count) {
   auto start = Clock::now();
   for (int i = 0; i < count; ++i) {
     Message request;
     request.type = MessageType::kGetStatus;
-    peer.channel.CallAndWait(std::move(request));
+    parent.task.channel.CallAndWait(std::move(request));
   }
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
 }
@@ -243,7 +271,7 @@ int main(int argc, char** argv) {
   // An optional second argument runs one part alone (for profiling).
   std::string part = argc > 2 ? argv[2] : "all";
   pid_t child = SpawnPeer(argv[0], port);
-  Peer peer(port);
+  Parent peer(port);
   constexpr int kRuns = 7;
   if (part != "latency")
     std::printf("%-10s %14s %14s %14s\n", "tensor", "dflow MB/s", "raw MB/s", "ratio (runs)");

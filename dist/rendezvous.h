@@ -4,10 +4,10 @@
 // its Recv, or a Recv callback waiting for its tensor.
 #pragma once
 
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "graph/rendezvous.h"
 
@@ -38,7 +38,7 @@ class LocalRendezvous final : public Rendezvous {
   };
 
   mutable std::mutex mu_;
-  std::map<std::string, Slot> slots_;
+  std::unordered_map<std::string, Slot> slots_;  // by key.ToString()
   std::optional<Error> abort_error_;
 };
 

@@ -172,7 +172,7 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kRunStep: return "RunStep";
     case MessageType::kAbortStep: return "AbortStep";
     case MessageType::kCleanupStep: return "CleanupStep";
-    case MessageType::kRecvTensor: return "RecvTensor";
+    case MessageType::kSendTensor: return "SendTensor";
     case MessageType::kDeregisterGraph: return "DeregisterGraph";
     case MessageType::kHeartbeat: return "Heartbeat";
     case MessageType::kLinkMessage: return "LinkMessage";

@@ -19,7 +19,7 @@
 namespace dflow::dist {
 
 inline constexpr uint32_t kWireMagic = 0x574c4644;  // "DFLW" little-endian
-inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint16_t kWireVersion = 2;  // 2: tensors are pushed (SendTensor), not asked for
 inline constexpr size_t kHeaderBytes = 36;
 // Limits a decoder enforces; ZMQ_MAXMSGSIZE caps each frame at kMaxFrameBytes.
 inline constexpr int64_t kMaxFrameBytes = int64_t{1} << 32;  // 4 GiB
@@ -36,7 +36,7 @@ enum class MessageType : uint16_t {
   kRunStep = 5,        // run registered graphs for one step, feeds in, fetches out
   kAbortStep = 6,      // fail a step's rendezvous on this task
   kCleanupStep = 7,    // forget a finished step's rendezvous
-  kRecvTensor = 8,     // a rendezvous key -> the tensor, once it was sent
+  kSendTensor = 8,     // a _Send's tensor for the _Recv's task; text = the key; no reply
   kDeregisterGraph = 9,
   kHeartbeat = 10,
   kLinkMessage = 11,   // collectives' point-to-point bytes: text = tag, tensors from, bytes

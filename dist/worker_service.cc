@@ -137,7 +137,7 @@ void WorkerService::Handle(Message request, MessageServer::Respond respond, cons
     case MessageType::kRegisterGraph: return RegisterGraphOffIoThread(std::move(request), std::move(respond));
     case MessageType::kDeregisterGraph: return respond(DeregisterGraph(request));
     case MessageType::kRunStep: return RunStep(request, std::move(respond), client);
-    case MessageType::kRecvTensor: return RecvTensor(request, std::move(respond));
+    case MessageType::kSendTensor: return TensorFromPeer(request);  // no reply: a push
     case MessageType::kAbortStep: return respond(AbortStep(request));
     case MessageType::kCleanupStep: return respond(CleanupStep(request));
     default:
@@ -301,15 +301,19 @@ void WorkerService::FinishStep(StepRun& run) {
   steps_done_.notify_all();
 }
 
-void WorkerService::RecvTensor(const Message& request, MessageServer::Respond respond) {
+// A tensor for a step that was already forgotten (aborted here, then
+// cleaned up, while its sender went on) is dropped. A malformed one throws:
+// the server replies with the error, which the pushing channel drops.
+void WorkerService::TensorFromPeer(Message& request) {
   RendezvousKey key = KeyFromWire(request.text);
-  StepRendezvous(key.step_id)->ServeRecv(key, [respond, name = key.tensor_name](std::optional<Error> error,
-                                                                                Tensor value) {
-    if (error) return respond(Message::ErrorReply(0, *error));
-    Message reply;
-    reply.tensors.push_back({name, std::move(value)});
-    respond(std::move(reply));
-  });
+  if (request.tensors.size() != 1)
+    Fail(Code::kInvalidArgument, "bad SendTensor for ", key.ToString(), ": it carries ",
+         request.tensors.size(), " tensors, not 1");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (forgotten_.count(key.step_id)) return;
+  }
+  StepRendezvous(key.step_id)->DeliverFromPeer(key, std::move(request.tensors[0].value));
 }
 
 Message WorkerService::AbortStep(const Message& request) {
@@ -330,8 +334,18 @@ Message WorkerService::CleanupStep(const Message& request) {
   if (auto it = steps_.find(step_id); it != steps_.end()) {
     finished = std::move(it->second.rendezvous);
     steps_.erase(it);
+    Forget(step_id);
   }
   return Reply();
+}
+
+void WorkerService::Forget(int64_t step_id) {
+  constexpr size_t kRememberForgotten = 4096;
+  if (!forgotten_.insert(step_id).second) return;
+  forgotten_order_.push_back(step_id);
+  if (forgotten_order_.size() <= kRememberForgotten) return;
+  forgotten_.erase(forgotten_order_.front());
+  forgotten_order_.pop_front();
 }
 
 void WorkerService::WatchClients(std::shared_ptr<const ConnectionLiveness> liveness) {
@@ -361,7 +375,7 @@ std::optional<std::string> WorkerService::WhyReap(int64_t step_id, const StepSta
                                                   Clock::time_point now) const {
   if (!step.run_came) {
     if (now - step.created <= std::chrono::milliseconds(step_timeout_ms_)) return std::nullopt;
-    return StrCat("step ", step_id, " was aborted: peers asked for its tensors but its RunStep did not come within ",
+    return StrCat("step ", step_id, " was aborted: peers sent it tensors but its RunStep did not come within ",
                   step_timeout_ms_, " ms (the step timeout; its client may have died)");
   }
   if (!clients_ || step.client.empty()) return std::nullopt;  // nobody to watch
@@ -384,6 +398,7 @@ void WorkerService::ReapAbandonedSteps() {
         continue;
       }
       reaped.emplace_back(std::move(it->second.rendezvous), std::move(*why));
+      Forget(it->first);
       it = steps_.erase(it);
     }
   }

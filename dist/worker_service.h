@@ -1,18 +1,20 @@
 // What a worker task does for its clients and peers (`dflow server`): it
 // keeps partition graphs registered by clients (graphs only: no code travels,
 // and only registered ops run), runs steps of them on its devices with one
-// ZmqRendezvous per step, serves its peers' RecvTensor requests, aborts and
-// forgets steps, and keeps its variables between steps (one ResourceStore
+// ZmqRendezvous per step, takes in the tensors its peers push to it, aborts
+// and forgets steps, and keeps its variables between steps (one ResourceStore
 // for the task, as TensorFlow's workers do). A step whose client vanished
 // is aborted and forgotten after the step timeout (see WatchClients).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,10 +47,10 @@ class WorkerService {
   // live client is never silent for long, however long its step runs. Once
   // a step's client (the connection that sent its RunStep) has been silent
   // for the step timeout, by `liveness` (the server's), the step is aborted
-  // (its Recvs fail, here and on the peers asking for its tensors) and
-  // forgotten. A step known only from peers' RecvTensor requests is aborted
-  // when its RunStep has not come within the timeout (its client died
-  // before sending it). Without WatchClients only the second rule applies.
+  // (its Recvs fail) and forgotten. A step known only from tensors its peers
+  // pushed is aborted when its RunStep has not come within the timeout (its
+  // client died before sending it). Without WatchClients only the second
+  // rule applies.
   void WatchClients(std::shared_ptr<const ConnectionLiveness> liveness);
   // Steps whose state this worker keeps (running, or finished and not yet cleaned up).
   size_t num_steps() const;
@@ -65,7 +67,7 @@ class WorkerService {
   // What this task keeps for one step, by step id.
   struct StepState {
     std::shared_ptr<ZmqRendezvous> rendezvous;
-    bool run_came = false;  // RunStep came (else only peers asked for its tensors)
+    bool run_came = false;  // RunStep came (else only peers pushed tensors for it)
     std::string client;     // the connection that sent RunStep, if the handler was told
     Clock::time_point created;
   };
@@ -74,12 +76,14 @@ class WorkerService {
   void RegisterGraphOffIoThread(Message request, MessageServer::Respond respond);
   Message DeregisterGraph(const Message& request);
   void RunStep(const Message& request, MessageServer::Respond respond, const std::string& client);
-  void RecvTensor(const Message& request, MessageServer::Respond respond);
+  void TensorFromPeer(Message& request);
   Message AbortStep(const Message& request);
   Message CleanupStep(const Message& request);
   void FinishStep(StepRun& run);
   // The step's rendezvous, made on first use; `client` given: its RunStep came from it.
   std::shared_ptr<ZmqRendezvous> StepRendezvous(int64_t step_id, const std::string* client = nullptr);
+  // Remembers that a step was forgotten (under mu_), so late tensors do not bring it back.
+  void Forget(int64_t step_id);
   void ReapLoop();
   std::optional<std::string> WhyReap(int64_t step_id, const StepState& step, Clock::time_point now) const;
   void ReapAbandonedSteps();
@@ -98,9 +102,12 @@ class WorkerService {
   mutable std::mutex mu_;
   std::map<int64_t, std::shared_ptr<Executor>> graphs_;  // by handle
   int64_t next_handle_ = 1;
+  // Declared before steps_, so the channels outlive the rendezvous that use them.
+  std::map<std::string, std::unique_ptr<Channel>> peers_;  // by task prefix
   std::map<int64_t, StepState> steps_;  // by step id
+  std::set<int64_t> forgotten_;         // the last kRememberForgotten steps forgotten,
+  std::deque<int64_t> forgotten_order_;  // oldest first
   std::shared_ptr<const ConnectionLiveness> clients_;
-  std::map<std::string, std::unique_ptr<Channel>> peers_;    // by task prefix
   int running_steps_ = 0;  // steps and graph registrations under way
   std::condition_variable steps_done_;
   bool stopping_ = false;                // tells the reaper to end

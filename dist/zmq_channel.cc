@@ -40,30 +40,36 @@ Channel::~Channel() {
 }
 
 // ZMQ_FD is edge-triggered: a send may take in the news that a reply came,
-// and then the fd stays quiet. So after sending, a reply already waiting
-// wakes the I/O thread by hand.
-bool Channel::SendNow(const Message& message) {
-  bool sent, reply_waiting;
+// and then the fd stays quiet. So after sending a request, a reply already
+// waiting wakes the I/O thread by hand. A posted message skips that check
+// (a poll(2) per tensor pushed): what it may hide is at worst a heartbeat's
+// reply, which the I/O thread then reads at its next timeout (100 ms).
+bool Channel::SendNow(const Message& message, bool expect_reply) {
+  bool sent, reply_waiting = false;
   {
     std::lock_guard<std::mutex> lock(socket_mu_);
     sent = SendMessage(socket_, message);
-    reply_waiting = socket_.get(zmq::sockopt::events) & ZMQ_POLLIN;
+    if (expect_reply) reply_waiting = socket_.get(zmq::sockopt::events) & ZMQ_POLLIN;
   }
   if (reply_waiting) wakeup_.Signal();
   return sent;
 }
 
+// Registers `done` under a fresh id; false (and `done` kept) once the channel closed.
+bool Channel::AddPending(uint64_t id, MessageType type, int64_t deadline_ms, Done& done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_) return false;
+  pending_.emplace(id, Pending{type, std::move(done), deadline_ms, Clock::now()});
+  return true;
+}
+
+Error Channel::ClosedError() const {
+  return Error(Code::kCancelled, StrCat("the channel to task ", task_, " is closed"));
+}
+
 void Channel::Call(Message request, Done done) {
   uint64_t id = request.request_id = next_request_id_++;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stop_) {
-      pending_.emplace(id, Pending{request.type, std::move(done), request.deadline_ms, Clock::now()});
-      done = nullptr;
-    }
-  }
-  if (done)
-    return done(Error(Code::kCancelled, StrCat("the channel to task ", task_, " is closed")), {});
+  if (!AddPending(id, request.type, request.deadline_ms, done)) return done(ClosedError(), {});
   std::optional<Error> error;
   try {
     if (!SendNow(request)) error = PeerError(StrCat("cannot queue ", MessageTypeName(request.type), " for"));
@@ -72,6 +78,12 @@ void Channel::Call(Message request, Done done) {
   }
   if (!error) return;
   if (Done failed = TakePending(id)) failed(std::move(error), {});
+}
+
+uint64_t Channel::Watch(MessageType what, Done done) {
+  uint64_t id = next_request_id_++;
+  if (!AddPending(id, what, 0, done)) done(ClosedError(), {});
+  return id;
 }
 
 Message Channel::CallAndWait(Message request) {
@@ -84,12 +96,13 @@ Message Channel::CallAndWait(Message request) {
   return std::move(reply);
 }
 
-void Channel::Post(Message request) {
+bool Channel::Post(Message request) {
+  if (stop_) return false;
   request.request_id = next_request_id_++;
   try {
-    SendNow(request);
+    return SendNow(request, /*expect_reply=*/false);
   } catch (const Error&) {
-    // Nobody waits for a posted message's fate.
+    return false;
   }
 }
 

@@ -5,7 +5,8 @@
 // Every request ends in exactly one call of its callback: the reply, or an
 // error when its deadline passes, when the task stops answering (no message
 // for kHeartbeatTimeoutMs while heartbeats go out every kHeartbeatIntervalMs),
-// or when the channel closes. Errors name the task and its address.
+// or when the channel closes. Errors name the task and its address. A watch
+// is a request that was never sent: it ends by the same errors, or unwatched.
 #pragma once
 
 #include <atomic>
@@ -43,8 +44,16 @@ class Channel {
   void Call(Message request, Done done);
   // Call, then wait: returns the reply, throws its error.
   Message CallAndWait(Message request);
-  // Sends and forgets: the reply, if any, is dropped.
-  void Post(Message request);
+  // Sends and forgets: the reply, if any, is dropped. False when it could
+  // not be queued (the channel is closed, or the message would not encode).
+  bool Post(Message request);
+  // Watches the task without sending anything: `done` is called with the
+  // error a request of type `what` would get once the task has been silent
+  // for the heartbeat timeout (or the channel closes), unless Unwatch(id)
+  // took it first. For a wait on something the task sends by itself.
+  uint64_t Watch(MessageType what, Done done);
+  // Forgets a watch; its `done` is not called afterwards (but may be running).
+  void Unwatch(uint64_t id) { TakePending(id); }
 
   const std::string& task() const { return task_; }
   const std::string& address() const { return address_; }
@@ -61,10 +70,13 @@ class Channel {
   using Clock = std::chrono::steady_clock;
 
   void Loop();
-  // Sends under socket_mu_; false when the socket would block.
-  bool SendNow(const Message& message);
+  // Sends under socket_mu_; false when the socket would block. `expect_reply`:
+  // see whether one already came (ZMQ_FD is edge-triggered; see the .cc).
+  bool SendNow(const Message& message, bool expect_reply = true);
   std::vector<std::vector<zmq::message_t>> ReceiveAll();
+  bool AddPending(uint64_t id, MessageType type, int64_t deadline_ms, Done& done);
   Done TakePending(uint64_t id);
+  Error ClosedError() const;
   void Deliver(Message reply);
   void HeartbeatIfDue(Clock::time_point now);
   void FailExpired(Clock::time_point now);

@@ -1,7 +1,6 @@
 #include "dist/zmq_rendezvous.h"
 
 #include <cstring>
-#include <vector>
 
 #include "dist/cluster.h"
 #include "graph/device.h"
@@ -17,7 +16,7 @@ std::string TaskOfDevice(const std::string& device) {
 
 namespace {
 
-// RecvTensor's key, little-endian: for each string field a u16 length and its
+// SendTensor's key, little-endian: for each string field a u16 length and its
 // bytes, for each number an i64. A fixed layout read field by field (no JSON
 // parser on the path of every tensor; nlohmann's parse was ~9 us of a 4-byte
 // Recv's ~100 us round trip).
@@ -53,12 +52,12 @@ class KeyReader {
     return value;
   }
   void End() {
-    if (at_ != text_.size()) Fail(Code::kInvalidArgument, "bad RecvTensor key: ", text_.size() - at_, " trailing bytes");
+    if (at_ != text_.size()) Fail(Code::kInvalidArgument, "bad rendezvous key: ", text_.size() - at_, " trailing bytes");
   }
 
  private:
   [[noreturn]] void Bad(const char* name, const auto&... what) {
-    Fail(Code::kInvalidArgument, "bad RecvTensor key: field '", name, what...);
+    Fail(Code::kInvalidArgument, "bad rendezvous key: field '", name, what...);
   }
   void Take(void* out, size_t bytes, const char* name) {
     if (text_.size() - at_ < bytes) Bad(name, "' is cut short");
@@ -104,92 +103,72 @@ bool ZmqRendezvous::IsLocal(const std::string& device) const { return device.sta
 ZmqRendezvous::~ZmqRendezvous() {
   AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, ": the step's rendezvous was "
                                                "destroyed while a Recv was waiting")));
+  for (auto& [task, watch] : watches_)
+    if (watch.first) watch.first->Unwatch(watch.second);
 }
 
-void ZmqRendezvous::Send(const RendezvousKey& key, Tensor value) { local_.Send(key, std::move(value)); }
+void ZmqRendezvous::Send(const RendezvousKey& key, Tensor value) {
+  if (IsLocal(key.recv_device)) return local_.Send(key, std::move(value));
+  PushToPeer(key, std::move(value));
+}
+
+void ZmqRendezvous::PushToPeer(const RendezvousKey& key, Tensor value) {
+  if (auto error = local_.abort_error()) throw *error;
+  if (key.send_device_incarnation != incarnation_)
+    Fail(Code::kFailedPrecondition, "task ", task_prefix_, " (incarnation ", incarnation_, ") cannot send ",
+         key.ToString(), ": the key is for incarnation ", key.send_device_incarnation);
+  Message push;
+  push.type = MessageType::kSendTensor;
+  push.text = KeyToWire(key);
+  push.tensors.push_back({"value", std::move(value)});
+  Channel& channel = peers_(TaskOfDevice(key.recv_device));
+  if (channel.Post(std::move(push))) return;
+  Error error(Code::kUnavailable, StrCat("cannot queue ", key.ToString(), " for task ", channel.task(), " at ",
+                                         channel.address()));
+  StartAbort(error);
+  throw *abort_error();
+}
 
 void ZmqRendezvous::RecvAsync(const RendezvousKey& key, RecvDone done) {
-  if (IsLocal(key.send_device)) return local_.RecvAsync(key, std::move(done));
-  RecvFromPeer(key, std::move(done));
+  if (!IsLocal(key.send_device)) WatchPeer(TaskOfDevice(key.send_device));
+  local_.RecvAsync(key, std::move(done));
 }
 
-void ZmqRendezvous::RecvFromPeer(const RendezvousKey& key, RecvDone done) {
-  uint64_t id;
+// One watch per peer task for the rest of the step: its heartbeats failing
+// aborts the step (and so the Recvs waiting for it). A peer that dies after
+// its last tensor came fails the step too, as its own RunStep does.
+void ZmqRendezvous::WatchPeer(const std::string& task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto error = local_.abort_error()) {
-      done(error, Tensor());
-      return;
-    }
-    id = next_remote_++;
-    remote_recvs_.emplace(id, std::move(done));
+    if (!watches_.try_emplace(task, nullptr, 0).second) return;
   }
-  Message request;
-  request.type = MessageType::kRecvTensor;
-  request.text = KeyToWire(key);
-  Channel& channel = peers_(TaskOfDevice(key.send_device));
-  // The reply may come after the step ended and this rendezvous is gone.
+  // Outside the lock: a closed channel calls back at once, and the abort
+  // runs Recv callbacks, which may Recv again.
+  Channel& channel = peers_(task);
   std::weak_ptr<ZmqRendezvous> weak = weak_from_this();
-  channel.Call(std::move(request), [weak, id, key](std::optional<Error> error, Message reply) {
-    std::shared_ptr<ZmqRendezvous> self = weak.lock();
-    if (!self) return;
-    self->OnPeerReply(id, key, std::move(error), std::move(reply));
+  uint64_t id = channel.Watch(MessageType::kSendTensor, [weak](std::optional<Error> error, Message) {
+    if (std::shared_ptr<ZmqRendezvous> self = weak.lock(); self && error) self->AbortFromPeer(*error);
   });
-}
-
-void ZmqRendezvous::OnPeerReply(uint64_t id, const RendezvousKey& key, std::optional<Error> error,
-                                Message reply) {
-  RecvDone waiting = TakeRemote(id);
-  if (!waiting) return;
-  if (!error && reply.tensors.size() != 1)
-    error = Error(Code::kInternal, StrCat("RecvTensor reply for ", key.ToString(), " has ",
-                                          reply.tensors.size(), " tensors"));
-  if (error) {
-    AbortFromPeer(*error);
-    return waiting(local_.abort_error(), Tensor());
-  }
-  waiting(std::nullopt, std::move(reply.tensors[0].value));
-}
-
-Rendezvous::RecvDone ZmqRendezvous::TakeRemote(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = remote_recvs_.find(id);
-  if (it == remote_recvs_.end()) return nullptr;
-  RecvDone done = std::move(it->second);
-  remote_recvs_.erase(it);
-  return done;
+  watches_[task] = {&channel, id};
+}
+
+void ZmqRendezvous::DeliverFromPeer(const RendezvousKey& key, Tensor value) {
+  if (local_.abort_error()) return;  // the step ended here; nobody waits for it
+  try {
+    if (!IsLocal(key.recv_device))
+      Fail(Code::kInvalidArgument, "task ", task_prefix_, " was sent ", key.ToString(),
+           ", which is for another task");
+    local_.Send(key, std::move(value));
+  } catch (const Error& e) {
+    if (!local_.abort_error()) StartAbort(e);
+  }
 }
 
 void ZmqRendezvous::StartAbort(const Error& error) {
   AbortFromPeer(Error(error.code(), StrCat("task ", task_prefix_, ": ", error.message())));
 }
 
-void ZmqRendezvous::AbortFromPeer(const Error& error) {
-  // The local table first, outside our lock (its callbacks may call back
-  // here); a RecvFromPeer that misses the drain below then sees the error.
-  local_.StartAbort(error);
-  std::vector<RecvDone> waiting;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, done] : remote_recvs_) waiting.push_back(std::move(done));
-    remote_recvs_.clear();
-  }
-  std::optional<Error> first = local_.abort_error();
-  for (RecvDone& done : waiting) done(first, Tensor());
-}
-
-void ZmqRendezvous::ServeRecv(const RendezvousKey& key, RecvDone done) {
-  if (!IsLocal(key.send_device))
-    return done(Error(Code::kInvalidArgument, StrCat("task ", task_prefix_, " was asked for ",
-                                                     key.ToString(), ", which another task sends")),
-                Tensor());
-  if (key.send_device_incarnation != incarnation_)
-    return done(Error(Code::kFailedPrecondition,
-                      StrCat("task ", task_prefix_, " was asked for ", key.ToString(),
-                             " of incarnation ", key.send_device_incarnation, ", but it is incarnation ",
-                             incarnation_, " (the task restarted: start a new session)")),
-                Tensor());
-  local_.RecvAsync(key, std::move(done));
-}
+void ZmqRendezvous::AbortFromPeer(const Error& error) { local_.StartAbort(error); }
 
 }  // namespace dflow::dist

@@ -1,10 +1,13 @@
-// The rendezvous of one step on one task of a cluster (TensorFlow's model):
-// a _Send leaves its tensor in this task's own table; a _Recv whose sender is
-// on another task asks that task for the key (a RecvTensor request), and the
-// reply comes once the tensor was sent there. An abort fails what waits here,
-// and reaches other tasks through their failed RecvTensor replies and the
-// client's AbortStep. Errors that start here are tagged with this task, so
-// the client learns each error's origin.
+// The rendezvous of one step on one task of a cluster. A _Send whose _Recv
+// is on this task leaves its tensor in this task's table; one whose _Recv is
+// on another task pushes it there at once (a SendTensor message, no reply),
+// where it waits in that task's table for its Recv. So a tensor crosses the
+// wire as one message, as soon as it exists, and nobody asks for it.
+// Once a Recv waits for another task's tensor, the step watches that task
+// through the channel's heartbeats: if it dies or stops before the step
+// ends, the step aborts here, naming it.
+// Errors that start here are tagged with this task, so the client learns each
+// error's origin; the client's AbortStep carries it to the other tasks.
 #pragma once
 
 #include <functional>
@@ -12,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "dist/rendezvous.h"
 #include "dist/zmq_channel.h"
@@ -21,13 +25,16 @@ namespace dflow::dist {
 // The channel to another task, by its prefix "/job:worker/replica:0/task:1".
 using PeerChannels = std::function<Channel&(const std::string& task_prefix)>;
 
-// Always held by a shared_ptr: a peer's late reply must find it gone, not dangling.
+// Always held by a shared_ptr: a channel's late callback must find it gone,
+// not dangling. The channels must outlive it.
 class ZmqRendezvous final : public Rendezvous,
                             public std::enable_shared_from_this<ZmqRendezvous> {
  public:
   ZmqRendezvous(std::string task_prefix, int64_t incarnation, PeerChannels peers);
   ~ZmqRendezvous() override;
 
+  // Never blocks. A tensor for another task is queued on its channel; one
+  // that cannot be queued aborts the step (and throws, as after an abort).
   void Send(const RendezvousKey& key, Tensor value) override;
   void RecvAsync(const RendezvousKey& key, RecvDone done) override;
   // Tags `error` with this task ("task /job:...: message"), then aborts.
@@ -36,14 +43,13 @@ class ZmqRendezvous final : public Rendezvous,
 
   // Aborts with an error that came from elsewhere and already names its origin.
   void AbortFromPeer(const Error& error);
-  // Serves another task's RecvTensor for a tensor this task sends.
-  void ServeRecv(const RendezvousKey& key, RecvDone done);
+  // A tensor another task pushed here (its SendTensor). One that is not for
+  // this task, or sent twice, aborts the step naming it; after an abort it is dropped.
+  void DeliverFromPeer(const RendezvousKey& key, Tensor value);
 
  private:
-  void RecvFromPeer(const RendezvousKey& key, RecvDone done);
-  void OnPeerReply(uint64_t id, const RendezvousKey& key, std::optional<Error> error, Message reply);
-  // Takes the waiting remote Recv `id`, if nobody else (reply or abort) has.
-  RecvDone TakeRemote(uint64_t id);
+  void PushToPeer(const RendezvousKey& key, Tensor value);
+  void WatchPeer(const std::string& task);
 
   bool IsLocal(const std::string& device) const;  // on this task?
 
@@ -52,15 +58,14 @@ class ZmqRendezvous final : public Rendezvous,
   const int64_t incarnation_;
   PeerChannels peers_;
   LocalRendezvous local_;
-  std::mutex mu_;
-  std::map<uint64_t, RecvDone> remote_recvs_;  // Recvs waiting on another task
-  uint64_t next_remote_ = 0;
+  std::mutex mu_;  // guards watches_
+  std::map<std::string, std::pair<Channel*, uint64_t>> watches_;  // by task: Channel::Watch's id
 };
 
 // The task prefix of a full device name: "/job:w/replica:0/task:1".
 std::string TaskOfDevice(const std::string& device);
 
-// A rendezvous key as RecvTensor's text, and back (validated field by field
+// A rendezvous key as SendTensor's text, and back (validated field by field
 // before anything is allocated; a bad one throws kInvalidArgument naming the field).
 std::string KeyToWire(const RendezvousKey& key);
 RendezvousKey KeyFromWire(std::string_view text);

@@ -1,11 +1,16 @@
 // LocalRendezvous: a tensor meets its Recv whichever comes first, each key
 // is used once, and StartAbort wakes every waiter with the first error.
-// And the key as RecvTensor carries it between tasks: it round-trips, and a
-// bad one is refused naming the field.
+// And the key as SendTensor carries it between tasks: it round-trips, and a
+// bad one is refused naming the field. A task's ZmqRendezvous pushes a Send
+// for another task's device to that task, bit for bit, and refuses a key of
+// another incarnation or a Send after an abort.
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <future>
 
 #include "dist/rendezvous.h"
 #include "dist/zmq_rendezvous.h"
+#include "dist/zmq_server.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
@@ -116,7 +121,7 @@ TEST_CASE("a rendezvous key crosses the wire intact, and a bad one is refused", 
   CHECK(back.step_id == -12);
   CHECK(back.send_device_incarnation == int64_t{1} << 62);
 
-  CHECK_THROWS_WITH(dist::KeyFromWire(""), Contains("bad RecvTensor key: field 'send_device' is cut short"));
+  CHECK_THROWS_WITH(dist::KeyFromWire(""), Contains("bad rendezvous key: field 'send_device' is cut short"));
   CHECK_THROWS_WITH(dist::KeyFromWire(wire.substr(0, wire.size() - 1)), Contains("field 'step_id' is cut short"));
   CHECK_THROWS_WITH(dist::KeyFromWire(wire + "x"), Contains("1 trailing bytes"));
   std::string long_name = wire;
@@ -127,4 +132,36 @@ TEST_CASE("a rendezvous key crosses the wire intact, and a bad one is refused", 
   CHECK_THROWS_WITH(dist::KeyFromWire(huge_length), Contains("the limit is 1024"));
   key.tensor_name.assign(2000, 'x');
   CHECK_THROWS_WITH(dist::KeyToWire(key), Contains("'tensor_name' has 2000 bytes"));
+}
+
+TEST_CASE("a Send for another task's device is pushed to that task at once", "[rendezvous]") {
+  using Catch::Matchers::Contains;
+  std::promise<dist::Message> pushed;
+  dist::MessageServer receiver("127.0.0.1:0", [&](dist::Message message, dist::MessageServer::Respond) {
+    pushed.set_value(std::move(message));
+  });
+  dist::Channel channel("/job:a/replica:0/task:1", StrCat("127.0.0.1:", receiver.port()));
+  auto rendezvous = std::make_shared<dist::ZmqRendezvous>(
+      "/job:a/replica:0/task:0", 3, [&](const std::string& task) -> dist::Channel& {
+        CHECK(task == "/job:a/replica:0/task:1");
+        return channel;
+      });
+  RendezvousKey key{"/job:a/replica:0/task:0/device:CPU:0", 3, "/job:a/replica:0/task:1/device:CPU:0", "x:0", 7};
+  Tensor value = Tensor::FromVector<float>({1.5f, -0.0f, 3e-38f});
+  rendezvous->Send(key, value);
+  auto arrived = pushed.get_future();
+  REQUIRE(arrived.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  dist::Message message = arrived.get();
+  CHECK(message.type == dist::MessageType::kSendTensor);
+  CHECK(dist::KeyFromWire(message.text).ToString() == key.ToString());
+  REQUIRE(message.tensors.size() == 1);
+  CHECK(std::memcmp(message.tensors[0].value.raw_data(), value.raw_data(), value.TotalBytes()) == 0);
+
+  RendezvousKey stale = key;
+  stale.send_device_incarnation = 4;
+  stale.tensor_name = "y:0";
+  CHECK_THROWS_WITH(rendezvous->Send(stale, value), Contains("incarnation 3") && Contains("incarnation 4"));
+  rendezvous->StartAbort(Error(Code::kCancelled, "stopped"));
+  key.tensor_name = "z:0";
+  CHECK_THROWS_WITH(rendezvous->Send(key, value), Contains("task /job:a/replica:0/task:0: stopped"));
 }

@@ -2,7 +2,9 @@
 // client would: a registered graph runs a step, and malformed requests
 // (unknown device, handle or op, missing or mistyped feeds, bad JSON) get
 // errors naming what was wrong while the worker keeps serving; a step whose
-// client vanished is aborted and forgotten after the step timeout.
+// client vanished is aborted and forgotten after the step timeout. Tensors a
+// peer pushes reach their Recvs, whether they come before the step or after;
+// a Recv waiting for a peer that stops answering fails naming it.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
@@ -22,10 +24,14 @@ namespace {
 
 const std::string kDevice = "/job:worker/replica:0/task:0/device:CPU:0";
 
+const std::string kPeerTask = "/job:worker/replica:0/task:1";
+const std::string kPeerDevice = kPeerTask + "/device:CPU:0";
+
 struct LoopbackWorker {
-  explicit LoopbackWorker(int64_t step_timeout_ms = kDefaultStepTimeoutMs)
-      : service(ClusterSpec::Parse(R"({"cluster": {"worker": ["127.0.0.1:1"]}})", "test"), {"worker", 0}, 1,
-                step_timeout_ms) {
+  // Task 0 of `cluster_json` (its own address there is not used: it serves on a free port).
+  explicit LoopbackWorker(int64_t step_timeout_ms = kDefaultStepTimeoutMs,
+                          const std::string& cluster_json = R"({"cluster": {"worker": ["127.0.0.1:1"]}})")
+      : service(ClusterSpec::Parse(cluster_json, "test"), {"worker", 0}, 1, step_timeout_ms) {
     service.WatchClients(server.liveness());
   }
   WorkerService service;
@@ -55,15 +61,20 @@ std::string DoublerGraph(const std::string& device) {
   return nlohmann::ordered_json{{"device", device}, {"graph", ToJson(*graph)}}.dump();
 }
 
-// A graph whose step never ends by itself: a _Recv of a tensor nobody sends.
-std::string StuckGraph() {
+// `tensor_name` of the step received from `send_device` and fetched as ret 0.
+// Sent by nobody on this task, so alone the step never ends.
+std::string RecvGraph(const std::string& send_device, int64_t incarnation, const std::string& tensor_name) {
   nlohmann::json recv = {{"name", "r"}, {"op", "_Recv"}, {"inputs", nlohmann::json::array()}, {"device", kDevice},
-                         {"attrs", {{"recv_device", kDevice}, {"send_device", kDevice},
-                                    {"send_device_incarnation", 1}, {"tensor_name", "never:0"},
+                         {"attrs", {{"recv_device", kDevice}, {"send_device", send_device},
+                                    {"send_device_incarnation", incarnation}, {"tensor_name", tensor_name},
                                     {"tensor_type", "float32"}, {"shape", {2}}}}};
-  nlohmann::json graph = {{"format", "dflow.graph/1"}, {"nodes", {recv}}};
+  nlohmann::json ret = {{"name", "ret"}, {"op", "_Retval"}, {"inputs", {"r"}}, {"device", kDevice},
+                        {"attrs", {{"T", "float32"}, {"index", 0}}}};
+  nlohmann::json graph = {{"format", "dflow.graph/1"}, {"nodes", {recv, ret}}};
   return nlohmann::json{{"device", kDevice}, {"graph", graph}}.dump();
 }
+
+std::string StuckGraph() { return RecvGraph(kDevice, 1, "never:0"); }
 
 // Waits (at most 20 s) until `done` holds; false when it never did.
 bool Eventually(const std::function<bool()>& done) {
@@ -75,17 +86,32 @@ bool Eventually(const std::function<bool()>& done) {
   return true;
 }
 
-// A peer's RecvTensor for a tensor of `step_id` that this task sends (never, here).
-Message RecvTensorRequest(const WorkerService& service, int64_t step_id) {
-  Message request;
-  request.type = MessageType::kRecvTensor;
-  request.text = KeyToWire({kDevice, service.incarnation(), "/job:worker/replica:0/task:1/device:CPU:0",
-                            "t:0", step_id});
-  return request;
+// What a peer's _Send pushes: `value` for the Recv of `tensor_name` in `step_id` on kDevice.
+Message PushedTensor(int64_t step_id, const std::string& tensor_name, Tensor value,
+                     const std::string& recv_device = kDevice) {
+  Message push;
+  push.type = MessageType::kSendTensor;
+  push.text = KeyToWire({kPeerDevice, 7, recv_device, tensor_name, step_id});
+  push.tensors.push_back({"value", std::move(value)});
+  return push;
 }
 
-std::string RunStepText(int64_t handle) {
-  return nlohmann::json{{"step_id", 1}, {"graphs", {handle}}, {"num_args", 1}, {"num_retvals", 1}}.dump();
+std::string RunStepText(int64_t handle, int64_t step_id = 1, int num_args = 1) {
+  return nlohmann::json{{"step_id", step_id}, {"graphs", {handle}}, {"num_args", num_args}, {"num_retvals", 1}}
+      .dump();
+}
+
+// A RunStep of `handle` whose reply (or error) comes through the future.
+std::future<Message> StartStep(Channel& channel, int64_t handle, int64_t step_id) {
+  auto reply = std::make_shared<std::promise<Message>>();
+  Message run;
+  run.type = MessageType::kRunStep;
+  run.text = RunStepText(handle, step_id, 0);
+  channel.Call(std::move(run), [reply](std::optional<Error> error, Message message) {
+    if (error) return reply->set_exception(std::make_exception_ptr(*error));
+    reply->set_value(std::move(message));
+  });
+  return reply->get_future();
 }
 
 }  // namespace
@@ -115,7 +141,10 @@ TEST_CASE("a worker runs a registered graph and refuses malformed requests", "[w
                                 R"({"device": ")" + kDevice + R"(", "graph": {"format": "dflow.graph/1",
                                     "nodes": [{"name": "x", "op": "Shell", "inputs": [], "attrs": {}}]}})"),
                     Contains("Shell"));
-  CHECK_THROWS_WITH(worker.Call(MessageType::kRecvTensor, R"({"send_device": 3})"), Contains("bad RecvTensor key"));
+  CHECK_THROWS_WITH(worker.Call(MessageType::kSendTensor, R"({"send_device": 3})"), Contains("bad rendezvous key"));
+  Message bare = PushedTensor(3, "x:0", Tensor::FromVector<float>({1, 2}));
+  bare.tensors.clear();
+  CHECK_THROWS_WITH(worker.channel.CallAndWait(std::move(bare)), Contains("carries 0 tensors"));
   // Still serving.
   CHECK(worker.Call(MessageType::kRunStep, RunStepText(handle), {{"arg:0", x}}).tensors.size() == 1);
 }
@@ -132,30 +161,85 @@ TEST_CASE("a step whose client vanished is aborted and forgotten after the step 
   run.text = nlohmann::json{{"step_id", 5}, {"graphs", {handle}}, {"num_args", 0}, {"num_retvals", 0}}.dump();
   client->Call(std::move(run), [](std::optional<Error>, Message) {});
   REQUIRE(Eventually([&] { return worker.service.num_steps() == 1; }));
-  // A peer waits for one of the step's tensors.
-  std::promise<Error> peer_failed;
-  worker.channel.Call(RecvTensorRequest(worker.service, 5), [&](std::optional<Error> error, Message) {
-    peer_failed.set_value(error.value_or(Error(Code::kInternal, "the RecvTensor succeeded")));
-  });
   // A live client's step outlives the timeout: its heartbeats keep it.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   CHECK(worker.service.num_steps() == 1);
 
   client.reset();  // the client vanishes: no more heartbeats
-  auto failed = peer_failed.get_future();
-  REQUIRE(failed.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
-  CHECK_THAT(failed.get().message(), Contains("step 5 was aborted") && Contains("client was not heard from"));
   CHECK(Eventually([&] { return worker.service.num_steps() == 0; }));
+  // A peer's tensor for the forgotten step does not bring it back.
+  worker.channel.Post(PushedTensor(5, "x:0", Tensor::FromVector<float>({1, 2})));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(worker.service.num_steps() == 0);
 }
 
-TEST_CASE("a step only peers asked for is aborted when its RunStep never comes", "[worker]") {
+TEST_CASE("a step only peers sent tensors for is forgotten when its RunStep never comes", "[worker]") {
   LoopbackWorker worker(300);
-  Message request = RecvTensorRequest(worker.service, 9);
-  request.deadline_ms = DeadlineIn(20000);  // so that a worker that never reaps fails, not hangs
-  CHECK_THROWS_WITH(worker.channel.CallAndWait(std::move(request)),
-                    Contains("step 9 was aborted") && Contains("RunStep did not come within 300 ms"));
-  CHECK(worker.service.num_steps() == 0);
+  worker.channel.Post(PushedTensor(9, "x:0", Tensor::FromVector<float>({1, 2})));
+  REQUIRE(Eventually([&] { return worker.service.num_steps() == 1; }));
+  CHECK(Eventually([&] { return worker.service.num_steps() == 0; }));
   CHECK_THROWS_WITH(WorkerService(ClusterSpec::Parse(R"({"cluster": {"worker": ["127.0.0.1:1"]}})", "test"),
                                   {"worker", 0}, 1, -5),
                     Contains("step timeout") && Contains("-5"));
+}
+
+// Task 1 is a bare server: it answers heartbeats, as a live worker does.
+struct WorkerWithPeer {
+  MessageServer peer{"127.0.0.1:0", [](Message, MessageServer::Respond) {}};
+  LoopbackWorker worker{kDefaultStepTimeoutMs,
+                        StrCat(R"({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:)", peer.port(), R"("]}})")};
+  int64_t Register(const std::string& tensor_name) {
+    Message registered = worker.Call(MessageType::kRegisterGraph, RecvGraph(kPeerDevice, 7, tensor_name));
+    return nlohmann::json::parse(registered.text).at("handle");
+  }
+};
+
+TEST_CASE("a tensor a peer pushes reaches its Recv, whether the step started or not", "[worker]") {
+  WorkerWithPeer cluster;
+  int64_t handle = cluster.Register("x:0");
+  Tensor x = Tensor::FromVector<float>({1.5f, -2});
+  // The Recv waits first.
+  std::future<Message> first = StartStep(cluster.worker.channel, handle, 11);
+  REQUIRE(Eventually([&] { return cluster.worker.service.num_steps() == 1; }));
+  cluster.worker.channel.Post(PushedTensor(11, "x:0", x));
+  REQUIRE(first.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  Message reply = first.get();
+  REQUIRE(reply.tensors.size() == 1);
+  CHECK(reply.tensors[0].value.Equals(x));
+  // The tensor comes first.
+  cluster.worker.channel.Post(PushedTensor(12, "x:0", x));
+  REQUIRE(Eventually([&] { return cluster.worker.service.num_steps() == 2; }));
+  std::future<Message> second = StartStep(cluster.worker.channel, handle, 12);
+  REQUIRE(second.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK(second.get().tensors.at(0).value.Equals(x));
+}
+
+TEST_CASE("a tensor pushed to the wrong task, or twice, fails the step naming it", "[worker]") {
+  WorkerWithPeer cluster;
+  int64_t handle = cluster.Register("x:0");
+  Tensor x = Tensor::FromVector<float>({1, 2});
+  std::future<Message> misrouted = StartStep(cluster.worker.channel, handle, 21);
+  cluster.worker.channel.Post(PushedTensor(21, "x:0", x, "/job:worker/replica:0/task:3/device:CPU:0"));
+  REQUIRE(misrouted.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK_THROWS_WITH(misrouted.get(), Contains("task /job:worker/replica:0/task:0") &&
+                                         Contains("which is for another task") && Contains("x:0"));
+
+  cluster.worker.channel.Post(PushedTensor(22, "y:0", x));
+  cluster.worker.channel.Post(PushedTensor(22, "y:0", x));
+  std::future<Message> twice = StartStep(cluster.worker.channel, handle, 22);
+  REQUIRE(twice.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK_THROWS_WITH(twice.get(), Contains("sent twice") && Contains("y:0"));
+}
+
+TEST_CASE("a Recv waiting for a peer that stops answering fails within the heartbeat timeout", "[worker]") {
+  WorkerWithPeer cluster;
+  int64_t handle = cluster.Register("x:0");
+  std::future<Message> step = StartStep(cluster.worker.channel, handle, 31);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the peer answers: the Recv waits
+  REQUIRE(step.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  auto stopped = std::chrono::steady_clock::now();
+  cluster.peer.Stop();  // as if the peer were stopped (SIGSTOP): its socket stays, silent
+  REQUIRE(step.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - stopped < std::chrono::milliseconds(kHeartbeatTimeoutMs + 1500));
+  CHECK_THROWS_WITH(step.get(), Contains("no heartbeat") && Contains("SendTensor") && Contains(kPeerTask));
 }
