@@ -17,7 +17,8 @@
 // empty request and reply through Channel and MessageServer.
 // Prints medians of 7 runs (alternating which side goes first) and the
 // median and range of the per-run ratios.
-// `bench_zmq_sendrecv PORT bandwidth` (or `latency`) runs one part alone.
+// `bench_zmq_sendrecv PORT bandwidth` (or `latency`) runs one part alone;
+// `alone-dflow` or `alone-raw` runs only that side at 1 MB (for perf stat).
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -130,7 +131,7 @@ int RunPeer(int port) {
     if (text.starts_with("send ")) {
       if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
       for (size_t i = 0; i < count; ++i)
-        task.rendezvous->Send(Key(kPeerDevice, kHereDevice, StrCat(bytes, ":", i), run), tensors[bytes]);
+        task.rendezvous->Send(Key(kPeerDevice, kHereDevice, std::to_string(bytes) + ":" + std::to_string(i), run), tensors[bytes]);
     }
   }
   control.send(zmq::str_buffer("bye"), zmq::send_flags::none);
@@ -170,7 +171,7 @@ double DflowBandwidth(Parent& parent, size_t bytes, size_t count, int run) {
   std::promise<void> all_done;
   auto start = Clock::now();
   for (size_t i = 0; i < count; ++i)
-    parent.task.rendezvous->RecvAsync(Key(kPeerDevice, kHereDevice, StrCat(bytes, ":", i), run),
+    parent.task.rendezvous->RecvAsync(Key(kPeerDevice, kHereDevice, std::to_string(bytes) + ":" + std::to_string(i), run),
                                       [&, bytes, count](std::optional<Error> error, Tensor value) {
                                         if (error || value.TotalBytes() != bytes) std::abort();
                                         value = Tensor();  // free the block before the next one comes
@@ -273,9 +274,18 @@ int main(int argc, char** argv) {
   pid_t child = SpawnPeer(argv[0], port);
   Parent peer(port);
   constexpr int kRuns = 7;
-  if (part != "latency")
+  if (part == "alone-dflow" || part == "alone-raw") {
+    // One side alone, 7 x 5,000 tensors of 1 MB, for `perf stat` or `time`:
+    // on two shared cores the interleaved ratio swings with the scheduler.
+    std::vector<double> rates;
+    for (int run = 0; run < kRuns; ++run)
+      rates.push_back(part == "alone-raw" ? RawBandwidth(peer, 1 << 20, 5000)
+                                          : DflowBandwidth(peer, 1 << 20, 5000, run));
+    std::printf("1 MB, %s alone: %.1f MB/s (median of %d runs)\n", part.c_str() + 6, Median(rates) / 1e6, kRuns);
+  }
+  if (part == "all" || part == "bandwidth")
     std::printf("%-10s %14s %14s %14s\n", "tensor", "dflow MB/s", "raw MB/s", "ratio (runs)");
-  for (auto [bytes, count] : {std::pair<size_t, size_t>{4 << 10, 20000}, {1 << 20, 1000}, {64 << 20, 16}}) {
+  for (auto [bytes, count] : {std::pair<size_t, size_t>{4 << 10, 20000}, {1 << 20, 5000}, {64 << 20, 16}}) {
     if (part != "all" && part != "bandwidth") break;
     std::vector<double> dflow_rates, raw_rates, ratios;
     for (int run = 0; run < kRuns; ++run) {
