@@ -202,6 +202,10 @@ Message WorkerService::DeregisterGraph(const Message& request) {
 
 std::shared_ptr<ZmqRendezvous> WorkerService::StepRendezvous(int64_t step_id, const std::string* client) {
   std::lock_guard<std::mutex> lock(mu_);
+  return StepRendezvousLocked(step_id, client);
+}
+
+std::shared_ptr<ZmqRendezvous> WorkerService::StepRendezvousLocked(int64_t step_id, const std::string* client) {
   StepState& step = steps_[step_id];
   if (!step.rendezvous) {
     step.rendezvous = std::make_shared<ZmqRendezvous>(
@@ -309,11 +313,13 @@ void WorkerService::TensorFromPeer(Message& request) {
   if (request.tensors.size() != 1)
     Fail(Code::kInvalidArgument, "bad SendTensor for ", key.ToString(), ": it carries ",
          request.tensors.size(), " tensors, not 1");
+  std::shared_ptr<ZmqRendezvous> rendezvous;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (forgotten_.count(key.step_id)) return;
+    rendezvous = StepRendezvousLocked(key.step_id, nullptr);
   }
-  StepRendezvous(key.step_id)->DeliverFromPeer(key, std::move(request.tensors[0].value));
+  rendezvous->DeliverFromPeer(key, std::move(request.tensors[0].value));
 }
 
 Message WorkerService::AbortStep(const Message& request) {

@@ -82,6 +82,7 @@ class WorkerService {
   void FinishStep(StepRun& run);
   // The step's rendezvous, made on first use; `client` given: its RunStep came from it.
   std::shared_ptr<ZmqRendezvous> StepRendezvous(int64_t step_id, const std::string* client = nullptr);
+  std::shared_ptr<ZmqRendezvous> StepRendezvousLocked(int64_t step_id, const std::string* client);  // under mu_
   // Remembers that a step was forgotten (under mu_), so late tensors do not bring it back.
   void Forget(int64_t step_id);
   void ReapLoop();
