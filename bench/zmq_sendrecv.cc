@@ -86,7 +86,7 @@ struct Echo {
   int next = 0;
   void StartNext() {
     if (next == count) return delete this;
-    std::string name = StrCat(tag, ":", run, ":", next++);
+    std::string name = tag + ":" + std::to_string(run) + ":" + std::to_string(next++);
     task.rendezvous->RecvAsync(Key(kHereDevice, kPeerDevice, "ping" + name, run),
                                [this, name](std::optional<Error> error, Tensor value) {
                                  if (error) std::abort();
@@ -197,7 +197,7 @@ struct PingChain {
   std::promise<void> all_done;
   void StartNext() {
     if (next == count) return all_done.set_value();
-    std::string name = StrCat(tag, ":", run, ":", next++);
+    std::string name = tag + ":" + std::to_string(run) + ":" + std::to_string(next++);
     ZmqRendezvous& rendezvous = *parent.task.rendezvous;
     rendezvous.RecvAsync(Key(kPeerDevice, kHereDevice, "pong" + name, run), [this](std::optional<Error> error, Tensor) {
       if (error) std::abort();

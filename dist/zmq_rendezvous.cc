@@ -100,6 +100,16 @@ ZmqRendezvous::ZmqRendezvous(std::string task_prefix, int64_t incarnation, PeerC
 // A string test, not a parse: this runs for every tensor.
 bool ZmqRendezvous::IsLocal(const std::string& device) const { return device.starts_with(device_prefix_); }
 
+std::string ZmqRendezvous::TaskOf(const std::string& device) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = task_of_.find(device); it != task_of_.end()) return it->second;
+  }
+  std::string task = TaskOfDevice(device);  // may throw: not cached then
+  std::lock_guard<std::mutex> lock(mu_);
+  return task_of_.emplace(device, std::move(task)).first->second;
+}
+
 ZmqRendezvous::~ZmqRendezvous() {
   AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, ": the step's rendezvous was "
                                                "destroyed while a Recv was waiting")));
@@ -121,7 +131,7 @@ void ZmqRendezvous::PushToPeer(const RendezvousKey& key, Tensor value) {
   push.type = MessageType::kSendTensor;
   push.text = KeyToWire(key);
   push.tensors.push_back({"value", std::move(value)});
-  Channel& channel = peers_(TaskOfDevice(key.recv_device));
+  Channel& channel = peers_(TaskOf(key.recv_device));
   if (channel.Post(std::move(push))) return;
   Error error(Code::kUnavailable, StrCat("cannot queue ", key.ToString(), " for task ", channel.task(), " at ",
                                          channel.address()));
@@ -130,7 +140,7 @@ void ZmqRendezvous::PushToPeer(const RendezvousKey& key, Tensor value) {
 }
 
 void ZmqRendezvous::RecvAsync(const RendezvousKey& key, RecvDone done) {
-  if (!IsLocal(key.send_device)) WatchPeer(TaskOfDevice(key.send_device));
+  if (!IsLocal(key.send_device)) WatchPeer(TaskOf(key.send_device));
   local_.RecvAsync(key, std::move(done));
 }
 

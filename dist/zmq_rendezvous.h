@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "dist/rendezvous.h"
@@ -52,14 +53,17 @@ class ZmqRendezvous final : public Rendezvous,
   void WatchPeer(const std::string& task);
 
   bool IsLocal(const std::string& device) const;  // on this task?
+  // TaskOfDevice, remembered: a parse per tensor showed in the round trip.
+  std::string TaskOf(const std::string& device);
 
   const std::string task_prefix_;
   const std::string device_prefix_;  // task_prefix_ + "/device:"
   const int64_t incarnation_;
   PeerChannels peers_;
   LocalRendezvous local_;
-  std::mutex mu_;  // guards watches_
+  std::mutex mu_;  // guards watches_ and task_of_
   std::map<std::string, std::pair<Channel*, uint64_t>> watches_;  // by task: Channel::Watch's id
+  std::unordered_map<std::string, std::string> task_of_;          // device -> task prefix
 };
 
 // The task prefix of a full device name: "/job:w/replica:0/task:1".

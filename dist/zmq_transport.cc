@@ -33,10 +33,16 @@ namespace {
 // Frees a sent tensor frame: the Tensor handle kept its buffer alive.
 void ReleaseTensor(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
+// Below this a tensor frame is copied into the message: libzmq's encoder
+// copies messages smaller than its 8 KB batch into the batch anyway, so a
+// zero-copy frame would only add a heap handle, freed on libzmq's I/O thread.
+constexpr size_t kZeroCopyFrameMinBytes = 8192;
+
 zmq::message_t ToZmq(OutFrame& frame) {
   if (!frame.tensor.valid()) return zmq::message_t(frame.bytes.data(), frame.bytes.size());
   size_t bytes = frame.tensor.TotalBytes();
   if (bytes == 0) return zmq::message_t();
+  if (bytes < kZeroCopyFrameMinBytes) return zmq::message_t(frame.tensor.raw_data(), bytes);
   auto* keep = new Tensor(std::move(frame.tensor));
   return zmq::message_t(keep->raw_data(), bytes, ReleaseTensor, keep);
 }

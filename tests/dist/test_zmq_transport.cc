@@ -1,11 +1,13 @@
 // The transport inside one process: a Channel (DEALER) talking to a
 // MessageServer (ROUTER) on loopback. Replies match their requests, tensors
 // arrive intact, deadlines and silent peers fail requests with errors naming
-// the task, and a garbage message gets an error reply while the server keeps
-// serving everyone else.
+// the task, watches end the same way unless unwatched, and a garbage message
+// gets an error reply while the server keeps serving everyone else. Large
+// tensors travel from their own buffers both ways; small ones are copied.
 #include <catch2/catch.hpp>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -122,6 +124,25 @@ TEST_CASE("large received tensors keep their frame's bytes; small ones are copie
   testing::ExpectEqual(decoded.tensors[1].value, small);
 }
 
+TEST_CASE("a sent tensor of 8 KB or more goes from its own buffer; a smaller one is copied", "[zmq]") {
+  zmq::socket_t out(ZmqContext(), zmq::socket_type::pair), in(ZmqContext(), zmq::socket_type::pair);
+  std::string endpoint = StrCat("inproc://send-copy-", reinterpret_cast<uintptr_t>(&out));
+  in.bind(endpoint);
+  out.connect(endpoint);
+  Message message = Text("two");
+  Tensor large = testing::RandomTensor(DType::kUInt8, Shape({8192}), 4);
+  Tensor small = testing::RandomTensor(DType::kUInt8, Shape({8191}), 5);
+  message.tensors = {{"large", large}, {"small", small}};
+  REQUIRE(SendMessage(out, message));
+  message.tensors.clear();
+  std::vector<zmq::message_t> frames(5);
+  for (zmq::message_t& frame : frames) REQUIRE(in.recv(frame));
+  CHECK(frames[3].data() == large.raw_data());  // inproc hands the zero-copy frame over as it is
+  CHECK(frames[4].data() != small.raw_data());
+  CHECK(small.buffer_use_count() == 1);  // nothing kept the small tensor
+  testing::ExpectEqual(DecodeFrames(frames, 0).tensors.at(1).value, small);
+}
+
 TEST_CASE("a frame whose bytes are not 8-aligned is copied, not adopted", "[zmq]") {
   Message message = Text("odd");
   Tensor large = testing::RandomTensor(DType::kUInt8, Shape({int64_t(kAdoptFrameMinBytes) + 3}), 3);
@@ -155,6 +176,26 @@ TEST_CASE("a server that stops answering is found by heartbeat", "[zmq]") {
   CHECK(error.code() == Code::kUnavailable);
   CHECK_THAT(error.message(), Contains("no heartbeat") && Contains("task:1") && Contains("127.0.0.1"));
   CHECK_FALSE(channel.peer_alive());
+}
+
+TEST_CASE("a watch fails when the task goes silent, unless it was unwatched first", "[zmq]") {
+  auto server = std::make_unique<MessageServer>("127.0.0.1:0", Echo());
+  ChannelOptions fast{.heartbeat_interval_ms = 50, .heartbeat_timeout_ms = 300};
+  Channel channel("/job:worker/replica:0/task:2", Loopback(*server), fast);
+  std::atomic<int> unwatched_calls{0};
+  uint64_t unwatched = channel.Watch(MessageType::kSendTensor, [&](std::optional<Error>, Message) { ++unwatched_calls; });
+  std::promise<Error> failed;
+  channel.Watch(MessageType::kSendTensor, [&](std::optional<Error> error, Message) {
+    failed.set_value(error.value_or(Error(Code::kInternal, "a watch ended without an error")));
+  });
+  auto watched = failed.get_future();
+  // A live task keeps its watches: heartbeats answer for it.
+  CHECK(watched.wait_for(std::chrono::milliseconds(600)) == std::future_status::timeout);
+  channel.Unwatch(unwatched);
+  server.reset();
+  REQUIRE(watched.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK_THAT(watched.get().message(), Contains("no heartbeat") && Contains("SendTensor") && Contains("task:2"));
+  CHECK(unwatched_calls == 0);
 }
 
 TEST_CASE("a garbage message gets an error reply and the server keeps serving", "[zmq]") {
