@@ -154,7 +154,15 @@ void ZmqRendezvous::WatchPeer(const std::string& task) {
   }
   // Outside the lock: a closed channel calls back at once, and the abort
   // runs Recv callbacks, which may Recv again.
-  Channel& channel = peers_(task);
+  Channel* found;
+  try {
+    found = &peers_(task);
+  } catch (...) {  // no channel to the task (not in the cluster): the next Recv tries again
+    std::lock_guard<std::mutex> lock(mu_);
+    watches_.erase(task);
+    throw;
+  }
+  Channel& channel = *found;
   std::weak_ptr<ZmqRendezvous> weak = weak_from_this();
   uint64_t id = channel.Watch(MessageType::kSendTensor, [weak](std::optional<Error> error, Message) {
     if (std::shared_ptr<ZmqRendezvous> self = weak.lock(); self && error) self->AbortFromPeer(*error);
