@@ -60,6 +60,18 @@ RendezvousKey Key(const std::string& from, const std::string& to, const std::str
   return {from, kIncarnation, to, name, step};
 }
 
+// Tensor `i` of `bytes` the peer streams to the parent in run `run` (the step).
+RendezvousKey StreamKey(size_t bytes, size_t i, int run) {
+  return Key(kPeerDevice, kHereDevice, std::to_string(bytes) + ":" + std::to_string(i), run);
+}
+
+// Ping-pong `i` of a latency chain: "tag:run:i"; the ping goes to the peer, the pong back.
+std::string PingName(const std::string& tag, int run, int i) {
+  return tag + ":" + std::to_string(run) + ":" + std::to_string(i);
+}
+RendezvousKey PingKey(const std::string& name, int run) { return Key(kHereDevice, kPeerDevice, "ping" + name, run); }
+RendezvousKey PongKey(const std::string& name, int run) { return Key(kPeerDevice, kHereDevice, "pong" + name, run); }
+
 // One task of the bench: its server delivers the tensors pushed to it into
 // its rendezvous, whose Sends go to the other task through `channel`.
 struct Task {
@@ -86,11 +98,11 @@ struct Echo {
   int next = 0;
   void StartNext() {
     if (next == count) return delete this;
-    std::string name = tag + ":" + std::to_string(run) + ":" + std::to_string(next++);
-    task.rendezvous->RecvAsync(Key(kHereDevice, kPeerDevice, "ping" + name, run),
+    std::string name = PingName(tag, run, next++);
+    task.rendezvous->RecvAsync(PingKey(name, run),
                                [this, name](std::optional<Error> error, Tensor value) {
                                  if (error) std::abort();
-                                 task.rendezvous->Send(Key(kPeerDevice, kHereDevice, "pong" + name, run), value);
+                                 task.rendezvous->Send(PongKey(name, run), value);
                                  StartNext();
                                });
   }
@@ -131,7 +143,7 @@ int RunPeer(int port) {
     if (text.starts_with("send ")) {
       if (!tensors.count(bytes)) tensors[bytes] = BytesTensor(bytes);
       for (size_t i = 0; i < count; ++i)
-        task.rendezvous->Send(Key(kPeerDevice, kHereDevice, std::to_string(bytes) + ":" + std::to_string(i), run), tensors[bytes]);
+        task.rendezvous->Send(StreamKey(bytes, i, run), tensors[bytes]);
     }
   }
   control.send(zmq::str_buffer("bye"), zmq::send_flags::none);
@@ -171,7 +183,7 @@ double DflowBandwidth(Parent& parent, size_t bytes, size_t count, int run) {
   std::promise<void> all_done;
   auto start = Clock::now();
   for (size_t i = 0; i < count; ++i)
-    parent.task.rendezvous->RecvAsync(Key(kPeerDevice, kHereDevice, std::to_string(bytes) + ":" + std::to_string(i), run),
+    parent.task.rendezvous->RecvAsync(StreamKey(bytes, i, run),
                                       [&, bytes, count](std::optional<Error> error, Tensor value) {
                                         if (error || value.TotalBytes() != bytes) std::abort();
                                         value = Tensor();  // free the block before the next one comes
@@ -197,20 +209,20 @@ struct PingChain {
   std::promise<void> all_done;
   void StartNext() {
     if (next == count) return all_done.set_value();
-    std::string name = tag + ":" + std::to_string(run) + ":" + std::to_string(next++);
+    std::string name = PingName(tag, run, next++);
     ZmqRendezvous& rendezvous = *parent.task.rendezvous;
-    rendezvous.RecvAsync(Key(kPeerDevice, kHereDevice, "pong" + name, run), [this](std::optional<Error> error, Tensor) {
+    rendezvous.RecvAsync(PongKey(name, run), [this](std::optional<Error> error, Tensor) {
       if (error) std::abort();
       StartNext();
     });
-    rendezvous.Send(Key(kHereDevice, kPeerDevice, "ping" + name, run), Tensor::Scalar<float>(1));
+    rendezvous.Send(PingKey(name, run), Tensor::Scalar<float>(1));
   }
 };
 
 double DflowLatencyUs(Parent& parent, int count, int run) {
   parent.Ask(StrCat("echo ", count, " ", run, " l"));
   auto start = Clock::now();
-  PingChain chain{parent, "l", count, run};
+  PingChain chain{parent, "l", count, run, 0, {}};
   chain.StartNext();
   chain.all_done.get_future().wait();
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
@@ -224,12 +236,12 @@ double DflowHandedLatencyUs(Parent& parent, int count, int run) {
   auto start = Clock::now();
   for (int i = 0; i < count; ++i) {
     std::promise<void> done;
-    std::string name = StrCat("w:", run, ":", i);
-    rendezvous.RecvAsync(Key(kPeerDevice, kHereDevice, "pong" + name, run), [&](std::optional<Error> error, Tensor) {
+    std::string name = PingName("w", run, i);
+    rendezvous.RecvAsync(PongKey(name, run), [&](std::optional<Error> error, Tensor) {
       if (error) std::abort();
       done.set_value();
     });
-    rendezvous.Send(Key(kHereDevice, kPeerDevice, "ping" + name, run), Tensor::Scalar<float>(1));
+    rendezvous.Send(PingKey(name, run), Tensor::Scalar<float>(1));
     done.get_future().wait();
   }
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
