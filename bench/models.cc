@@ -40,6 +40,7 @@ struct Settings {
   std::string model = "countnet";
   int64_t batch = 8, size = 224;
   int threads = 2, steps = 5;
+  std::string device;  // empty: the CPU; "/device:GPU:0" runs the whole graph there
   bool latency_only = false;
   bool freeze = false;        // inference on the frozen graph
   bool conv_rewrites = true;  // PassOptions::fold_batch_norm and fuse_conv_bias_activation
@@ -88,7 +89,7 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
     updates = net.batch_norm_updates;
   }
   b.parameters = models::CountParameters(variables);
-  SessionOptions options{.num_threads = s.threads};
+  SessionOptions options{.num_threads = s.threads, .device = s.device};
   if (!training)
     options.passes.fold_batch_norm = options.passes.fuse_conv_bias_activation = s.conv_rewrites;
   b.session = std::make_unique<Session>(scope, options);
@@ -202,6 +203,7 @@ int main(int argc, char** argv) {
   app.add_option("--size", s.size)->check(CLI::PositiveNumber);
   app.add_option("--threads", s.threads)->check(CLI::Range(1, 256));
   app.add_option("--steps", s.steps)->check(CLI::PositiveNumber);
+  app.add_option("--device", s.device, "run every node on this device, e.g. /device:GPU:0 (default: the CPU)");
   app.add_flag("--latency-only", s.latency_only, "only the batch-1 inference latency");
   app.add_flag("--freeze", s.freeze, "run inference on the frozen graph (FreezeGraph)");
   app.add_option("--conv-rewrites", s.conv_rewrites,

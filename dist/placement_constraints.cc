@@ -61,7 +61,7 @@ std::string GroupWords(const ColocationGroups& groups, int group) {
 
 // The devices whose type has a kernel for `node`; throws when there are none.
 Indices WithKernel(const Node& node, const std::vector<DeviceName>& devices) {
-  Indices out = Select(devices, [&](const DeviceName& d) { return HasKernelOn(node, d.type); });
+  Indices out = Select(devices, [&](const DeviceName& d) { return KernelRegistry::Global().HasFor(node, d.type); });
   if (out.empty())
     Fail(Code::kUnimplemented, node.Describe(), ": no device has a kernel for ", node.op(), " (",
          DTypeName(KernelDType(node)),
@@ -131,13 +131,6 @@ std::string Explain(const Narrowing& state, const std::string& group_words,
 }
 
 }  // namespace
-
-bool HasKernelOn(const Node& node, const std::string& device_type) {
-  std::vector<DType> types = KernelRegistry::Global().RegisteredTypes(node.op(), device_type);
-  DType wanted = KernelDType(node);
-  return std::find(types.begin(), types.end(), DType::kInvalid) != types.end() ||
-         std::find(types.begin(), types.end(), wanted) != types.end();
-}
 
 GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
                                const std::vector<DeviceName>& devices, bool allow_soft_placement) {

@@ -21,7 +21,4 @@ struct GroupConstraint {
 GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
                                const std::vector<DeviceName>& devices, bool allow_soft_placement);
 
-// Does the device type have a kernel for the node's op and dtype?
-bool HasKernelOn(const Node& node, const std::string& device_type);
-
 }  // namespace dflow::dist

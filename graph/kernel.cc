@@ -1,5 +1,6 @@
 #include "graph/kernel.h"
 
+#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 
@@ -104,6 +105,12 @@ std::unique_ptr<OpKernel> KernelRegistry::Create(const Node& node,
 
 bool KernelRegistry::Has(const std::string& op, const std::string& device_type) const {
   return !RegisteredTypes(op, device_type).empty();
+}
+
+bool KernelRegistry::HasFor(const Node& node, const std::string& device_type) const {
+  std::vector<DType> types = RegisteredTypes(node.op(), device_type);
+  return std::find(types.begin(), types.end(), DType::kInvalid) != types.end() ||
+         std::find(types.begin(), types.end(), KernelDType(node)) != types.end();
 }
 
 std::vector<DType> KernelRegistry::RegisteredTypes(const std::string& op,

@@ -109,6 +109,8 @@ class KernelRegistry {
   // Throws kUnimplemented naming the node, device and the dtypes that exist.
   std::unique_ptr<OpKernel> Create(const Node& node, const std::string& device_type) const;
   bool Has(const std::string& op, const std::string& device_type) const;
+  // Would Create find a kernel for this node: one for its op and dtype (KernelDType)?
+  bool HasFor(const Node& node, const std::string& device_type) const;
   // The dtypes registered for (op, device); kInvalid stands for "any".
   std::vector<DType> RegisteredTypes(const std::string& op, const std::string& device_type) const;
   // The device types ("CPU", "GPU") with at least one kernel for `op`.

@@ -125,7 +125,11 @@ void Session::Place(Graph& graph) const {
 void Session::RequireKernels(const Graph& graph, const Device& device) const {
   const KernelRegistry& registry = KernelRegistry::Global();
   for (const Node* node : graph.nodes()) {
-    if (registry.Has(node->op(), device.type())) continue;
+    if (registry.HasFor(*node, device.type())) continue;
+    if (registry.Has(node->op(), device.type()))
+      Fail(Code::kUnimplemented, node->Describe(), ": op ", node->op(), " has no ", device.type(),
+           " kernel for dtype ", DTypeName(KernelDType(*node)), ", so the graph cannot run on ",
+           device.name());
     std::string elsewhere;
     for (const std::string& type : registry.DeviceTypesWithKernels(node->op()))
       elsewhere += StrCat(elsewhere.empty() ? "" : ", ", type);

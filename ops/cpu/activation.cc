@@ -1,4 +1,7 @@
 // CPU kernels of the activation ops (Relu, Relu6, LeakyRelu, Elu, Softplus).
+#include <cmath>
+#include <type_traits>
+
 #include "ops/cpu/cwise.h"
 
 namespace dflow {
@@ -44,11 +47,20 @@ struct Elu {
 
 // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): e^-|x| <= 1 never overflows, and
 // for very negative x the result is ~e^x rather than log(1 + tiny) = 0.
+// Where e^-|x| is subnormal, Eigen's vectorised exp without AVX2 clamps its
+// argument (an SSE2 build gave e^-88.7 for e^-100), so there it is taken as
+// e^(-|x| + s) * e^-s: a normal exp, and a product rounded into the subnormals.
 struct Softplus {
   static constexpr int64_t kCost = 25;
   auto Vec(const auto& x) const {
     using T = typename std::decay_t<decltype(x)>::Scalar;
-    return x.max(T(0)) + (-x.abs()).exp().log1p();
+    constexpr bool kFloat = std::is_same_v<T, float>;
+    constexpr T kLow = kFloat ? T(-80) : T(-700);   // e^kLow is still normal
+    constexpr T kShift = kFloat ? T(64) : T(512);   // e^-kShift too
+    const T scale_less_one = std::exp(-kShift) - T(1);
+    auto below = (-x.abs() < kLow).template cast<T>();  // 1 where e^-|x| may be subnormal
+    auto e = (-x.abs() + below * kShift).exp() * (T(1) + below * scale_less_one);
+    return x.max(T(0)) + e.log1p();
   }
 };
 

@@ -1,9 +1,11 @@
-// GPU OpKernels of the element-wise ops (float32): unary math, Relu,
-// broadcasting binary math, ReluGrad, AddN, BiasAdd, Fill, Cast. The CUDA
+// GPU OpKernels of the element-wise ops (float32; the broadcasting binary
+// arithmetic also int32 and int64): unary math, Relu, broadcasting binary
+// math, ReluGrad, AddN, BiasAdd, Fill, Cast. The CUDA
 // kernels are in elementwise.cu.
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "graph/op_def.h"
 #include "ops/array_shapes.h"
@@ -29,7 +31,19 @@ class GpuUnaryKernel : public OpKernel {
   }
 };
 
-template <BinaryFn kFn>
+std::optional<cuda::CastType> GpuCastType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return cuda::CastType::kF32;
+    case DType::kFloat64: return cuda::CastType::kF64;
+    case DType::kInt32: return cuda::CastType::kI32;
+    case DType::kInt64: return cuda::CastType::kI64;
+    default: return std::nullopt;
+  }
+}
+
+// float32, int32 or int64 (T). An integer division reads a flag back from
+// the device (waiting for the stream) to name a zero divisor as the CPU does.
+template <BinaryFn kFn, typename T>
 class GpuBinaryKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -50,9 +64,21 @@ class GpuBinaryKernel : public OpKernel {
       BroadcastStrides(x.shape(), out_shape, index.x_strides);
       BroadcastStrides(y.shape(), out_shape, index.y_strides);
     }
-    cuda::LaunchBinary(cuda::Stream(ctx), kFn, x.data<float>(), y.data<float>(), z.data<float>(),
-                       z.NumElements(), same, index);
+    constexpr bool kDivides = std::is_integral_v<T> && (kFn == BinaryFn::kDiv ||
+                                                        kFn == BinaryFn::kFloorDiv ||
+                                                        kFn == BinaryFn::kFloorMod);
+    CudaDevice& gpu = cuda::Gpu(ctx);
+    Tensor zero_divisor;  // -1, read as unsigned by the device: above every offset
+    if (kDivides) zero_divisor = gpu.CopyToDevice(Tensor::Scalar<int64_t>(-1), node().Describe());
+    cuda::LaunchBinary(cuda::Stream(ctx), kFn, *GpuCastType(x.dtype()), x.raw_data(), y.raw_data(),
+                       z.raw_data(), z.NumElements(), same, index,
+                       kDivides ? reinterpret_cast<unsigned long long*>(zero_divisor.raw_data()) : nullptr);
     cuda::CheckLaunch(ctx, "Binary");
+    if (!kDivides) return;
+    int64_t at = gpu.CopyToHost(zero_divisor, node().Describe()).scalar<int64_t>();
+    if (at != -1)
+      Fail(Code::kInvalidArgument, node().op(), ": integer division by zero (element ", at,
+           " of y, shape ", y.shape().ToString(), ", is 0)");
   }
 };
 
@@ -124,16 +150,6 @@ class GpuFillKernel : public OpKernel {
     cuda::CheckLaunch(ctx, "Fill");
   }
 };
-
-std::optional<cuda::CastType> GpuCastType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return cuda::CastType::kF32;
-    case DType::kFloat64: return cuda::CastType::kF64;
-    case DType::kInt32: return cuda::CastType::kI32;
-    case DType::kInt64: return cuda::CastType::kI64;
-    default: return std::nullopt;
-  }
-}
 
 class GpuCastKernel : public OpKernel {
  public:
@@ -259,13 +275,16 @@ class GpuAssignUpdateKernel : public OpKernel {
   REGISTER_KERNEL_FOR_TYPES(op, "GPU", GpuUnaryTyped<UnaryFn::fn>::Kernel, float)
 #define DFLOW_GPU_BINARY(op, fn) \
   REGISTER_KERNEL_FOR_TYPES(op, "GPU", GpuBinaryTyped<BinaryFn::fn>::Kernel, float)
+// Integer arithmetic too: shape arithmetic in gradients, step counters.
+#define DFLOW_GPU_NUMBER_BINARY(op, fn) \
+  REGISTER_KERNEL_FOR_TYPES(op, "GPU", GpuBinaryTyped<BinaryFn::fn>::Kernel, float, int32_t, int64_t)
 
 // REGISTER_KERNEL_FOR_TYPES takes a template over the element type.
 template <UnaryFn kFn> struct GpuUnaryTyped {
   template <typename T> using Kernel = GpuUnaryKernel<kFn>;
 };
 template <BinaryFn kFn> struct GpuBinaryTyped {
-  template <typename T> using Kernel = GpuBinaryKernel<kFn>;
+  template <typename T> using Kernel = GpuBinaryKernel<kFn, T>;
 };
 template <typename T> using GpuAddN = GpuAddNKernel;
 template <typename T> using GpuBiasAdd = GpuBiasAddKernel;
@@ -291,15 +310,15 @@ DFLOW_GPU_UNARY("Ceil", kCeil);
 DFLOW_GPU_UNARY("Round", kRound);
 DFLOW_GPU_UNARY("Elu", kElu);
 DFLOW_GPU_UNARY("Softplus", kSoftplus);
-DFLOW_GPU_BINARY("Add", kAdd);
-DFLOW_GPU_BINARY("Sub", kSub);
-DFLOW_GPU_BINARY("Mul", kMul);
-DFLOW_GPU_BINARY("Div", kDiv);
-DFLOW_GPU_BINARY("Maximum", kMaximum);
-DFLOW_GPU_BINARY("Minimum", kMinimum);
-DFLOW_GPU_BINARY("SquaredDifference", kSquaredDifference);
-DFLOW_GPU_BINARY("FloorDiv", kFloorDiv);
-DFLOW_GPU_BINARY("FloorMod", kFloorMod);
+DFLOW_GPU_NUMBER_BINARY("Add", kAdd);
+DFLOW_GPU_NUMBER_BINARY("Sub", kSub);
+DFLOW_GPU_NUMBER_BINARY("Mul", kMul);
+DFLOW_GPU_NUMBER_BINARY("Div", kDiv);
+DFLOW_GPU_NUMBER_BINARY("Maximum", kMaximum);
+DFLOW_GPU_NUMBER_BINARY("Minimum", kMinimum);
+DFLOW_GPU_NUMBER_BINARY("SquaredDifference", kSquaredDifference);
+DFLOW_GPU_NUMBER_BINARY("FloorDiv", kFloorDiv);
+DFLOW_GPU_NUMBER_BINARY("FloorMod", kFloorMod);
 DFLOW_GPU_BINARY("Pow", kPow);
 DFLOW_GPU_BINARY("ReluGrad", kReluGrad);
 REGISTER_KERNEL_FOR_TYPES("AddN", "GPU", GpuAddN, float);

@@ -40,7 +40,8 @@ __device__ float ApplyUnary(UnaryFn fn, float x) {
 }
 
 // Same NaN rules as the CPU kernels: Maximum/Minimum propagate a NaN x.
-__device__ float ApplyBinary(BinaryFn fn, float x, float y) {
+// (`y_offset` and `zero_divisor` are for the integer version's division.)
+__device__ float ApplyBinary(BinaryFn fn, float x, float y, int64_t, unsigned long long*) {
   switch (fn) {
     case BinaryFn::kAdd: return x + y;
     case BinaryFn::kSub: return x - y;
@@ -60,19 +61,56 @@ __device__ float ApplyBinary(BinaryFn fn, float x, float y) {
   return x;
 }
 
+// The CPU's integer rules: arithmetic wraps (done unsigned, where wrapping
+// is defined); Div truncates, FloorDiv and FloorMod round toward -inf; y ==
+// -1 is apart (INT_MIN / -1 traps). A zero divisor gives 0 and leaves the
+// lowest such offset into y in *zero_divisor, for the host to report.
+template <typename T>
+__device__ T ApplyBinary(BinaryFn fn, T x, T y, int64_t y_offset, unsigned long long* zero_divisor) {
+  using U = std::make_unsigned_t<T>;
+  switch (fn) {
+    case BinaryFn::kAdd: return static_cast<T>(U(x) + U(y));
+    case BinaryFn::kSub: return static_cast<T>(U(x) - U(y));
+    case BinaryFn::kMul: return static_cast<T>(U(x) * U(y));
+    case BinaryFn::kMaximum: return x > y ? x : y;
+    case BinaryFn::kMinimum: return x < y ? x : y;
+    case BinaryFn::kSquaredDifference: {
+      U d = U(x) - U(y);
+      return static_cast<T>(d * d);
+    }
+    case BinaryFn::kDiv:
+    case BinaryFn::kFloorDiv:
+    case BinaryFn::kFloorMod: {
+      if (y == 0) {
+        atomicMin(zero_divisor, static_cast<unsigned long long>(y_offset));
+        return 0;
+      }
+      if (y == -1) return fn == BinaryFn::kFloorMod ? T(0) : static_cast<T>(U(0) - U(x));
+      T q = x / y, r = x % y;
+      bool toward_minus_inf = r != 0 && ((r < 0) != (y < 0));
+      if (fn == BinaryFn::kDiv) return q;
+      if (fn == BinaryFn::kFloorDiv) return toward_minus_inf ? q - 1 : q;
+      return toward_minus_inf ? r + y : r;
+    }
+    default: return 0;  // Pow and ReluGrad have no integer kernels
+  }
+}
+
 __global__ void UnaryKernel(UnaryFn fn, const float* x, float* y, int64_t n) {
   DFLOW_GRID_STRIDE(i, n) y[i] = ApplyUnary(fn, x[i]);
 }
 
-__global__ void BinarySameShapeKernel(BinaryFn fn, const float* x, const float* y, float* z,
-                                      int64_t n) {
-  DFLOW_GRID_STRIDE(i, n) z[i] = ApplyBinary(fn, x[i], y[i]);
+template <typename T>
+__global__ void BinarySameShapeKernel(BinaryFn fn, const T* x, const T* y, T* z, int64_t n,
+                                      unsigned long long* zero_divisor) {
+  DFLOW_GRID_STRIDE(i, n) z[i] = ApplyBinary(fn, x[i], y[i], i, zero_divisor);
 }
 
 // Each output index is decomposed into coordinates (innermost dim last) and
 // mapped to x and y offsets through their broadcast strides.
-__global__ void BinaryBroadcastKernel(BinaryFn fn, const float* x, const float* y, float* z,
-                                      int64_t n, BroadcastIndex index) {
+template <typename T>
+__global__ void BinaryBroadcastKernel(BinaryFn fn, const T* x, const T* y, T* z, int64_t n,
+                                      BroadcastIndex index, unsigned long long* zero_divisor) {
   DFLOW_GRID_STRIDE(i, n) {
     int64_t rest = i, x_offset = 0, y_offset = 0;
     for (int d = index.rank - 1; d >= 0; --d) {
@@ -81,7 +119,7 @@ __global__ void BinaryBroadcastKernel(BinaryFn fn, const float* x, const float* 
       x_offset += coord * index.x_strides[d];
       y_offset += coord * index.y_strides[d];
     }
-    z[i] = ApplyBinary(fn, x[x_offset], y[y_offset]);
+    z[i] = ApplyBinary(fn, x[x_offset], y[y_offset], y_offset, zero_divisor);
   }
 }
 
@@ -205,13 +243,28 @@ void LaunchUnary(cudaStream_t stream, UnaryFn fn, const float* x, float* y, int6
   if (n > 0) UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, x, y, n);
 }
 
-void LaunchBinary(cudaStream_t stream, BinaryFn fn, const float* x, const float* y, float* z,
-                  int64_t n, bool same_shape, const BroadcastIndex& index) {
-  if (n <= 0) return;
+template <typename T>
+void LaunchBinaryOf(cudaStream_t stream, BinaryFn fn, const void* x, const void* y, void* z,
+                    int64_t n, bool same_shape, const BroadcastIndex& index,
+                    unsigned long long* zero_divisor) {
+  auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<const T*>(y);
+  auto* zt = static_cast<T*>(z);
   if (same_shape)
-    BinarySameShapeKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, x, y, z, n);
+    BinarySameShapeKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, xt, yt, zt, n, zero_divisor);
   else
-    BinaryBroadcastKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, x, y, z, n, index);
+    BinaryBroadcastKernel<<<Blocks(n), kThreads, 0, stream>>>(fn, xt, yt, zt, n, index, zero_divisor);
+}
+
+void LaunchBinary(cudaStream_t stream, BinaryFn fn, CastType type, const void* x, const void* y,
+                  void* z, int64_t n, bool same_shape, const BroadcastIndex& index,
+                  unsigned long long* zero_divisor) {
+  if (n <= 0) return;
+  switch (type) {
+    case CastType::kI32: return LaunchBinaryOf<int32_t>(stream, fn, x, y, z, n, same_shape, index, zero_divisor);
+    case CastType::kI64: return LaunchBinaryOf<int64_t>(stream, fn, x, y, z, n, same_shape, index, zero_divisor);
+    default: return LaunchBinaryOf<float>(stream, fn, x, y, z, n, same_shape, index, zero_divisor);
+  }
 }
 
 void LaunchBiasAdd(cudaStream_t stream, const float* x, const float* bias, float* y, int64_t n,

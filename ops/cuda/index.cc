@@ -11,10 +11,11 @@
 namespace dflow {
 namespace {
 
-// Input `input` (uint8, int32 or int64) as int64 values on the host.
+// Input `input` (uint8, int32 or int64, any shape) as int64 values on the
+// host, in row-major order.
 std::vector<int64_t> HostIndices(const OpKernelContext& ctx, int input) {
   Tensor host = cuda::HostInput(ctx, input);
-  if (host.dtype() != DType::kUInt8) return ReadInt64s(host, "indices");
+  if (host.dtype() != DType::kUInt8) return ReadInt64s(host.Reshaped(Shape{host.NumElements()}), "indices");
   const uint8_t* bytes = host.data<uint8_t>();
   return std::vector<int64_t>(bytes, bytes + host.NumElements());
 }

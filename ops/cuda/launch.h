@@ -28,9 +28,16 @@ enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kSquaredDiffer
                       kReluGrad, kFloorDiv, kFloorMod };
 
 void LaunchUnary(cudaStream_t stream, UnaryFn fn, const float* x, float* y, int64_t n);
-// z = fn(x, y); `same_shape` takes the contiguous path and ignores `index`.
-void LaunchBinary(cudaStream_t stream, BinaryFn fn, const float* x, const float* y, float* z,
-                  int64_t n, bool same_shape, const BroadcastIndex& index);
+// Element types of Cast, AssignAdd and the binary ops.
+enum class CastType { kF32, kF64, kI32, kI64 };
+// z = fn(x, y) over float32 (kF32), int32 or int64 elements; `same_shape`
+// takes the contiguous path and ignores `index`. Integers follow the CPU's
+// rules (wrapping arithmetic; Div, FloorDiv, FloorMod as C and Python); a
+// zero integer divisor gives 0 and atomicMin's its offset into y into
+// *zero_divisor, which the caller starts at ~0 (unused for floats).
+void LaunchBinary(cudaStream_t stream, BinaryFn fn, CastType type, const void* x, const void* y,
+                  void* z, int64_t n, bool same_shape, const BroadcastIndex& index,
+                  unsigned long long* zero_divisor);
 // y[i] = x[i] + bias[i % channels]
 void LaunchBiasAdd(cudaStream_t stream, const float* x, const float* bias, float* y, int64_t n,
                    int64_t channels);
@@ -40,7 +47,6 @@ void LaunchAccumulate(cudaStream_t stream, const float* x, float* acc, int64_t n
 void LaunchFill32(cudaStream_t stream, uint32_t bits, void* out, int64_t n);
 void LaunchFill64(cudaStream_t stream, uint64_t bits, void* out, int64_t n);
 // Element-wise conversion between float32, float64, int32 and int64.
-enum class CastType { kF32, kF64, kI32, kI64 };
 void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, void* y, int64_t n);
 // var += delta (var -= delta when `subtract`), in place; integers wrap.
 void LaunchAssignUpdate(cudaStream_t stream, CastType type, void* var, const void* delta,

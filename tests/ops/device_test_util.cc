@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/kernel.h"
+
 namespace dflow::testing {
 
 std::vector<std::string> TestDevices() {
@@ -19,6 +21,13 @@ bool SkipWithoutGpu(const std::string& what) {
   if (gpus.count > 0) return false;
   WARN(what << " skipped: no GPU visible (" << gpus.reason << ")");
   return true;
+}
+
+void CheckGpuKernelsFor(const Graph& graph) {
+  for (const Node* node : graph.nodes()) {
+    INFO(node->Describe() << ", dtype " << DTypeName(KernelDType(*node)));
+    CHECK(KernelRegistry::Global().HasFor(*node, "GPU"));
+  }
 }
 
 double NormalizedError(const Tensor& actual, const Tensor& expected) {

@@ -18,6 +18,10 @@ bool GpuVisible();
 // there is no GPU, for tests that only make sense on one.
 bool SkipWithoutGpu(const std::string& what);
 
+// CHECKs that every node of `graph` has a GPU kernel for its op and dtype
+// (what Session needs; the registry answers without a GPU, from the module).
+void CheckGpuKernelsFor(const Graph& graph);
+
 // max |actual - expected| / max(1, max |expected|); NaN where only one side
 // has a NaN at some index (both NaN counts as equal). Same dtype and shape required.
 double NormalizedError(const Tensor& actual, const Tensor& expected);

@@ -85,12 +85,7 @@ TEST_CASE("cuda: every op of an MLP training step has a GPU kernel", "[cuda]") {
     WARN("skipped: dflow was built without CUDA");
     return;
   }
-  auto check = [](const Mlp& mlp) {
-    for (const Node* node : mlp.s.graph().nodes()) {
-      INFO(node->Describe());
-      CHECK(KernelRegistry::Global().Has(node->op(), "GPU"));
-    }
-  };
+  auto check = [](const Mlp& mlp) { CheckGpuKernelsFor(mlp.s.graph()); };
   check(Mlp(Sgd));
   check(Mlp([](const Scope& s) {
     return autodiff::MomentumOptimizer(autodiff::ConstantLearningRate(s, 0.1), 0.9);
@@ -110,6 +105,18 @@ TEST_CASE("cuda: an op without a GPU kernel names the op and where kernels exist
   Session session(s, options);
   ExpectError([&] { session.Run({{x, Floats({3}, 1)}}, {y}); }, Code::kUnimplemented,
               "op LeakyRelu has no GPU kernel");
+}
+
+TEST_CASE("cuda: an op whose GPU kernels lack the dtype names the dtype", "[cuda]") {
+  if (SkipWithoutGpu("the missing-dtype case")) return;
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s, DType::kFloat64, Shape{3});
+  Output y = ops::Exp(s.WithOpName("e"), x);  // float32 only on the GPU
+  SessionOptions options;
+  options.device = "/device:GPU:0";
+  Session session(s, options);
+  ExpectError([&] { session.Run({{x, RandomTensor(DType::kFloat64, {3}, 2)}}, {y}); },
+              Code::kUnimplemented, "Exp 'e': op Exp has no GPU kernel for dtype float64");
 }
 
 TEST_CASE("cuda: unary ops match the CPU", "[cuda]") {
@@ -133,6 +140,35 @@ TEST_CASE("cuda: binary ops broadcast like the CPU", "[cuda]") {
   ExpectSameOnAllDevices({.op = "ReluGrad", .inputs = {Floats({3, 4}, 25), Floats({3, 4}, 26)}});
   for (std::string op : {"FloorDiv", "FloorMod"})  // signs of both operands vary
     ExpectSameOnAllDevices({.op = op, .inputs = {Floats({3, 4}, 27, -9, 9), Floats({4}, 28, -3, 3)}});
+}
+
+TEST_CASE("cuda: integer binary ops wrap and divide like the CPU", "[cuda]") {
+  constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min(), kMax32 = std::numeric_limits<int32_t>::max();
+  constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
+  // Mixed signs, -1 divisors (INT_MIN / -1 wraps), overflowing sums and products, a broadcast.
+  Tensor x32 = Tensor::FromVector<int32_t>({7, -7, 7, -7, kMin32, kMax32, 0, 5}, {2, 4});
+  Tensor y32 = Tensor::FromVector<int32_t>({2, 2, -2, -1}, {4});
+  Tensor x64 = Tensor::FromVector<int64_t>({9, -9, kMin64, 3, 100, -100}, {3, 2});
+  Tensor y64 = Tensor::FromVector<int64_t>({-4, -1, 4, 7, 3, 1}, {3, 2});
+  for (std::string op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "SquaredDifference",
+                         "FloorDiv", "FloorMod"}) {
+    INFO(op);
+    ExpectSameOnAllDevices({.op = op, .inputs = {x32, y32}});
+    ExpectSameOnAllDevices({.op = op, .inputs = {x64, y64}});
+    ExpectSameOnAllDevices({.op = op, .inputs = {Tensor::Scalar<int64_t>(-13), y64}});
+  }
+}
+
+TEST_CASE("cuda: an integer division by zero is named on the GPU too", "[cuda]") {
+  if (SkipWithoutGpu("the zero-divisor case")) return;
+  for (std::string op : {"Div", "FloorDiv", "FloorMod"})
+    ExpectError(
+        [&] {
+          RunOp({.op = op,
+                 .inputs = {Tensor::FromVector<int32_t>({4, 5, 6}), Tensor::FromVector<int32_t>({1, 0, 0})},
+                 .device = "/device:GPU:0"});
+        },
+        Code::kInvalidArgument, "integer division by zero (element 1 of y, shape [3], is 0)");
 }
 
 TEST_CASE("cuda: AddN, BiasAdd and BiasAddGrad match the CPU", "[cuda]") {
