@@ -11,6 +11,19 @@ struct Session::Executable {
   RunSignature signature;
 };
 
+void CheckSessionDevice(const std::string& device) {
+  DeviceName wanted = DeviceName::Parse(device.empty() ? "/device:CPU:0" : device);
+  if (wanted.type.empty() || wanted.type == "CPU") return;
+  if (wanted.type != "GPU")
+    Fail(Code::kInvalidArgument, "SessionOptions.device '", device,
+         "' names no device type this build has (CPU, GPU)");
+  int index = wanted.index.value_or(0);
+  GpuDiscovery gpus = DiscoverGpus();
+  if (index >= gpus.count)
+    Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ",
+         gpus.count == 0 ? gpus.reason : StrCat("only ", gpus.count, " GPU(s) are visible"));
+}
+
 Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
   if (!graph_) Fail(Code::kInvalidArgument, "Session needs a graph");
@@ -23,15 +36,13 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     Fail(Code::kInvalidArgument, "SessionOptions: give `device` (one device) or `devices` (several "
          "CPU devices), not both");
   if (options_.devices.empty()) {
+    CheckSessionDevice(options_.device);
     pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-cpu"));
     DeviceName wanted = DeviceName::Parse(options_.device.empty() ? "/device:CPU:0" : options_.device);
     if (wanted.type == "GPU")
       devices_.push_back(NewGpuDevice(wanted.index.value_or(0), pools_.back().get()));
-    else if (wanted.type.empty() || wanted.type == "CPU")
-      devices_.push_back(NewCpuDevice(wanted.index.value_or(0), pools_.back().get()));
     else
-      Fail(Code::kInvalidArgument, "SessionOptions.device '", options_.device,
-           "' names no device type this build has (CPU, GPU)");
+      devices_.push_back(NewCpuDevice(wanted.index.value_or(0), pools_.back().get()));
     return;
   }
   std::set<std::string> seen;

@@ -81,6 +81,12 @@ using RemoteSessionFactory = std::function<std::unique_ptr<RemoteSessionRunner>(
 void RegisterRemoteSessionFactory(RemoteSessionFactory factory);
 // --- end remote sessions
 
+// Throws what a Session with this SessionOptions.device would: kInvalidArgument
+// for a device type this build lacks, kUnavailable (with the reason) for a
+// GPU that is not visible. For programs that check before they write
+// anything (a run directory, say).
+void CheckSessionDevice(const std::string& device);
+
 class Session {
  public:
   explicit Session(std::shared_ptr<Graph> graph, SessionOptions options = {});

@@ -22,6 +22,9 @@ int Generate(const GenerateSettings& settings);
 // `resume`: continue RUN from its config.json and latest checkpoint; only
 // `steps`/`epochs` (a longer run) may be given with it.
 int Train(TrainSettings settings, bool resume);
+// Throws when --device names a GPU for data-parallel training (workers or
+// parameter servers): that runs on the CPU only.
+void RequireCpuWhenDistributed(const TrainSettings& settings);
 
 struct EvalSettings {
   std::string data;
@@ -30,6 +33,7 @@ struct EvalSettings {
   std::string metrics = "metrics.json";
   double train_mean_count = -1;  // < 0: from the run's config.json
   int threads = 2;
+  std::string device;  // empty: the CPU
 };
 int Eval(const EvalSettings& settings);
 
@@ -39,6 +43,7 @@ struct PredictSettings {
   std::string heatmap_dir;          // empty: no heatmaps
   std::string csv;                  // empty: no CSV
   int threads = 2;
+  std::string device;               // empty: the CPU
 };
 int Predict(const PredictSettings& settings);
 

@@ -54,7 +54,7 @@ nlohmann::json ErrorsJson(const models::CountErrors& e) {
 int Eval(const EvalSettings& settings) {
   std::vector<models::CountBin> bins = models::ParseCountBins(settings.bins);
   std::vector<models::AnnotatedImage> dataset = models::ReadPointsDataset(settings.data);
-  std::unique_ptr<TrainedModel> trained = LoadTrainedModel(settings.checkpoint, settings.threads);
+  std::unique_ptr<TrainedModel> trained = LoadTrainedModel(settings.checkpoint, settings.threads, settings.device);
   std::vector<double> predicted, truth, baseline;
   Baseline mean_density;
   for (size_t i = 0; i < dataset.size(); ++i) {

@@ -24,6 +24,11 @@ void AddGenerate(CLI::App& app, GenerateSettings& s) {
   app.add_option("--seed", s.seed, "Seed: the same seed gives the same images");
 }
 
+void AddDevice(CLI::App& app, std::string& device) {
+  app.add_option("--device", device,
+                 "Device the network runs on: /device:CPU:0 (default) or /device:GPU:N");
+}
+
 // The options that fix a run; --resume takes them from RUN/config.json.
 std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--data", s.data, "Dataset directory (points.json or points.csv)");
@@ -48,6 +53,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_option("--seed", s.seed, "Seed of initialisation and data order"),
   };
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  AddDevice(app, s.device);
   app.add_option("--decode-threads", s.decode_threads, "Input decode threads")
       ->check(CLI::PositiveNumber);
   app.add_option("--prefetch", s.prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
@@ -78,6 +84,7 @@ void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--train-mean", s.train_mean_count,
                  "The baseline's count per image (default: from the run's config.json)");
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  AddDevice(app, s.device);
 }
 
 void AddPredict(CLI::App& app, PredictSettings& s) {
@@ -87,6 +94,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
   app.add_option("--heatmap", s.heatmap_dir, "Directory for density heatmaps (PNG)");
   app.add_option("--csv", s.csv, "CSV file of the counts");
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  AddDevice(app, s.device);
 }
 
 // With --resume the run's own settings apply: only --steps/--epochs (a
@@ -100,6 +108,7 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
   s.out = given.out;
   if (given.steps > 0 || given.epochs > 0) s.steps = given.steps, s.epochs = given.epochs;
   s.threads = given.threads;
+  s.device = given.device;
   s.decode_threads = given.decode_threads;
   s.prefetch = given.prefetch;
   s.checkpoint_every = given.checkpoint_every;
@@ -134,7 +143,10 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("generate")) return Generate(generate);
     if (app.got_subcommand("train")) {
-      if (ShouldLaunchWorkers(train)) LaunchWorkers(train, argc, argv);
+      if (ShouldLaunchWorkers(train)) {
+        RequireCpuWhenDistributed(train);
+        LaunchWorkers(train, argc, argv);
+      }
       if (resume) return Train(ResumeSettings(train, fixed), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);

@@ -57,7 +57,7 @@ std::string HeatmapPath(const std::string& dir, const std::string& image) {
 int Predict(const PredictSettings& settings) {
   DFLOW_REQUIRE(!settings.inputs.empty(), "predict: give image files or directories");
   std::vector<std::string> images = ListImages(settings.inputs);
-  std::unique_ptr<TrainedModel> trained = LoadTrainedModel(settings.checkpoint, settings.threads);
+  std::unique_ptr<TrainedModel> trained = LoadTrainedModel(settings.checkpoint, settings.threads, settings.device);
   if (!settings.heatmap_dir.empty()) fs::create_directories(settings.heatmap_dir);
   std::ostringstream csv;
   csv << "image,count\n" << std::fixed << std::setprecision(3);

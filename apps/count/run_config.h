@@ -23,6 +23,9 @@ struct TrainSettings {
   std::string bins = "0,1,2,3,4,5-7,8+";
   bool flip = true;               // random horizontal flips
   int threads = 2;                // compute threads
+  // The device the graph runs on: empty for the CPU, "/device:GPU:0". Not
+  // recorded, like the resources below: a run may be resumed on another.
+  std::string device;
   int decode_threads = 1;         // input pipeline decode threads
   int prefetch = 3;               // batches prefetched
   int64_t checkpoint_every = 50;  // steps

@@ -83,10 +83,23 @@ struct TrainLoop {
 
 }  // namespace
 
+// Data-parallel workers read and write the variables they hold directly,
+// which is written and tested for host memory only (commands.h).
+void RequireCpuWhenDistributed(const TrainSettings& settings) {
+  if (settings.device.empty() || DeviceName::Parse(settings.device).type == "CPU") return;
+  Fail(Code::kInvalidArgument, "train: --device ", settings.device,
+       " is for single-process training; data-parallel workers run on the CPU");
+}
+
 int Train(TrainSettings settings, bool resume) {
-  if (UsesParameterServers(settings)) return TrainWithParameterServers(std::move(settings), resume);
+  CheckSessionDevice(settings.device);  // before the run directory is written
+  if (UsesParameterServers(settings)) {
+    RequireCpuWhenDistributed(settings);
+    return TrainWithParameterServers(std::move(settings), resume);
+  }
   // With workers, only the chief (worker 0) writes the run directory.
   std::optional<dist::ClusterSpec> cluster = TrainingCluster(settings);
+  if (cluster) RequireCpuWhenDistributed(settings);
   const int worker = cluster ? cluster->self()->index : 0;
   const int workers = cluster ? cluster->num_tasks("worker") : 1;
   PreparedRun run = PrepareRun(settings, resume, worker, workers);
@@ -101,6 +114,7 @@ int Train(TrainSettings settings, bool resume) {
   Saver saver(scope, SaverOptions{.max_to_keep = settings.keep});
   SessionOptions session_options;
   session_options.num_threads = settings.threads;
+  session_options.device = settings.device;
   Session session(scope, session_options);
   std::unique_ptr<dist::DataParallelStrategy> strategy;
   if (cluster) {

@@ -27,7 +27,8 @@ std::string RunDirOf(const std::string& checkpoint_file) {
   return fs::exists(ConfigPath(run.string())) ? run.string() : std::string();
 }
 
-std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads) {
+std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads,
+                                               const std::string& device) {
   auto trained = std::make_unique<TrainedModel>();
   trained->checkpoint = ResolveCheckpoint(checkpoint);
   // Any tile size fits the weights (the network is fully convolutional);
@@ -35,6 +36,7 @@ std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, in
   trained->model = models::BuildDensityCounter(trained->scope, {.tile_size = 224});
   SessionOptions options;
   options.num_threads = threads;
+  options.device = device;
   trained->session = std::make_unique<Session>(trained->scope, options);
   Saver saver(trained->scope);
   try {

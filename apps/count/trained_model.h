@@ -21,7 +21,9 @@ struct TrainedModel {
 // file) or a run directory (the latest file in RUN/checkpoints). Errors name
 // the path: kNotFound when there is no checkpoint, and a checkpoint without
 // the counter's variables (another model's) is kInvalidArgument saying so.
-std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads);
+// `device`: where the network runs (empty: the CPU; "/device:GPU:0").
+std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads,
+                                               const std::string& device);
 
 // The run directory a checkpoint belongs to (RUN for RUN/checkpoints/x), or
 // empty when it has no config.json.

@@ -101,7 +101,8 @@ void PrintPlan(const TrainSettings& settings) {
   std::cout << "training on " << settings.train_tiles << " tiles of " << settings.tile << "x"
             << settings.tile << " from " << settings.train_images << " images ("
             << settings.batches_per_epoch << " batches of " << settings.batch
-            << " per epoch) for " << settings.total_steps << " steps\n";
+            << " per epoch) for " << settings.total_steps << " steps"
+            << (settings.device.empty() ? "" : " on " + settings.device) << "\n";
 }
 
 void PrintSummary(bool stopped, int64_t step, const Progress& progress, double input_wait_fraction,

@@ -44,6 +44,16 @@ grep -q "at step 4" "$TMP/resume.txt" || { cat "$TMP/resume.txt"; fail "resume d
 cmp "$TMP/full/checkpoints/model-6.safetensors" "$TMP/resumed/checkpoints/model-6.safetensors" ||
   fail "resumed run differs from the uninterrupted one"
 expect_error "already holds a run" "$EXE" train "${train[@]}" --out "$TMP/full" --steps 2
+# --device: the CPU named explicitly trains the same bits; a device type
+# dflow does not have, or a GPU for data-parallel workers, is refused.
+"$EXE" train "${train[@]}" --out "$TMP/on-cpu" --steps 6 --device /device:CPU:0 > /dev/null || fail "train --device"
+cmp "$TMP/full/checkpoints/model-6.safetensors" "$TMP/on-cpu/checkpoints/model-6.safetensors" ||
+  fail "--device /device:CPU:0 trained other weights"
+expect_error "TPU" "$EXE" train "${train[@]}" --out "$TMP/on-tpu" --steps 1 --device /device:TPU:0
+expect_error "is for single-process training" "$EXE" train "${train[@]}" --out "$TMP/gpu-workers" \
+  --steps 1 --workers 2 --device /device:GPU:0
+[[ ! -e $TMP/gpu-workers ]] || fail "a refused run left a run directory"
+expect_error "TPU" "$EXE" predict --checkpoint "$TMP/full" "$TMP/test" --device /device:TPU:0
 expect_error "--lr" "$EXE" train --out "$TMP/full" --resume --lr 0.1
 
 # eval: a table, metrics.json, and the JSON as the last line.

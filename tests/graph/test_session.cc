@@ -337,3 +337,17 @@ TEST_CASE("in-place variable updates reuse the buffer when only refs use the var
   CHECK(held.flat<float>()[0] == 5.0f);
   CHECK(session.Run({v})[0].flat<float>()[0] == 7.0f);
 }
+
+TEST_CASE("CheckSessionDevice says what a Session with that device would", "[session]") {
+  CHECK_NOTHROW(CheckSessionDevice(""));
+  CHECK_NOTHROW(CheckSessionDevice("/device:CPU:0"));
+  ExpectError([] { CheckSessionDevice("/device:TPU:0"); }, Code::kInvalidArgument,
+              "'/device:TPU:0' names no device type this build has (CPU, GPU)");
+  // No machine has 99 GPUs: the reason is either why there are none or how many there are.
+  ExpectError([] { CheckSessionDevice("/device:GPU:99"); }, Code::kUnavailable,
+              "no GPU is visible for /device:GPU:99: ");
+  Scope s = Scope::NewRootScope();
+  ops::Const(s, 1.0f);
+  ExpectError([&] { Session session(s, {.device = "/device:TPU:0"}); }, Code::kInvalidArgument,
+              "names no device type");
+}

@@ -8,6 +8,7 @@
 #include "autodiff/optimizers.h"
 #include "graph/kernel.h"
 #include "models/countnet.h"
+#include "models/density_counter.h"
 #include "models/mobilenet_ssd.h"
 #include "ops/ops.h"
 #include "tests/ops/device_test_util.h"
@@ -69,6 +70,16 @@ TEST_CASE("cuda: every op of CountNet's and MobileNet-SSD's training steps has a
   Scope s = Scope::NewRootScope();
   MobileNetSsdStep(s);
   ops::GlobalVariablesInitializer(s);
+  CheckGpuKernelsFor(s.graph());
+}
+
+TEST_CASE("cuda: every op of the counting app's training graph has a GPU kernel", "[cuda]") {
+  if (!KernelRegistry::Global().Has("MatMul", "GPU")) {
+    WARN("skipped: dflow was built without CUDA");
+    return;
+  }
+  Scope s = Scope::NewRootScope();
+  models::BuildDensityCounter(s, {.tile_size = 32, .decay_steps = 100});
   CheckGpuKernelsFor(s.graph());
 }
 
