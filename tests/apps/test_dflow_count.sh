@@ -50,6 +50,7 @@ expect_error "already holds a run" "$EXE" train "${train[@]}" --out "$TMP/full" 
 cmp "$TMP/full/checkpoints/model-6.safetensors" "$TMP/on-cpu/checkpoints/model-6.safetensors" ||
   fail "--device /device:CPU:0 trained other weights"
 expect_error "TPU" "$EXE" train "${train[@]}" --out "$TMP/on-tpu" --steps 1 --device /device:TPU:0
+[[ ! -e $TMP/on-tpu ]] || fail "a refused device left a run directory"
 expect_error "is for single-process training" "$EXE" train "${train[@]}" --out "$TMP/gpu-workers" \
   --steps 1 --workers 2 --device /device:GPU:0
 [[ ! -e $TMP/gpu-workers ]] || fail "a refused run left a run directory"
