@@ -28,7 +28,7 @@ REGISTER_NO_GRADIENT("ApplyRMSProp");
 REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
 REGISTER_NO_GRADIENT("_Arg");
 REGISTER_NO_GRADIENT("_Retval");
-// dist::Partition adds these after gradients exist; a gradient never crosses them.
+// Partition adds these after gradients exist; a gradient never crosses them.
 REGISTER_NO_GRADIENT("_Send");
 REGISTER_NO_GRADIENT("_Recv");
 // The parameter server's state (dist/ps_ops.cc): gradients go into it, none through it.

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/cost_model.h"
+#include "graph/cost_model.h"
 #include "graph/run_metadata.h"
 
 namespace dflow::dist {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "dist/colocation.h"
+#include "graph/colocation.h"
 #include "graph/device.h"
 
 namespace dflow::dist {

@@ -7,22 +7,20 @@
 
 #include "dist/step_stats_json.h"
 #include "graph/graph_io.h"
+#include "graph/step_runner.h"
 
 namespace dflow::dist {
 
 using json = nlohmann::json;
 
+// One RunStep in flight: what the step runner reads and writes until it ends.
 struct WorkerService::StepRun {
-  int64_t step_id = 0;
   std::vector<Tensor> args, retvals;
   std::shared_ptr<ZmqRendezvous> rendezvous;
-  std::vector<std::shared_ptr<Executor>> executors;
+  std::vector<std::shared_ptr<PartitionRunner>> runners;  // kept alive for the step
   MessageServer::Respond respond;
-  std::mutex mu;
-  size_t running = 0;
-  std::optional<Error> first_error;
-  bool trace = false;                 // the client asked for the step's stats
-  std::vector<RunMetadata> metadata;  // [executor], when tracing
+  bool trace = false;     // the client asked for the step's stats
+  RunMetadata metadata;   // when tracing
 };
 
 namespace {
@@ -52,17 +50,6 @@ Message Reply(std::string text = {}) {
   return reply;
 }
 
-// The stats of a step's partitions (one executor each) as one trace.
-RunMetadata MergedMetadata(std::vector<RunMetadata>& parts) {
-  RunMetadata merged;
-  for (RunMetadata& part : parts) {
-    merged.peak_bytes = std::max(merged.peak_bytes, part.peak_bytes);
-    merged.step_ns = std::max(merged.step_ns, part.step_ns);
-    for (NodeExecStats& stats : part.step_stats) merged.step_stats.push_back(std::move(stats));
-  }
-  return merged;
-}
-
 // "arg:12" -> 12 for prefix "arg:"; -1 for anything else.
 int64_t IndexOf(std::string_view name, std::string_view prefix) {
   if (!name.starts_with(prefix)) return -1;
@@ -86,6 +73,17 @@ void CheckFeeds(const Graph& graph, const std::vector<Tensor>& args) {
   }
 }
 
+// The CPU devices `task` has in `cluster`, by full name.
+std::vector<std::string> TaskCpuDevices(const ClusterSpec& cluster, const TaskId& task) {
+  cluster.Address(task);  // throws naming the job and range when `task` is not in the cluster
+  std::string prefix = ClusterSpec::TaskPrefix(task);
+  std::vector<std::string> devices;
+  for (const std::string& name : cluster.DeviceNames())
+    if (name.starts_with(prefix + "/") && DeviceName::Parse(name).type == "CPU") devices.push_back(name);
+  if (devices.empty()) Fail(Code::kInternal, "task ", prefix, " has no CPU device in the cluster");
+  return devices;
+}
+
 int64_t DrawIncarnation() {
   std::random_device random;
   std::uniform_int_distribution<int64_t> draw(2, std::numeric_limits<int64_t>::max());
@@ -96,18 +94,10 @@ int64_t DrawIncarnation() {
 
 WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads, int64_t step_timeout_ms)
     : cluster_(std::move(cluster)), task_prefix_(ClusterSpec::TaskPrefix(task)),
-      incarnation_(DrawIncarnation()), step_timeout_ms_(step_timeout_ms) {
+      incarnation_(DrawIncarnation()), devices_(TaskCpuDevices(cluster_, task), num_threads, &resources_),
+      step_timeout_ms_(step_timeout_ms) {
   if (step_timeout_ms < 0)
     Fail(Code::kInvalidArgument, "the step timeout must be 0 (none) or positive, not ", step_timeout_ms, " ms");
-  cluster_.Address(task);  // throws naming the job and range when `task` is not in the cluster
-  int threads = num_threads > 0 ? num_threads : ThreadPool::DefaultNumThreads();
-  for (const std::string& name : cluster_.DeviceNames()) {
-    if (!name.starts_with(task_prefix_ + "/") || DeviceName::Parse(name).type != "CPU") continue;
-    device_names_.push_back(name);
-    pools_.push_back(std::make_unique<ThreadPool>(threads, "dflow-worker"));
-    devices_.push_back(NewCpuDevice(name, pools_.back().get()));
-  }
-  if (devices_.empty()) Fail(Code::kInternal, "task ", task_prefix_, " has no CPU device in the cluster");
   if (step_timeout_ms_ > 0) reaper_ = std::thread([this] { ReapLoop(); });
 }
 
@@ -146,16 +136,9 @@ void WorkerService::Handle(Message request, MessageServer::Respond respond, cons
 }
 
 Message WorkerService::GetStatus() const {
-  json doc = {{"task", task_prefix_}, {"incarnation", incarnation_}, {"devices", device_names_},
+  json doc = {{"task", task_prefix_}, {"incarnation", incarnation_}, {"devices", device_names()},
               {"cluster", cluster_.jobs()}};
   return Reply(doc.dump());
-}
-
-Device& WorkerService::DeviceNamed(const std::string& name) const {
-  for (const auto& device : devices_)
-    if (device->name() == name) return *device;
-  Fail(Code::kInvalidArgument, "task ", task_prefix_, " has no device '", name, "' (it has ",
-       json(device_names_).dump(), ")");
 }
 
 Message WorkerService::RegisterGraph(const Message& request) {
@@ -163,10 +146,14 @@ Message WorkerService::RegisterGraph(const Message& request) {
   std::string device = Field<std::string>(doc, "device", request);
   auto graph = GraphFromJson(Field<nlohmann::ordered_json>(doc, "graph", request),
                              StrCat("graph for ", device));
-  auto executor = std::make_shared<Executor>(std::move(graph), &DeviceNamed(device), &resources_);
+  const auto& names = device_names();
+  if (std::find(names.begin(), names.end(), device) == names.end())
+    Fail(Code::kInvalidArgument, "task ", task_prefix_, " has no device '", device, "' (it has ",
+         json(names).dump(), ")");
+  std::shared_ptr<PartitionRunner> runner = devices_.Load(device, graph);
   std::lock_guard<std::mutex> lock(mu_);
   int64_t handle = next_handle_++;
-  graphs_[handle] = std::move(executor);
+  graphs_[handle] = {std::move(graph), std::move(runner)};
   return Reply(json{{"handle", handle}}.dump());
 }
 
@@ -178,7 +165,7 @@ void WorkerService::RegisterGraphOffIoThread(Message request, MessageServer::Res
     std::lock_guard<std::mutex> lock(mu_);
     ++running_steps_;
   }
-  pools_.front()->Schedule([this, request = std::move(request), respond = std::move(respond)] {
+  devices_.pass_device().compute_pool()->Schedule([this, request = std::move(request), respond = std::move(respond)] {
     try {
       respond(RegisterGraph(request));
     } catch (const Error& e) {
@@ -233,7 +220,7 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
                             const std::string& client) {
   json doc = ParseBody(request);
   auto run = std::make_shared<StepRun>();
-  run->step_id = Field<int64_t>(doc, "step_id", request);
+  auto step_id = Field<int64_t>(doc, "step_id", request);
   auto num_args = Field<int64_t>(doc, "num_args", request);
   auto num_retvals = Field<int64_t>(doc, "num_retvals", request);
   if (num_args < 0 || num_args > kMaxTensors || num_retvals < 0 || num_retvals > kMaxTensors)
@@ -248,6 +235,7 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
       Fail(Code::kInvalidArgument, "bad RunStep request: feed '", feed.name, "' is not arg:0..", num_args - 1);
     run->args[index] = feed.value;
   }
+  std::vector<PartitionRunner*> partitions;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int64_t handle : Field<std::vector<int64_t>>(doc, "graphs", request)) {
@@ -255,49 +243,34 @@ void WorkerService::RunStep(const Message& request, MessageServer::Respond respo
       if (it == graphs_.end())
         Fail(Code::kNotFound, "task ", task_prefix_, " has no graph ", handle,
              " (it restarted, or the session closed)");
-      CheckFeeds(it->second->graph(), run->args);
-      run->executors.push_back(it->second);
+      CheckFeeds(*it->second.graph, run->args);
+      run->runners.push_back(it->second.runner);
+      partitions.push_back(it->second.runner.get());
     }
     ++running_steps_;
   }
-  run->rendezvous = StepRendezvous(run->step_id, &client);
+  run->rendezvous = StepRendezvous(step_id, &client);
   run->respond = std::move(respond);
-  run->running = run->executors.size();
-  ExecutorStep step{run->step_id, &run->args, &run->retvals, run->rendezvous.get()};
-  auto finish_one = [this, run](std::optional<Error> error) {
-    std::unique_lock<std::mutex> lock(run->mu);
-    if (error && !run->first_error) run->first_error = std::move(error);
-    if (--run->running > 0) return;
-    lock.unlock();
-    FinishStep(*run);
-  };
-  if (run->executors.empty()) return FinishStep(*run);
-  if (run->trace) run->metadata.resize(run->executors.size());
   RunOptions options;
   options.trace = run->trace;
-  for (size_t i = 0; i < run->executors.size(); ++i) {
-    try {
-      run->executors[i]->RunAsync(step, options, run->trace ? &run->metadata[i] : nullptr, finish_one);
-    } catch (const Error& e) {
-      run->rendezvous->StartAbort(e);
-      finish_one(e);
-    }
-  }
+  StartStep(partitions, {step_id, &run->args, &run->retvals, run->rendezvous.get()}, options,
+            run->trace ? &run->metadata : nullptr,
+            [this, run](std::optional<Error> error) { FinishStep(*run, std::move(error)); });
 }
 
 // Replies with the step's fetches, or with its first error: the
-// rendezvous's (the origin, maybe on another task) before this task's own.
-void WorkerService::FinishStep(StepRun& run) {
-  std::optional<Error> error = run.rendezvous->abort_error();
-  if (!error && run.first_error)
-    error = Error(run.first_error->code(), StrCat("task ", task_prefix_, ": ", run.first_error->message()));
+// rendezvous's (the origin, maybe on another task; the step runner puts it
+// first) or else this task's own, named as this task's.
+void WorkerService::FinishStep(StepRun& run, std::optional<Error> error) {
+  if (error && !run.rendezvous->abort_error())
+    error = Error(error->code(), StrCat("task ", task_prefix_, ": ", error->message()));
   if (error) {
     run.respond(Message::ErrorReply(0, *error));
   } else {
     Message reply;
     for (size_t i = 0; i < run.retvals.size(); ++i)
       if (run.retvals[i].valid()) reply.tensors.push_back({StrCat("ret:", i), run.retvals[i]});
-    if (run.trace) reply.text = StepStatsToJson(MergedMetadata(run.metadata)).dump();
+    if (run.trace) reply.text = StepStatsToJson(run.metadata).dump();
     run.respond(std::move(reply));
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,7 +1,8 @@
 // What a worker task does for its clients and peers (`dflow server`): it
 // keeps partition graphs registered by clients (graphs only: no code travels,
 // and only registered ops run), runs steps of them on its devices with one
-// ZmqRendezvous per step, takes in the tensors its peers push to it, aborts
+// ZmqRendezvous per step through the one step runner (graph/step_runner.h)
+// that every session uses, takes in the tensors its peers push to it, aborts
 // and forgets steps, and keeps its variables between steps (one ResourceStore
 // for the task, as TensorFlow's workers do). A step whose client vanished
 // is aborted and forgotten after the step timeout (see WatchClients).
@@ -22,9 +23,8 @@
 #include "dist/cluster.h"
 #include "dist/zmq_rendezvous.h"
 #include "dist/zmq_server.h"
-#include "graph/executor.h"
+#include "graph/local_cluster.h"
 #include "graph/resource.h"
-#include "graph/thread_pool.h"
 
 namespace dflow::dist {
 
@@ -57,7 +57,7 @@ class WorkerService {
 
   const std::string& task_prefix() const { return task_prefix_; }
   int64_t incarnation() const { return incarnation_; }
-  const std::vector<std::string>& device_names() const { return device_names_; }
+  const std::vector<std::string>& device_names() const { return devices_.devices(); }
   // The task's variables and resources, shared by every client's graphs.
   ResourceStore& resources() { return resources_; }
 
@@ -79,7 +79,7 @@ class WorkerService {
   void TensorFromPeer(Message& request);
   Message AbortStep(const Message& request);
   Message CleanupStep(const Message& request);
-  void FinishStep(StepRun& run);
+  void FinishStep(StepRun& run, std::optional<Error> error);
   // The step's rendezvous, made on first use; `client` given: its RunStep came from it.
   std::shared_ptr<ZmqRendezvous> StepRendezvous(int64_t step_id, const std::string* client = nullptr);
   std::shared_ptr<ZmqRendezvous> StepRendezvousLocked(int64_t step_id, const std::string* client);  // under mu_
@@ -89,19 +89,21 @@ class WorkerService {
   std::optional<std::string> WhyReap(int64_t step_id, const StepState& step, Clock::time_point now) const;
   void ReapAbandonedSteps();
   Channel& PeerChannel(const std::string& task_prefix);
-  Device& DeviceNamed(const std::string& name) const;
 
   ClusterSpec cluster_;
   std::string task_prefix_;
   int64_t incarnation_;
-  std::vector<std::string> device_names_;
-  std::vector<std::unique_ptr<ThreadPool>> pools_;
-  std::vector<std::unique_ptr<Device>> devices_;
   ResourceStore resources_;
+  LocalCluster devices_;  // this task's CPU devices; its partitions run there
 
   const int64_t step_timeout_ms_;
   mutable std::mutex mu_;
-  std::map<int64_t, std::shared_ptr<Executor>> graphs_;  // by handle
+  // A registered partition: its graph (feeds are checked against it) and runner.
+  struct RegisteredGraph {
+    std::shared_ptr<const Graph> graph;
+    std::shared_ptr<PartitionRunner> runner;
+  };
+  std::map<int64_t, RegisteredGraph> graphs_;  // by handle
   int64_t next_handle_ = 1;
   // Declared before steps_, so the channels outlive the rendezvous that use them.
   std::map<std::string, std::unique_ptr<Channel>> peers_;  // by task prefix

@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "dist/rendezvous.h"
 #include "dist/zmq_channel.h"
+#include "graph/local_rendezvous.h"
 
 namespace dflow::dist {
 

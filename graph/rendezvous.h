@@ -3,9 +3,10 @@
 // one; the executor carries it in each kernel's StepContext and aborts it on
 // the step's first error, so every partition waiting on it wakes up.
 //
-// The interface lives in graph/ because the executor and Session (both here)
-// hand it around and abort it; graph/ may not depend on dist/, where the
-// implementations live (dist/rendezvous.h: LocalRendezvous; the ZeroMQ one).
+// The executor and the step runner hand it around and abort it; the
+// implementations are LocalRendezvous (graph/local_rendezvous.h), which joins
+// the partitions of one process, and ZmqRendezvous (dist/zmq_rendezvous.h),
+// which also pushes tensors to other processes.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,6 @@
 // What one Session::Run call asks for: feeds, fetches and targets by name,
-// resolved against a graph, and the check every fed tensor must pass. The
-// in-process Session and the remote session (dist/remote_session.cc) both
-// build and cache their executables from it.
+// resolved against a graph, and the check every fed tensor must pass.
+// Session builds and caches one executable per signature from it.
 #pragma once
 
 #include <memory>

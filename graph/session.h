@@ -1,15 +1,18 @@
-// Session: runs a graph. Run(feeds, fetches, targets) prunes the graph to
-// what the fetches and targets need, rewrites feeds and fetches into _Arg and
-// _Retval nodes, runs the graph passes, places every node on a device, and
-// builds an Executor; the result is cached per signature, so later calls with
-// the same feeds/fetches/targets go straight to the executor. Variables keep
-// their values across Run calls. Run may be called from several threads.
-//
-// With several devices the graph is placed and cut into one partition per
-// device by the partitioner dist/ registers (dist::Place, dist::Partition);
-// each step runs every partition's Executor at once with a fresh step id and
-// one rendezvous, and the first error in any partition aborts the step in all
-// of them and is what Run throws. One device is the one-partition case.
+// Session: runs a graph. Every Run signature (feeds, fetches, targets) goes
+// one way, in Build and Run below: prune the graph to what the fetches and
+// targets need and rewrite feeds and fetches into _Arg and _Retval nodes
+// (RunSignature), run the graph passes, place every node on one of the
+// cluster's devices (graph/placement.h), cut the graph into one partition per
+// device used with Send/Recv pairs on the cut edges (graph/partition.h), and
+// load each partition on its device. The result is cached per signature.
+// Each step then goes through the one step runner (graph/step_runner.h):
+// every partition starts with one step id and rendezvous, and the first error
+// aborts them all and is what Run throws. The cluster is this process's
+// devices (graph/local_cluster.h) or, with a target, the tasks of a ZeroMQ
+// cluster (dist/zmq_cluster.h); one device in this process is the
+// one-partition case, run on the caller's thread as far as it can be.
+// Variables keep their values across Run calls. Run may be called from
+// several threads.
 #pragma once
 
 #include <functional>
@@ -20,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "graph/cluster.h"
 #include "graph/executor.h"
+#include "graph/partition.h"
 #include "graph/passes.h"
 #include "graph/rendezvous.h"
 #include "graph/run_signature.h"
@@ -31,8 +36,10 @@ namespace dflow {
 struct SessionOptions {
   int num_threads = 0;  // worker threads per device; 0 = one per hardware thread
   PassOptions passes;
-  // A node that asks for a device this session lacks runs on the CPU instead
-  // of failing (TensorFlow's allow_soft_placement).
+  // A node that asks for a device this session lacks, or whose op has no
+  // kernel on the device it asks for, goes to a session device that has one
+  // instead of failing (TensorFlow's allow_soft_placement); its placement
+  // reason says so. The same on every kind of session.
   bool allow_soft_placement = false;
   // CPU devices by full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
   // each with its own thread pool. Empty: one "/device:CPU:0".
@@ -42,7 +49,7 @@ struct SessionOptions {
   // that is not visible, or an op without a kernel there, is an error.
   std::string device;
   // "zmq://host:port": the graph runs on the cluster of the worker listening
-  // there (see RemoteSessionRunner below); empty: in this process.
+  // there (dist/zmq_cluster.h); empty: in this process.
   std::string target;
   // With a target: only the cluster's tasks that one of these requests
   // matches ("/job:ps", "/job:worker/task:1") are contacted and run the
@@ -50,36 +57,6 @@ struct SessionOptions {
   // never waits for the other replicas. Empty: every task.
   std::vector<std::string> device_filters;
 };
-
-// How a Session with several devices cuts a graph and joins the pieces at run
-// time. dist/ registers the real one (graph/ may not use dist/):
-// `partition` assigns every node a device and returns one graph per device
-// used, `new_rendezvous` makes the rendezvous of one step.
-struct SessionPartitioner {
-  using Partitions = std::vector<std::pair<std::string, std::shared_ptr<Graph>>>;
-  std::function<Partitions(const Graph& graph, const std::vector<std::string>& devices,
-                           bool allow_soft_placement)>
-      partition;
-  std::function<std::unique_ptr<Rendezvous>()> new_rendezvous;
-};
-void RegisterSessionPartitioner(SessionPartitioner partitioner);
-
-
-// --- remote sessions (issue 7)
-// A Session with a target hands every Run to a runner that dist/ registers
-// (dist/remote_session.cc: it places, partitions and runs the graph on the
-// cluster's worker tasks); graph/ may not use dist/.
-class RemoteSessionRunner {
- public:
-  virtual ~RemoteSessionRunner() = default;
-  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
-                                  const std::vector<TensorName>& targets, const RunOptions& options,
-                                  RunMetadata* metadata) = 0;
-};
-using RemoteSessionFactory = std::function<std::unique_ptr<RemoteSessionRunner>(
-    std::shared_ptr<Graph> graph, const SessionOptions& options)>;
-void RegisterRemoteSessionFactory(RemoteSessionFactory factory);
-// --- end remote sessions
 
 // Throws what a Session with this SessionOptions.device would: kInvalidArgument
 // for a device type this build lacks, kUnavailable (with the reason) for a
@@ -102,10 +79,11 @@ class Session {
   std::vector<Tensor> Run(const std::vector<TensorName>& fetches) { return Run({}, fetches); }
 
   const Graph& graph() const { return *graph_; }
-  Device& device() const { return *devices_.front(); }  // the first device
-  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  // Where the partitions run: the devices placement may use.
+  const Cluster& cluster() const { return *cluster_; }
+  // The variables of a session in this process (a cluster's live on its tasks).
   ResourceStore& resources() { return resources_; }
-  // Executors built so far (one per distinct signature).
+  // Executables built so far (one per distinct signature).
   size_t num_cached_executors() const;
 
  private:
@@ -115,22 +93,17 @@ class Session {
                                             const std::vector<TensorName>& targets);
   std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                     const std::vector<TensorName>& targets);
-  void StartRemote();
-  void Place(Graph& graph) const;
-  void AddExecutors(std::unique_ptr<Graph> graph, Executable& executable);
-  void RunPartitions(const Executable& executable, const std::vector<Tensor>& args,
-                     std::vector<Tensor>& retvals, const RunOptions& options,
-                     RunMetadata* metadata) const;
-  void RequireKernels(const Graph& graph, const Device& device) const;
+  void CheckRequestedDevices(const Graph& graph) const;
+  std::vector<DevicePartition> PartitionForCluster(std::unique_ptr<Graph> graph,
+                                                   const Placement& placement) const;
+  void CheckKernels(const Graph& graph) const;
 
   std::shared_ptr<Graph> graph_;
   SessionOptions options_;
-  std::vector<std::unique_ptr<ThreadPool>> pools_;  // one per device
-  std::vector<std::unique_ptr<Device>> devices_;
   ResourceStore resources_;
+  std::unique_ptr<Cluster> cluster_;  // after resources_: its executors use them
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Executable>> cache_;
-  std::unique_ptr<RemoteSessionRunner> remote_;  // set when options.target is
 };
 
 }  // namespace dflow

@@ -35,7 +35,7 @@ void AddRepeatable(CLI::App* command, const char* name, std::vector<std::string>
 std::vector<std::string> SplitCommas(const std::string& text);
 
 // `dflow run --show-placement`: the device of every node the run's session
-// placed, and why (dist::PlacementToText); `ran`, a traced step of that run,
+// placed, and why (PlacementToText); `ran`, a traced step of that run,
 // must agree (kInternal naming the node otherwise).
 std::string RunPlacementText(const Graph& graph, const FeedList& feeds,
                              const std::vector<TensorName>& fetches,

@@ -10,8 +10,8 @@
 
 #include "apps/dflow/commands.h"
 #include "dist/cluster.h"
-#include "dist/partition.h"
-#include "dist/placement.h"
+#include "graph/partition.h"
+#include "graph/placement.h"
 #include "dist/profile.h"
 #include "graph/file.h"
 #include "graph/graph_io.h"
@@ -53,42 +53,42 @@ std::vector<std::string> Devices(const PlaceArgs& args) {
        "no devices: give --cluster FILE or --devices LIST (or set DFLOW_CLUSTER)");
 }
 
-dist::Placement PlaceGraph(const Graph& graph, const PlaceArgs& args) {
-  dist::PlacementOptions options;
+Placement PlaceGraph(const Graph& graph, const PlaceArgs& args) {
+  PlacementOptions options;
   options.allow_soft_placement = args.soft;
   if (!args.profile.empty()) options.cost.measured = dist::LoadProfile(args.profile);
-  return dist::Place(graph, Devices(args), options);
+  return Place(graph, Devices(args), options);
 }
 
 void RunPlace(const PlaceArgs& args) {
   auto graph = LoadGraph(args.graph);
-  dist::Placement placement = PlaceGraph(*graph, args);
+  Placement placement = PlaceGraph(*graph, args);
   if (args.json)
-    std::cout << dist::PlacementToJson(*graph, placement).dump(2) << "\n";
+    std::cout << PlacementToJson(*graph, placement).dump(2) << "\n";
   else
-    std::cout << dist::PlacementToText(*graph, placement);
+    std::cout << PlacementToText(*graph, placement);
 }
 
 void RunPartition(const PlaceArgs& args) {
   auto graph = LoadGraph(args.graph);
-  dist::Placement placement = PlaceGraph(*graph, args);
-  std::vector<dist::DevicePartition> parts = dist::Partition(*graph, placement);
+  Placement placement = PlaceGraph(*graph, args);
+  std::vector<DevicePartition> parts = Partition(*graph, placement);
   std::error_code ec;
   std::filesystem::create_directories(args.out, ec);
   if (ec || !std::filesystem::is_directory(args.out))
     Fail(Code::kInvalidArgument, "--out '", args.out, "': cannot create directory",
          ec ? ": " + ec.message() : std::string());
   std::filesystem::path dir(args.out);
-  for (const dist::DevicePartition& part : parts) {
-    std::string base = dist::DeviceFileName(part.device);
+  for (const DevicePartition& part : parts) {
+    std::string base = DeviceFileName(part.device);
     SaveGraph(*part.graph, (dir / (base + ".json")).string());
     WriteFileAtomic((dir / (base + ".dot")).string(), ToDot(*part.graph));
     std::cout << part.device << ": " << part.graph->num_nodes() << " nodes -> " << base
               << ".json\n";
   }
-  WriteFileAtomic((dir / "partitions.dot").string(), dist::PartitionsToDot(parts));
+  WriteFileAtomic((dir / "partitions.dot").string(), PartitionsToDot(parts));
   WriteFileAtomic((dir / "placement.json").string(),
-                  dist::PlacementToJson(*graph, placement).dump(2) + "\n");
+                  PlacementToJson(*graph, placement).dump(2) + "\n");
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 // `dflow run --show-placement`: where each node of the step went, and why.
 // The session places the graph it runs (pruned to the fetches, then the
 // graph passes), so this builds that same graph and places it with the same
-// dist::Place; the traced step must then agree, node for node.
+// Place; the traced step must then agree, node for node.
 #include <map>
 
 #include "apps/dflow/commands.h"
-#include "dist/placement.h"
+#include "graph/placement.h"
 #include "graph/passes.h"
 #include "graph/thread_pool.h"
 
@@ -32,7 +32,7 @@ std::unique_ptr<Graph> StepGraph(const Graph& graph, const FeedList& feeds,
 }
 
 // Every node the step ran must be where the placement says.
-void CheckAgainstTrace(const dist::Placement& placement, const RunMetadata& ran) {
+void CheckAgainstTrace(const Placement& placement, const RunMetadata& ran) {
   for (const NodeExecStats& stats : ran.step_stats) {
     auto it = placement.nodes.find(stats.node);
     if (it == placement.nodes.end()) continue;  // _Send / _Recv added by partitioning
@@ -53,11 +53,11 @@ std::string RunPlacementText(const Graph& graph, const FeedList& feeds,
   auto step = StepGraph(graph, feeds, fetches, targets, options, *cpu);
   std::vector<std::string> devices = options.devices;
   if (devices.empty()) devices = {cpu->name()};
-  dist::PlacementOptions placement_options;
+  PlacementOptions placement_options;
   placement_options.allow_soft_placement = options.allow_soft_placement;
-  dist::Placement placement = dist::Place(*step, devices, placement_options);
+  Placement placement = Place(*step, devices, placement_options);
   CheckAgainstTrace(placement, ran);
-  return dist::PlacementToText(*step, placement);
+  return PlacementToText(*step, placement);
 }
 
 }  // namespace dflow::cli

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "dist/modnn_split.h"
-#include "dist/partition.h"
-#include "dist/placement.h"
+#include "graph/partition.h"
+#include "graph/placement.h"
 #include "ops/ops.h"
 #include "tests/dist/dist_test_util.h"
 #include "tests/ops/op_test_util.h"
@@ -329,8 +329,8 @@ TEST_CASE("strips on two worker tasks: only the strip's rows and result cross", 
   options.owner_device = kWorker0;
   options.strips = {{kWorker0, 1}, {kWorker1, 1}};
   dist::ModnnSplit(b->s.graph(), "conv", options);
-  dist::Placement placement = dist::Place(b->s.graph(), kTwoWorkers);
-  std::vector<dist::DevicePartition> parts = dist::Partition(b->s.graph(), placement);
+  Placement placement = Place(b->s.graph(), kTwoWorkers);
+  std::vector<DevicePartition> parts = Partition(b->s.graph(), placement);
   REQUIRE(parts.size() == 2);
   // Worker 1 receives strip 1's input rows [5, 12) and sends back its 3
   // pooled rows; its weights are its own copies.

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "dist/placement.h"
+#include "graph/placement.h"
 #include "dist/profile.h"
 #include "graph/file.h"
 #include "graph/session.h"
@@ -40,13 +40,13 @@ TEST_CASE("a measured profile moves slow independent work to the other device",
   AddTwoReaders(s);
   // Estimated, each op takes ~26 us and shipping x to the other worker
   // ~1 ms: b waits for a on the same device.
-  dist::Placement estimated = dist::Place(s.graph(), kTwoWorkers);
+  Placement estimated = Place(s.graph(), kTwoWorkers);
   CHECK(estimated.DeviceOf("a") == estimated.DeviceOf("b"));
 
   // Measured, each takes 10 ms: shipping x (1 ms) beats waiting for a (10 ms).
-  dist::PlacementOptions options;
+  PlacementOptions options;
   options.cost.measured = {{"a", {0.010, "CPU"}}, {"b", {0.010, "CPU"}}};
-  dist::Placement measured = dist::Place(s.graph(), kTwoWorkers, options);
+  Placement measured = Place(s.graph(), kTwoWorkers, options);
   CHECK(measured.DeviceOf("a") != measured.DeviceOf("b"));
   CHECK(measured.estimated_step_seconds > 0.010);
   CHECK(measured.estimated_step_seconds < 0.012);
@@ -55,7 +55,7 @@ TEST_CASE("a measured profile moves slow independent work to the other device",
 
   // Times measured on another device type say nothing about these CPUs.
   options.cost.measured = {{"a", {0.010, "GPU"}}, {"b", {0.010, "GPU"}}};
-  dist::Placement other_type = dist::Place(s.graph(), kTwoWorkers, options);
+  Placement other_type = Place(s.graph(), kTwoWorkers, options);
   CHECK(other_type.DeviceOf("a") == other_type.DeviceOf("b"));
 }
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <future>
 
-#include "dist/rendezvous.h"
+#include "graph/local_rendezvous.h"
 #include "dist/zmq_rendezvous.h"
 #include "dist/zmq_server.h"
 #include "tests/ops/op_test_util.h"
@@ -39,7 +39,7 @@ struct Received {
 }  // namespace
 
 TEST_CASE("a sent tensor meets its Recv whichever comes first", "[rendezvous]") {
-  dist::LocalRendezvous rendezvous;
+  LocalRendezvous rendezvous;
   Received early, late;
   rendezvous.RecvAsync(Key("x:0"), early.Callback());
   CHECK(early.calls == 0);
@@ -60,7 +60,7 @@ TEST_CASE("rendezvous keys differ by every field, and each is used once", "[rend
   // Declared first: two Recvs still wait at the end, and the rendezvous's
   // destructor calls them back (cancelled) before these go out of scope.
   Received other_step, restarted;
-  dist::LocalRendezvous rendezvous;
+  LocalRendezvous rendezvous;
   rendezvous.Send(Key("x:0", 1), Tensor::FromVector<float>({1}));
   rendezvous.RecvAsync(Key("x:0", 2), other_step.Callback());
   CHECK(other_step.calls == 0);  // step 2 does not take step 1's tensor
@@ -79,7 +79,7 @@ TEST_CASE("rendezvous keys differ by every field, and each is used once", "[rend
 }
 
 TEST_CASE("StartAbort wakes every waiter with the first error", "[rendezvous]") {
-  dist::LocalRendezvous rendezvous;
+  LocalRendezvous rendezvous;
   Received a, b, after;
   rendezvous.RecvAsync(Key("a:0"), a.Callback());
   rendezvous.RecvAsync(Key("b:0"), b.Callback());
@@ -103,7 +103,7 @@ TEST_CASE("StartAbort wakes every waiter with the first error", "[rendezvous]") 
 TEST_CASE("a destroyed rendezvous fails the Recvs still waiting", "[rendezvous]") {
   Received waiting;
   {
-    dist::LocalRendezvous rendezvous;
+    LocalRendezvous rendezvous;
     rendezvous.RecvAsync(Key("a:0"), waiting.Callback());
   }
   REQUIRE(waiting.calls == 1);

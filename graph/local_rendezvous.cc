@@ -1,8 +1,8 @@
-#include "dist/rendezvous.h"
+#include "graph/local_rendezvous.h"
 
 #include <vector>
 
-namespace dflow::dist {
+namespace dflow {
 
 LocalRendezvous::~LocalRendezvous() {
   StartAbort(Error(Code::kCancelled, "rendezvous destroyed while a Recv was waiting"));
@@ -77,4 +77,4 @@ size_t LocalRendezvous::num_pending() const {
   return pending;
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

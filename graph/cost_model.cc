@@ -1,8 +1,8 @@
-#include "dist/cost_model.h"
+#include "graph/cost_model.h"
 
 #include <algorithm>
 
-namespace dflow::dist {
+namespace dflow {
 
 bool SameTask(const DeviceName& a, const DeviceName& b) {
   return a.job == b.job && a.replica == b.replica && a.task == b.task;
@@ -64,4 +64,4 @@ double CostModel::TransferSeconds(int64_t bytes, const DeviceName& from,
   return link.latency_seconds + static_cast<double>(bytes) / link.bytes_per_second;
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -3,9 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "dist/placement.h"
+#include "graph/placement.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 std::vector<DeviceName> ParseDeviceList(const std::vector<std::string>& devices) {
   if (devices.empty()) Fail(Code::kInvalidArgument, "the device list is empty");
@@ -59,4 +59,4 @@ std::string PlacementToText(const Graph& graph, const Placement& placement) {
   return text + StrCat("estimated step time: ", placement.estimated_step_seconds * 1e6, " us\n");
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

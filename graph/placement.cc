@@ -1,14 +1,14 @@
-// Place(): the constraints (dist/placement_constraints.h) per colocation
+// Place(): the constraints (graph/placement_constraints.h) per colocation
 // group, then earliest-finish-time list scheduling over what they leave.
-#include "dist/placement.h"
+#include "graph/placement.h"
 
 #include <algorithm>
 #include <set>
 
-#include "dist/colocation.h"
-#include "dist/placement_constraints.h"
+#include "graph/colocation.h"
+#include "graph/placement_constraints.h"
 
-namespace dflow::dist {
+namespace dflow {
 namespace {
 
 // The list scheduler's state: where each node went and when it finishes, and
@@ -203,4 +203,4 @@ Placement Place(const Graph& graph, const std::vector<std::string>& devices,
   return Placer(graph, devices, options).Run();
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -1,4 +1,4 @@
-// The constraint half of placement (steps 1-3 in dist/placement.h): for one
+// The constraint half of placement (steps 1-3 in graph/placement.h): for one
 // colocation group, the devices that have a kernel for every member and match
 // every member's request, with the words that explain the choice.
 #pragma once
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/colocation.h"
+#include "graph/colocation.h"
 #include "graph/device.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 struct GroupConstraint {
   std::vector<int> candidates;  // indices into the device list, ascending
@@ -21,4 +21,4 @@ struct GroupConstraint {
 GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
                                const std::vector<DeviceName>& devices, bool allow_soft_placement);
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -11,7 +11,7 @@
 
 #include "graph/rendezvous.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 class LocalRendezvous final : public Rendezvous {
  public:
@@ -42,4 +42,4 @@ class LocalRendezvous final : public Rendezvous {
   std::optional<Error> abort_error_;
 };
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -3,10 +3,10 @@
 #include <map>
 #include <sstream>
 
-#include "dist/partition.h"
+#include "graph/partition.h"
 #include "graph/graph_io.h"
 
-namespace dflow::dist {
+namespace dflow {
 namespace {
 
 constexpr const char* kClusterFills[] = {"#eef5fb", "#f0f8ea", "#fff4e6", "#f4effa", "#fdeeee"};
@@ -75,4 +75,4 @@ std::string PartitionsToDot(const std::vector<DevicePartition>& partitions) {
   return out.str();
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

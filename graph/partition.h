@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/placement.h"
+#include "graph/placement.h"
 #include "graph/graph.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 struct PartitionOptions {
   // Each device's incarnation: a number its process draws when it starts, so
@@ -48,4 +48,4 @@ std::string PartitionsToDot(const std::vector<DevicePartition>& partitions);
 // as a node-name and file-name fragment.
 std::string DeviceFileName(const std::string& device);
 
-}  // namespace dflow::dist
+}  // namespace dflow

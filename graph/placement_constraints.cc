@@ -1,11 +1,11 @@
-#include "dist/placement_constraints.h"
+#include "graph/placement_constraints.h"
 
 #include <algorithm>
 #include <iterator>
 
 #include "graph/kernel.h"
 
-namespace dflow::dist {
+namespace dflow {
 namespace {
 
 using Indices = std::vector<int>;
@@ -158,4 +158,4 @@ GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
   return {state.candidates, Explain(state, group_words, all_kernels, devices.size())};
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

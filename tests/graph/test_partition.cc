@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "dist/partition.h"
+#include "graph/partition.h"
 #include "graph/graph_io.h"
 #include "ops/ops.h"
 #include "tests/dist/dist_test_util.h"
@@ -17,7 +17,7 @@ using namespace dflow::testing;
 
 namespace {
 
-using Parts = std::vector<dist::DevicePartition>;
+using Parts = std::vector<DevicePartition>;
 
 const Node* FindIn(const Parts& parts, const std::string& device, const std::string& name) {
   for (const auto& p : parts)
@@ -31,7 +31,7 @@ std::string KeyOf(const Node& n) {
 }
 
 // The invariants every partitioning must keep, checked against the original.
-void CheckInvariants(const Graph& graph, const dist::Placement& placement, const Parts& parts) {
+void CheckInvariants(const Graph& graph, const Placement& placement, const Parts& parts) {
   // Each original node is in exactly one partition: its placement's.
   for (const Node* node : graph.nodes()) {
     int copies = 0;
@@ -115,10 +115,10 @@ int CountOp(const Graph& graph, const std::string& op) {
 
 TEST_CASE("cut edges become one Send/Recv pair per tensor and device", "[dist][partition]") {
   Scope s = CrossingGraph();
-  dist::Placement placement = dist::Place(s.graph(), kTwoWorkers);
-  dist::PartitionOptions options;
+  Placement placement = Place(s.graph(), kTwoWorkers);
+  PartitionOptions options;
   options.incarnations[kWorker0] = 77;
-  Parts parts = dist::Partition(s.graph(), placement, options);
+  Parts parts = Partition(s.graph(), placement, options);
   REQUIRE(parts.size() == 2);
   CHECK(parts[0].device == kWorker0);
   CheckInvariants(s.graph(), placement, parts);
@@ -138,8 +138,8 @@ TEST_CASE("cut edges become one Send/Recv pair per tensor and device", "[dist][p
 
 TEST_CASE("a cross-device control edge travels as an empty dummy tensor", "[dist][partition]") {
   Scope s = CrossingGraph();
-  dist::Placement placement = dist::Place(s.graph(), kTwoWorkers);
-  Parts parts = dist::Partition(s.graph(), placement);
+  Placement placement = Place(s.graph(), kTwoWorkers);
+  Parts parts = Partition(s.graph(), placement);
   const Graph& g0 = *parts[0].graph;
   const Graph& g1 = *parts[1].graph;
   const Node* recv = g1.GetNode("f").control_inputs().at(0);
@@ -160,8 +160,8 @@ TEST_CASE("a cross-device control edge travels as an empty dummy tensor", "[dist
 TEST_CASE("a graph on one device gives one partition without Send/Recv", "[dist][partition]") {
   Scope s = Scope::NewRootScope();
   ops::Neg(s.WithOpName("b"), ZerosConst(s, "a", Shape({2})));
-  dist::Placement placement = dist::Place(s.graph(), {"/device:CPU:0"});
-  Parts parts = dist::Partition(s.graph(), placement);
+  Placement placement = Place(s.graph(), {"/device:CPU:0"});
+  Parts parts = Partition(s.graph(), placement);
   REQUIRE(parts.size() == 1);
   CHECK(parts[0].device == "/device:CPU:0");
   CHECK(parts[0].graph->num_nodes() == 2);
@@ -177,14 +177,14 @@ TEST_CASE("a placed training graph partitions with its variables whole", "[dist]
   Output y = ops::MatMul(s.WithOpName("y"), x, w);
   Output y2 = ops::MatMul(s.WithOpName("y2").WithDevice("/job:worker/task:1"), x, w);
   ops::ApplyGradientDescent(s.WithOpName("apply"), w, 0.5f, ops::Add(s.WithOpName("g"), y, y2));
-  dist::Placement placement = dist::Place(s.graph(), kPsAndWorkers);
-  Parts parts = dist::Partition(s.graph(), placement);
+  Placement placement = Place(s.graph(), kPsAndWorkers);
+  Parts parts = Partition(s.graph(), placement);
   CheckInvariants(s.graph(), placement, parts);
   for (const char* name : {"w", "w/init", "apply"}) CHECK(placement.DeviceOf(name) == kPs);
 
-  auto json = dist::PartitionsToJson(parts);
+  auto json = PartitionsToJson(parts);
   CHECK(json["partitions"].size() == parts.size());
-  std::string dot = dist::PartitionsToDot(parts);
+  std::string dot = PartitionsToDot(parts);
   CHECK(dot.find("subgraph \"cluster_0\"") != std::string::npos);
   CHECK(dot.find("label=\"" + kPs + "\"") != std::string::npos);
   CHECK(dot.find("color=\"#d62728\", fontcolor=\"#d62728\", label=\"x:0\"") != std::string::npos);
@@ -192,10 +192,10 @@ TEST_CASE("a placed training graph partitions with its variables whole", "[dist]
 
 TEST_CASE("partitioning needs every node placed", "[dist][partition]") {
   Scope s = CrossingGraph();
-  dist::Placement placement = dist::Place(s.graph(), kTwoWorkers);
+  Placement placement = Place(s.graph(), kTwoWorkers);
   placement.nodes.erase("e");
-  ExpectError([&] { dist::Partition(s.graph(), placement); }, Code::kNotFound,
+  ExpectError([&] { Partition(s.graph(), placement); }, Code::kNotFound,
               "node 'e' has no device in this placement");
-  CHECK(dist::DeviceFileName(kWorker1) == "worker.1.CPU.0");
-  CHECK(dist::DeviceFileName("/device:CPU:0") == "CPU.0");
+  CHECK(DeviceFileName(kWorker1) == "worker.1.CPU.0");
+  CHECK(DeviceFileName("/device:CPU:0") == "CPU.0");
 }

@@ -6,9 +6,9 @@
 //  2. Requests: a node's requested device, full ("/job:ps/replica:0/task:0/
 //     device:CPU:0") or partial ("/job:ps", "/device:GPU:0"), must match.
 //  3. Colocation: a variable and every op that takes its ref input form one
-//     group (dist/colocation.h) that goes to one device, which must satisfy
+//     group (graph/colocation.h) that goes to one device, which must satisfy
 //     every member's kernel and request.
-//  4. The cost model (dist/cost_model.h) picks among the devices that remain,
+//  4. The cost model (graph/cost_model.h) picks among the devices that remain,
 //     by greedy list scheduling in topological order: each node (or group, at
 //     its first member) goes where it would finish earliest, counting the
 //     time its inputs take to arrive and the time the device is busy with
@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/cost_model.h"
+#include "graph/cost_model.h"
 #include "graph/graph.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 struct PlacementOptions {
   bool allow_soft_placement = false;
@@ -71,4 +71,4 @@ std::string PlacementToText(const Graph& graph, const Placement& placement);
 // no name may repeat. Errors name the bad entry.
 std::vector<DeviceName> ParseDeviceList(const std::vector<std::string>& devices);
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -25,7 +25,7 @@
 #include "graph/device.h"
 #include "graph/graph.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 struct LinkCost {
   double latency_seconds;
@@ -69,4 +69,4 @@ class CostModel {
 // Same job, replica and task: one process.
 bool SameTask(const DeviceName& a, const DeviceName& b);
 
-}  // namespace dflow::dist
+}  // namespace dflow

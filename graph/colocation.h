@@ -12,7 +12,7 @@
 
 #include "graph/graph.h"
 
-namespace dflow::dist {
+namespace dflow {
 
 class ColocationGroups {
  public:
@@ -33,4 +33,4 @@ class ColocationGroups {
   std::vector<std::vector<Node*>> members_;  // by representative id
 };
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -1,10 +1,10 @@
-#include "dist/partition.h"
+#include "graph/partition.h"
 
 #include <nlohmann/json.hpp>
 
 #include "graph/graph_io.h"
 
-namespace dflow::dist {
+namespace dflow {
 namespace {
 
 std::string NameFragment(const std::string& tensor_name) {
@@ -158,4 +158,4 @@ nlohmann::ordered_json PartitionsToJson(const std::vector<DevicePartition>& part
   return {{"partitions", std::move(list)}};
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

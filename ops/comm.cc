@@ -1,7 +1,7 @@
-// _Send and _Recv: the two ends of a cut edge, added by dist::Partition.
+// _Send and _Recv: the two ends of a cut edge, added by Partition.
 // Their attrs carry every part of the rendezvous key except the step id,
 // which comes at run time: (send_device, send_device_incarnation,
-// recv_device, tensor_name, step). Their kernels: dist/send_recv_kernels.cc.
+// recv_device, tensor_name, step). Their kernels: ops/cpu/send_recv.cc.
 #include "graph/op_def.h"
 
 namespace dflow {

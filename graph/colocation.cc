@@ -1,9 +1,9 @@
-#include "dist/colocation.h"
+#include "graph/colocation.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace dflow::dist {
+namespace dflow {
 
 ColocationGroups::ColocationGroups(const Graph& graph)
     : parent_(graph.id_bound()), members_(graph.id_bound()) {
@@ -34,4 +34,4 @@ std::string ColocationGroups::Describe(int group) const {
   return text + "]";
 }
 
-}  // namespace dflow::dist
+}  // namespace dflow

@@ -4,15 +4,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "dist/placement.h"
+#include "graph/placement.h"
 #include "ops/ops.h"
 #include "tests/dist/dist_test_util.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
 using namespace dflow::testing;
-using dist::Place;
-using dist::PlacementOptions;
 
 namespace {
 
@@ -38,7 +36,7 @@ TEST_CASE("full and partial device requests are honoured", "[dist][placement]") 
   Output a = ZerosConst(s.WithDevice("/job:worker/task:1"), "a", Shape({2}));
   Output b = ops::Neg(s.WithOpName("b").WithDevice(kWorker0), a);
   ops::Exp(s.WithOpName("c").WithDevice("/job:ps"), b);
-  dist::Placement p = Place(s.graph(), kPsAndWorkers);
+  Placement p = Place(s.graph(), kPsAndWorkers);
   CHECK(p.DeviceOf("a") == kWorker1);
   CHECK(p.DeviceOf("b") == kWorker0);
   CHECK(p.DeviceOf("c") == kPs);
@@ -47,7 +45,7 @@ TEST_CASE("full and partial device requests are honoured", "[dist][placement]") 
 
   ExpectError([&] { p.DeviceOf("nope"); }, Code::kNotFound, "node 'nope'");
   Graph& g = const_cast<Graph&>(s.graph());
-  dist::AssignDevices(g, p);
+  AssignDevices(g, p);
   CHECK(g.GetNode("c").assigned_device() == kPs);
 }
 
@@ -82,7 +80,7 @@ TEST_CASE("a variable and the ops that take its ref share a device", "[dist][pla
   Output grad = ZerosConst(s.WithDevice(kWorker1), "grad", Shape({2}));
   ops::ApplyGradientDescent(s.WithOpName("apply"), v, 0.1f, grad);
   ops::Neg(s.WithOpName("read"), v);
-  dist::Placement p = Place(s.graph(), kPsAndWorkers);
+  Placement p = Place(s.graph(), kPsAndWorkers);
   for (const char* name : {"v", "init", "apply"}) CHECK(p.DeviceOf(name) == kPs);
   CHECK(p.DeviceOf("grad") == kWorker1);
   CHECK(Contains(p.nodes.at("apply").reason, "colocation group [v, init, apply] of variable 'v'"));
@@ -118,7 +116,7 @@ TEST_CASE("a request for a device without a kernel is an error unless soft", "[d
           kCpuTask);
   PlacementOptions soft;
   soft.allow_soft_placement = true;
-  dist::Placement p = Place(s.graph(), devices, soft);
+  Placement p = Place(s.graph(), devices, soft);
   CHECK(p.DeviceOf("mm") == kCpuTask);
   CHECK(Contains(p.nodes.at("mm").reason,
                  "soft placement: no device with a kernel matches '/device:GPU:0'"));
@@ -142,7 +140,7 @@ TEST_CASE("soft placement keeps the requested task when it can", "[dist][placeme
               "it is in the colocation group [v, init]");
   PlacementOptions soft;
   soft.allow_soft_placement = true;
-  dist::Placement p = Place(s.graph(), devices, soft);
+  Placement p = Place(s.graph(), devices, soft);
   CHECK(p.DeviceOf("v") == devices[2]);
   CHECK(p.DeviceOf("init") == devices[2]);
   CHECK(Contains(p.nodes.at("v").reason, "relaxed to '/job:w/task:1'"));
@@ -153,8 +151,8 @@ TEST_CASE("the cost model spreads independent heavy chains over devices",
   Scope s = Scope::NewRootScope();
   AddMatMulChain(s, "a", 256);
   AddMatMulChain(s, "b", 256);
-  dist::Placement one = Place(s.graph(), {kWorker0});
-  dist::Placement two = Place(s.graph(), kTwoWorkers);
+  Placement one = Place(s.graph(), {kWorker0});
+  Placement two = Place(s.graph(), kTwoWorkers);
   CHECK(two.DeviceOf("mma") != two.DeviceOf("mmb"));
   // Each chain stays whole: its inputs are made where it runs.
   for (const char* chain : {"a", "b"})
@@ -174,7 +172,7 @@ TEST_CASE("the cost model keeps cheap work together when transfers cost more",
   Output a = ops::Neg(s.WithOpName("a"), x);
   Output b = ops::Exp(s.WithOpName("b"), x);
   ops::Add(s.WithOpName("sum"), a, b);
-  dist::Placement p = Place(s.graph(), kTwoWorkers);
+  Placement p = Place(s.graph(), kTwoWorkers);
   for (const char* name : {"x", "a", "b", "sum"}) CHECK(p.DeviceOf(name) == kWorker0);
 
   // The same shape of graph with MatMuls is worth splitting: 1 ms of transfer
@@ -184,17 +182,17 @@ TEST_CASE("the cost model keeps cheap work together when transfers cost more",
   Output ha = ops::MatMul(heavy.WithOpName("a"), hx, hx);
   Output hb = ops::MatMul(heavy.WithOpName("b"), hx, hx);
   ops::Add(heavy.WithOpName("sum"), ha, hb);
-  dist::Placement q = Place(heavy.graph(), kTwoWorkers);
+  Placement q = Place(heavy.graph(), kTwoWorkers);
   CHECK(q.DeviceOf("a") != q.DeviceOf("b"));
 }
 
 TEST_CASE("placement shows as text and JSON", "[dist][placement]") {
   Scope s = Scope::NewRootScope();
   ops::Neg(s.WithOpName("b"), ZerosConst(s.WithDevice("/job:ps"), "a", Shape({2})));
-  dist::Placement p = Place(s.graph(), kPsAndWorkers);
-  std::string text = dist::PlacementToText(s.graph(), p);
+  Placement p = Place(s.graph(), kPsAndWorkers);
+  std::string text = PlacementToText(s.graph(), p);
   CHECK(Contains(text, "a (Const) -> " + kPs + ": Const 'a' requests '/job:ps'"));
-  auto json = dist::PlacementToJson(s.graph(), p);
+  auto json = PlacementToJson(s.graph(), p);
   CHECK(json["nodes"][0]["name"] == "a");
   CHECK(json["nodes"][0]["device"] == kPs);
   CHECK(json["devices"].size() == 3);

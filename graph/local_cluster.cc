@@ -1,0 +1,84 @@
+#include "graph/local_cluster.h"
+
+#include <set>
+
+#include "graph/local_rendezvous.h"
+#include "graph/session.h"
+
+namespace dflow {
+
+void ExecutorRunner::RunAsync(const ExecutorStep& step, const RunOptions& options, RunMetadata* metadata,
+                              Done done, bool caller_joins) {
+  try {
+    executor_->CheckStep(step);
+  } catch (const Error& e) {
+    return done(e);
+  }
+  executor_->RunAsync(step, options, metadata, std::move(done), caller_joins);
+}
+
+std::unique_ptr<LocalCluster> LocalCluster::ForSession(const SessionOptions& options, ResourceStore* resources) {
+  if (!options.devices.empty() && !options.device.empty())
+    Fail(Code::kInvalidArgument, "SessionOptions: give `device` (one device) or `devices` (several "
+         "CPU devices), not both");
+  int threads = options.num_threads > 0 ? options.num_threads : ThreadPool::DefaultNumThreads();
+  if (!options.devices.empty()) {
+    for (const std::string& name : options.devices) {
+      DeviceName parsed = DeviceName::Parse(name);
+      if (parsed.type != "CPU" || !parsed.index)
+        Fail(Code::kInvalidArgument, "session device '", name,
+             "' is not a full CPU device name (e.g. /job:localhost/replica:0/task:0/device:CPU:1)");
+    }
+    return std::make_unique<LocalCluster>(options.devices, threads, resources);
+  }
+  CheckSessionDevice(options.device);
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster(resources));
+  auto pool = std::make_unique<ThreadPool>(threads, "dflow-cpu");
+  DeviceName wanted = DeviceName::Parse(options.device.empty() ? "/device:CPU:0" : options.device);
+  std::unique_ptr<Device> device = wanted.type == "GPU" ? NewGpuDevice(wanted.index.value_or(0), pool.get())
+                                                        : NewCpuDevice(wanted.index.value_or(0), pool.get());
+  cluster->Add(std::move(pool), std::move(device));
+  return cluster;
+}
+
+LocalCluster::LocalCluster(const std::vector<std::string>& cpu_devices, int num_threads, ResourceStore* resources)
+    : resources_(resources) {
+  int threads = num_threads > 0 ? num_threads : ThreadPool::DefaultNumThreads();
+  std::set<std::string> seen;
+  for (const std::string& name : cpu_devices) {
+    if (!seen.insert(name).second)
+      Fail(Code::kInvalidArgument, "session device '", name, "' is listed twice");
+    DeviceName parsed = DeviceName::Parse(name);
+    auto pool = std::make_unique<ThreadPool>(threads, StrCat("dflow-cpu", parsed.index.value_or(0)));
+    auto device = NewCpuDevice(name, pool.get());
+    Add(std::move(pool), std::move(device));
+  }
+  if (devices_.empty()) Fail(Code::kInvalidArgument, "a local cluster needs at least one device");
+}
+
+void LocalCluster::Add(std::unique_ptr<ThreadPool> pool, std::unique_ptr<Device> device) {
+  names_.push_back(device->name());
+  pools_.push_back(std::move(pool));
+  devices_.push_back(std::move(device));
+}
+
+Device& LocalCluster::DeviceNamed(const std::string& name) const {
+  for (const auto& device : devices_)
+    if (device->name() == name) return *device;
+  std::string names;
+  for (const std::string& known : names_) names += StrCat(names.empty() ? "" : ", ", known);
+  Fail(Code::kInvalidArgument, "this process has no device '", name, "' (it has ", names, ")");
+}
+
+std::unique_ptr<PartitionRunner> LocalCluster::Load(const std::string& device, std::shared_ptr<Graph> graph) {
+  return std::make_unique<ExecutorRunner>(std::make_shared<Executor>(std::move(graph), &DeviceNamed(device), resources_));
+}
+
+ClusterStep LocalCluster::NewStep(const std::vector<std::string>& partition_devices) {
+  ClusterStep step;
+  step.id = NewStepId();
+  if (partition_devices.size() > 1) step.rendezvous = std::make_unique<LocalRendezvous>();
+  return step;
+}
+
+}  // namespace dflow
