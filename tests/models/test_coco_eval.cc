@@ -4,11 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include "models/metrics/coco_eval.h"
+#include "tests/models/coco_eval_reference.h"
 #include "tests/models/detection_test_util.h"
 
 using namespace dflow;
 using namespace dflow::models;
 using dflow::testing::AddObject;
+using dflow::testing::EvaluateCocoReference;
+using dflow::testing::ReferenceCocoEval;
 using dflow::testing::MakeTruth;
 
 namespace {
@@ -146,24 +149,39 @@ TEST_CASE("coco: area ranges use the annotation area for objects, w*h for detect
   CHECK(s[kAPs] == Approx(2.0 / 3));  // FP, TP, TP over 2 small objects
 }
 
-TEST_CASE("coco: threads give the same result", "[coco]") {
-  DetectionDataset truth = MakeTruth(20, {1, 2, 3, 5, 8});
+// Random scenes with every case mixed in: all area ranges, crowds, mask
+// areas below the box area, scores in steps of 0.05 (ties within and across
+// images), more than 100 detections of one class in an image, a class with
+// detections only. The reference is pycocotools transcribed plainly.
+TEST_CASE("coco: equals pycocotools' algorithm transcribed, at any thread count", "[coco]") {
+  DetectionDataset truth = MakeTruth(12, {1, 2, 3, 5, 8});
   std::vector<Detection> dets;
   uint32_t state = 7;
   auto next = [&state](int mod) { return int((state = state * 1664525u + 1013904223u) >> 8) % mod; };
-  for (int i = 0; i < 300; ++i) {
-    BoxXYWH box{double(next(500)), double(next(400)), double(1 + next(120)), double(1 + next(120))};
-    int64_t image = 1 + next(20), cat = truth.categories[next(5)].id;
-    if (i % 3 == 0) AddObject(truth, image, cat, box, next(10) == 0);
-    BoxXYWH jittered{box[0] + next(9) - 4, box[1] + next(9) - 4, box[2], box[3]};
-    dets.push_back({image, cat, jittered, next(1000) / 1000.0});
+  auto size = [&next] { return double(next(3) == 0 ? 2 + next(30) : 2 + next(200)); };
+  for (int i = 0; i < 400; ++i) {
+    BoxXYWH box{double(next(500)), double(next(400)), size(), size()};
+    int64_t image = 1 + next(12), cat = truth.categories[next(4)].id;  // never class 8
+    if (i % 3 == 0) {
+      double area = box[2] * box[3] * (next(2) ? 1 : 0.6);
+      AddObject(truth, image, cat, box, /*crowd=*/next(12) == 0, area);
+    }
+    BoxXYWH jittered{box[0] + next(9) - 4, box[1] + next(9) - 4, box[2] + next(5), box[3]};
+    int64_t det_cat = next(4) ? cat : truth.categories[next(5)].id;
+    dets.push_back({image, det_cat, jittered, next(20) * 0.05});
   }
-  CocoEvalResult one = EvaluateCoco(truth, dets, {.threads = 1});
-  CocoEvalResult four = EvaluateCoco(truth, dets, {.threads = 4});
-  CHECK(one.precision == four.precision);
-  CHECK(one.recall == four.recall);
-  CHECK(one.stats[kAP] > 0);
-  CHECK(one.stats[kAP] < 1);
+  for (int i = 0; i < 130; ++i)  // image 1, class 1: past the cap of 100
+    dets.push_back({1, 1, {double(next(300)), double(next(300)), 30, 40}, next(20) * 0.05});
+  ReferenceCocoEval want = EvaluateCocoReference(truth, dets);
+  for (int threads : {1, 4}) {
+    CocoEvalResult got = EvaluateCoco(truth, dets, {.threads = threads});
+    REQUIRE(got.precision.size() == want.precision.size());
+    CHECK(got.precision == want.precision);
+    CHECK(got.recall == want.recall);
+    CHECK(got.stats[kAP] > 0.05);
+    CHECK(got.stats[kAP] < 0.95);
+    CHECK(got.CategoryAP(4) == -1);
+  }
 }
 
 TEST_CASE("coco: the summary table and JSON line", "[coco]") {
