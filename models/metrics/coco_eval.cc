@@ -36,6 +36,7 @@ const std::array<int, kNumCocoMaxDets> kCocoMaxDets = {1, 10, 100};
 namespace {
 
 constexpr int kMaxDet = 100;  // kCocoMaxDets.back(): the per-image cap of evaluateImg
+constexpr double kSpacing1 = 2.220446049250313e-16;  // numpy.spacing(1): pycocotools' 0/0 guard
 enum Outcome : uint8_t { kFalsePositive = 0, kTruePositive = 1, kIgnored = 2 };
 
 // Box IoU as pycocotools' bbIou: for a crowd region the union is the
@@ -205,6 +206,10 @@ namespace {
 // accumulate() for category k: precision at each recall threshold is the
 // best precision at that recall or beyond (the monotone envelope), taken at
 // the first detection whose recall reaches the threshold, 0 when none does.
+// Only hits need recall and precision: between two hits recall stays and
+// precision only falls, so the envelope's maxima and the first index that
+// reaches a recall are at hits; the values are the same doubles as
+// pycocotools' full arrays (tp / npig, tp / (fp + tp + eps)).
 void AccumulateCategory(size_t k, Scratch& s, CocoEvalResult& r) {
   CategoryDets& c = s.out;
   // Best first; ties keep image order, then the order inside an image
@@ -218,26 +223,30 @@ void AccumulateCategory(size_t k, Scratch& s, CocoEvalResult& r) {
     for (uint32_t i : all)
       if (c.rank[i] < kCocoMaxDets[m]) s.order.push_back(i);
     const size_t nd = s.order.size();
-    s.rc.resize(nd);
-    s.pr.resize(nd);
     for (int a = 0; a < kNumCocoAreas; ++a) {
       if (c.counted_gt[a] == 0) continue;  // no gt that counts: stays -1
       const double npig = double(c.counted_gt[a]);
       for (int t = 0; t < kNumCocoIous; ++t) {
-        double tp = 0, fp = 0;
+        // Integer counts: numpy's float cumsums of 0/1 hold the same integers.
+        int64_t tp = 0, fp = 0;
+        s.rc.clear();
+        s.pr.clear();
+        const uint8_t* outcome = &c.At(a, t, 0);
         for (size_t j = 0; j < nd; ++j) {
-          uint8_t o = c.At(a, t, s.order[j]);
-          tp += o == kTruePositive;
+          uint8_t o = outcome[s.order[j]];
           fp += o == kFalsePositive;
-          s.rc[j] = tp / npig;
-          s.pr[j] = tp / (fp + tp + 2.220446049250313e-16);  // numpy.spacing(1)
+          if (o != kTruePositive) continue;
+          ++tp;
+          s.rc.push_back(double(tp) / npig);
+          s.pr.push_back(double(tp) / (double(fp + tp) + kSpacing1));
         }
-        r.recall[r.RecallIndex(t, k, a, m)] = nd ? s.rc[nd - 1] : 0;
-        for (size_t j = nd; j-- > 1;) s.pr[j - 1] = std::max(s.pr[j - 1], s.pr[j]);
+        r.recall[r.RecallIndex(t, k, a, m)] = nd ? double(tp) / npig : 0;
+        const size_t hits = s.pr.size();
+        for (size_t j = hits; j-- > 1;) s.pr[j - 1] = std::max(s.pr[j - 1], s.pr[j]);
         size_t pi = 0;  // searchsorted(rc, threshold, side="left"), thresholds ascending
         for (int ri = 0; ri < kNumCocoRecalls; ++ri) {
-          while (pi < nd && s.rc[pi] < kCocoRecallThresholds[ri]) ++pi;
-          r.precision[r.PrecisionIndex(t, ri, k, a, m)] = pi < nd ? s.pr[pi] : 0;
+          while (pi < hits && s.rc[pi] < kCocoRecallThresholds[ri]) ++pi;
+          r.precision[r.PrecisionIndex(t, ri, k, a, m)] = pi < hits ? s.pr[pi] : 0;
         }
       }
     }
