@@ -32,7 +32,8 @@ Synthetic Generate(int images, int categories, int dets_per_image, uint64_t seed
   auto size = [&] { return std::exp(std::log(8.0) + unit(rng) * std::log(300.0 / 8)); };
   auto category = [&] { return int64_t(rng() % uint64_t(categories)) + 1; };
   Synthetic s;
-  for (int c = 1; c <= categories; ++c) s.truth.categories.push_back({c, "class" + std::to_string(c)});
+  for (int c = 1; c <= categories; ++c)
+    s.truth.categories.push_back({c, "class" + std::to_string(c)});
   for (int i = 1; i <= images; ++i) {
     s.truth.images.push_back({i, "image" + std::to_string(i) + ".jpg", 640, 480});
     int objects = 1 + int(rng() % 13), made = 0;
@@ -43,7 +44,8 @@ Synthetic Generate(int images, int categories, int dets_per_image, uint64_t seed
       int64_t id = int64_t(s.truth.annotations.size()) + 1;
       s.truth.annotations.push_back(
           {id, i, cat, box, box[2] * box[3] * (0.5 + 0.4 * unit(rng)), crowd, false});
-      for (int copy = 0, n = 1 + int(rng() % 3); copy < n && made < dets_per_image; ++copy, ++made) {
+      int copies = 1 + int(rng() % 3);
+      for (int copy = 0; copy < copies && made < dets_per_image; ++copy, ++made) {
         double jx = (unit(rng) - 0.5) * 0.3 * box[2], jy = (unit(rng) - 0.5) * 0.3 * box[3];
         BoxXYWH d{box[0] + jx, box[1] + jy, box[2] * (0.8 + 0.4 * unit(rng)),
                   box[3] * (0.8 + 0.4 * unit(rng))};

@@ -15,7 +15,8 @@ expect_error() {
   "$@" > "$TMP/out.txt" 2> "$TMP/err.txt"
   local rc=$?
   [[ $rc == 1 ]] || { cat "$TMP/out.txt" "$TMP/err.txt"; fail "exit $rc, not 1: $*"; }
-  grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
+  grep -qF -- "$want" "$TMP/err.txt" ||
+    { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
 }
 
 # Category 1: one large object, a false positive ranked above the hit (AP 1/2).
@@ -24,7 +25,8 @@ cat > "$TMP/gt.json" <<'JSON'
 {"images": [{"id": 1, "file_name": "a.png", "width": 640, "height": 480},
             {"id": 2, "file_name": "b.png", "width": 640, "height": 480}],
  "annotations": [
-   {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "area": 10000, "iscrowd": 0},
+   {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "area": 10000,
+    "iscrowd": 0},
    {"id": 2, "image_id": 2, "category_id": 2, "bbox": [10, 10, 20, 20], "area": 400, "iscrowd": 0}],
  "categories": [{"id": 1, "name": "box"}, {"id": 2, "name": "dot"}, {"id": 3, "name": "none"}]}
 JSON
@@ -64,9 +66,12 @@ grep -qF "image_id 9" "$TMP/err.txt" || fail "the unknown image id is not named"
 echo '[{"image_id": 1, "category_id": 4, "bbox": [0, 0, 1, 1], "score": 1}]' > "$TMP/bad_cat.json"
 expect_error "category_id 4" "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/bad_cat.json"
 echo '[{"image_id": 1, ' > "$TMP/truncated.json"
-expect_error "truncated.json' is not valid JSON" "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/truncated.json"
-sed 's/"width": 640, "height": 480}]/"width": 640, "height": -480}]/' "$TMP/gt.json" > "$TMP/bad_gt.json"
-expect_error "images[1] (id 2): negative size 640x-480" "$EXE" cocoeval --gt "$TMP/bad_gt.json" --dt "$TMP/dt.json"
+expect_error "truncated.json' is not valid JSON" \
+  "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/truncated.json"
+sed 's/"width": 640, "height": 480}]/"width": 640, "height": -480}]/' "$TMP/gt.json" \
+  > "$TMP/bad_gt.json"
+expect_error "images[1] (id 2): negative size 640x-480" \
+  "$EXE" cocoeval --gt "$TMP/bad_gt.json" --dt "$TMP/dt.json"
 expect_error "missing.json" "$EXE" cocoeval --gt "$TMP/missing.json" --dt "$TMP/dt.json"
 "$EXE" cocoeval --gt "$TMP/gt.json" > /dev/null 2>&1 && fail "accepted a missing --dt"
 echo "dflow-detect: all checks passed"

@@ -48,7 +48,8 @@ std::optional<EvalImg> EvaluateImg(const std::vector<const DetectionObject*>& gt
     g_ig[g] = gt_in[g]->iscrowd || gt_in[g]->area < rng[0] || gt_in[g]->area > rng[1];
   std::vector<size_t> gtind(gt_in.size());
   for (size_t g = 0; g < gtind.size(); ++g) gtind[g] = g;
-  std::stable_sort(gtind.begin(), gtind.end(), [&](size_t a, size_t b) { return g_ig[a] < g_ig[b]; });
+  std::stable_sort(gtind.begin(), gtind.end(),
+                   [&](size_t a, size_t b) { return g_ig[a] < g_ig[b]; });
   std::vector<const DetectionObject*> gt;
   for (size_t g : gtind) gt.push_back(gt_in[g]);
   const size_t T = kNumCocoIous, G = gt.size(), D = dt.size();

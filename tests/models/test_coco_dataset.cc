@@ -38,7 +38,8 @@ TEST_CASE("coco dataset: instances and results round trip", "[coco_dataset]") {
   CHECK(back.annotations[2].difficult);
   CHECK(back.annotations[1].area == 1234.5);
 
-  std::vector<Detection> dets = {{1, 1, {0.1, 0.2, 30.3, 40.4}, 0.987654321}, {2, 7, {1, 2, 3, 4}, 0}};
+  std::vector<Detection> dets = {{1, 1, {0.1, 0.2, 30.3, 40.4}, 0.987654321},
+                                 {2, 7, {1, 2, 3, 4}, 0}};
   WriteCocoResults(dir / "dt.json", dets);
   CHECK(ReadCocoResults(dir / "dt.json", d) == dets);
   CHECK(ParseCocoResults("[]", "empty.json", d).empty());
@@ -65,7 +66,8 @@ TEST_CASE("coco dataset: bad instances files are named", "[coco_dataset]") {
     ExpectError([&] { ParseCocoInstances(text, "gt.json"); }, Code::kInvalidArgument, parts);
   };
   bad("12}]}", "12}", {"gt.json", "not valid JSON"});
-  bad("\"width\": 64", "\"width\": -64", {"gt.json", "images[0]", "(id 1)", "negative size -64x48"});
+  bad("\"width\": 64", "\"width\": -64",
+      {"gt.json", "images[0]", "(id 1)", "negative size -64x48"});
   bad("\"image_id\": 1", "\"image_id\": 5", {"annotations[0]", "(id 9)", "unknown image_id 5"});
   bad("\"category_id\": 3", "\"category_id\": 4", {"annotations[0]", "unknown category_id 4"});
   bad("[1, 2, 3, 4]", "[1, 2, -3, 4]", {"annotations[0]", "negative box size"});

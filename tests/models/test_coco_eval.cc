@@ -157,7 +157,10 @@ TEST_CASE("coco: equals pycocotools' algorithm transcribed, at any thread count"
   DetectionDataset truth = MakeTruth(12, {1, 2, 3, 5, 8});
   std::vector<Detection> dets;
   uint32_t state = 7;
-  auto next = [&state](int mod) { return int((state = state * 1664525u + 1013904223u) >> 8) % mod; };
+  auto next = [&state](int mod) {
+    state = state * 1664525u + 1013904223u;  // a fixed LCG: the same scenes everywhere
+    return int(state >> 8) % mod;
+  };
   auto size = [&next] { return double(next(3) == 0 ? 2 + next(30) : 2 + next(200)); };
   for (int i = 0; i < 400; ++i) {
     BoxXYWH box{double(next(500)), double(next(400)), size(), size()};

@@ -21,7 +21,8 @@ constexpr double kAllPointAP = 0.25 * (1 + 2.0 / 3 + 0.6);
 TEST_CASE("voc: 11-point and all-point AP of a known curve", "[voc]") {
   std::vector<double> recall = {.25, .25, .5, .5, .75};
   std::vector<double> precision = {1, .5, 2.0 / 3, .5, .6};
-  CHECK(VocAveragePrecision(recall, precision, VocApMethod::kElevenPoint) == Approx(kElevenPointAP));
+  CHECK(VocAveragePrecision(recall, precision, VocApMethod::kElevenPoint) ==
+        Approx(kElevenPointAP));
   CHECK(VocAveragePrecision(recall, precision, VocApMethod::kAllPoint) == Approx(kAllPointAP));
   CHECK(VocAveragePrecision({}, {}, VocApMethod::kAllPoint) == 0);
   CHECK(VocAveragePrecision({1}, {1}, VocApMethod::kElevenPoint) == Approx(1));
