@@ -66,7 +66,9 @@ double VocAveragePrecision(const std::vector<double>& recall, const std::vector<
   if (method == VocApMethod::kElevenPoint) {
     double ap = 0;
     for (int i = 0; i <= 10; ++i) {
-      double t = i * 0.1;  // numpy.arange(0, 1.1, 0.1): 0.30000000000000004 and all
+      // numpy.arange(0, 1.1, 0.1), as the Python references: i * 0.1, so
+      // 0.30000000000000004, 0.6000000000000001 and 0.7000000000000001.
+      double t = i * 0.1;
       double best = 0;
       for (size_t j = 0; j < recall.size(); ++j)
         if (recall[j] >= t) best = std::max(best, precision[j]);

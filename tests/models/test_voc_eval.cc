@@ -28,6 +28,14 @@ TEST_CASE("voc: 11-point and all-point AP of a known curve", "[voc]") {
   CHECK(VocAveragePrecision({1}, {1}, VocApMethod::kElevenPoint) == Approx(1));
 }
 
+TEST_CASE("voc: 11-point thresholds are numpy.arange(0, 1.1, 0.1)'s doubles", "[voc]") {
+  // As the Python references (py-faster-rcnn, ssd.pytorch) compute them:
+  // 6 * 0.1 = 0.6000000000000001 > 3 / 5, so recall 3/5 reaches the
+  // thresholds 0 .. .5 only (MATLAB's 0:0.1:1 would also count .6).
+  CHECK(VocAveragePrecision({3.0 / 5}, {1}, VocApMethod::kElevenPoint) == Approx(6.0 / 11));
+  CHECK(VocAveragePrecision({0.3}, {1}, VocApMethod::kElevenPoint) == Approx(3.0 / 11));
+}
+
 TEST_CASE("voc: difficult objects are neither hits nor misses", "[voc]") {
   DetectionDataset truth = MakeTruth(2, {1, 2});
   for (int i = 0; i < 4; ++i) AddObject(truth, 1 + i % 2, 1, {100.0 * i, 0, 50, 50});
