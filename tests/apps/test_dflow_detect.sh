@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# dflow-detect cocoeval end to end on hand-made files: the 12-line summary,
+# the JSON last line with hand-computed values, and bad input refused with the
+# file and entry named, a non-zero exit and no crash.
+# Usage: test_dflow_detect.sh PATH/TO/dflow-detect
+set -u
+EXE=${1:?usage: $0 PATH/TO/dflow-detect}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# expect_error "what must appear" CMD...: CMD must fail cleanly (exit 1) and say it.
+expect_error() {
+  local want=$1
+  shift
+  "$@" > "$TMP/out.txt" 2> "$TMP/err.txt"
+  local rc=$?
+  [[ $rc == 1 ]] || { cat "$TMP/out.txt" "$TMP/err.txt"; fail "exit $rc, not 1: $*"; }
+  grep -qF -- "$want" "$TMP/err.txt" ||
+    { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
+}
+
+# Category 1: one large object, a false positive ranked above the hit (AP 1/2).
+# Category 2: a small object found exactly (AP 1). Category 3: no objects.
+cat > "$TMP/gt.json" <<'JSON'
+{"images": [{"id": 1, "file_name": "a.png", "width": 640, "height": 480},
+            {"id": 2, "file_name": "b.png", "width": 640, "height": 480}],
+ "annotations": [
+   {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "area": 10000,
+    "iscrowd": 0},
+   {"id": 2, "image_id": 2, "category_id": 2, "bbox": [10, 10, 20, 20], "area": 400, "iscrowd": 0}],
+ "categories": [{"id": 1, "name": "box"}, {"id": 2, "name": "dot"}, {"id": 3, "name": "none"}]}
+JSON
+cat > "$TMP/dt.json" <<'JSON'
+[{"image_id": 1, "category_id": 1, "bbox": [300, 300, 100, 100], "score": 0.9},
+ {"image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "score": 0.8},
+ {"image_id": 2, "category_id": 2, "bbox": [10, 10, 20, 20], "score": 0.7},
+ {"image_id": 2, "category_id": 3, "bbox": [10, 10, 20, 20], "score": 0.7}]
+JSON
+"$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/dt.json" > "$TMP/out.txt" 2> "$TMP/err.txt" ||
+  { cat "$TMP/out.txt" "$TMP/err.txt"; fail "cocoeval"; }
+cat "$TMP/out.txt"
+[[ $(wc -l < "$TMP/out.txt") == 13 ]] || fail "expected 12 summary lines and the JSON line"
+grep -qxF ' Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.750' \
+  "$TMP/out.txt" || fail "AP line (want (1/2 + 1) / 2)"
+grep -qxF ' Average Precision  (AP) @[ IoU=0.50:0.95 | area=medium | maxDets=100 ] = -1.000' \
+  "$TMP/out.txt" || fail "APm line (no medium objects)"
+grep -qxF ' Average Recall     (AR) @[ IoU=0.50:0.95 | area=   all | maxDets=  1 ] = 0.500' \
+  "$TMP/out.txt" || fail "AR1 line (the first box of category 1 is the false positive)"
+tail -n 1 "$TMP/out.txt" | python3 -c '
+import json, sys
+s = json.loads(sys.stdin.read())
+want = {"AP": 0.75, "AP50": 0.75, "AP75": 0.75, "APs": 1, "APm": -1, "APl": 0.5,
+        "AR1": 0.5, "AR10": 1, "AR100": 1, "ARs": 1, "ARm": -1, "ARl": 1}
+assert list(s) == list(want), list(s)
+for k, v in want.items():
+    assert abs(s[k] - v) < 1e-12, (k, s[k], v)
+' || fail "JSON last line"
+
+# Bad input: named, exit 1, nothing on stdout.
+echo '[{"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1},
+       {"image_id": 9, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1}]' > "$TMP/bad_image.json"
+expect_error "detections[1]" "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/bad_image.json"
+grep -qF "bad_image.json" "$TMP/err.txt" || fail "the detections file is not named"
+grep -qF "image_id 9" "$TMP/err.txt" || fail "the unknown image id is not named"
+[[ ! -s $TMP/out.txt ]] || fail "printed results for a bad file"
+echo '[{"image_id": 1, "category_id": 4, "bbox": [0, 0, 1, 1], "score": 1}]' > "$TMP/bad_cat.json"
+expect_error "category_id 4" "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/bad_cat.json"
+echo '[{"image_id": 1, ' > "$TMP/truncated.json"
+expect_error "truncated.json' is not valid JSON" \
+  "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/truncated.json"
+sed 's/"width": 640, "height": 480}]/"width": 640, "height": -480}]/' "$TMP/gt.json" \
+  > "$TMP/bad_gt.json"
+expect_error "images[1] (id 2): negative size 640x-480" \
+  "$EXE" cocoeval --gt "$TMP/bad_gt.json" --dt "$TMP/dt.json"
+expect_error "missing.json" "$EXE" cocoeval --gt "$TMP/missing.json" --dt "$TMP/dt.json"
+"$EXE" cocoeval --gt "$TMP/gt.json" > /dev/null 2>&1 && fail "accepted a missing --dt"
+echo "dflow-detect: all checks passed"
