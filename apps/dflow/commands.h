@@ -35,11 +35,12 @@ void AddRepeatable(CLI::App* command, const char* name, std::vector<std::string>
 std::vector<std::string> SplitCommas(const std::string& text);
 
 // `dflow run --show-placement`: the device of every node the run's session
-// placed, and why (PlacementToText); `ran`, a traced step of that run,
-// must agree (kInternal naming the node otherwise).
+// placed over `devices` (its cluster's), and why (PlacementToText); `ran`,
+// a traced step of that run, must agree (kInternal naming the node otherwise).
 std::string RunPlacementText(const Graph& graph, const FeedList& feeds,
                              const std::vector<TensorName>& fetches,
                              const std::vector<TensorName>& targets,
-                             const SessionOptions& options, const RunMetadata& ran);
+                             const SessionOptions& options, const std::vector<std::string>& devices,
+                             const RunMetadata& ran);
 
 }  // namespace dflow::cli

@@ -1,8 +1,9 @@
 // `dflow run`: loads a graph file, feeds .npy files, runs one step, writes
 // each fetch as DIR/<fetch name with '/' and ':' as '_'>.npy and prints it;
 // --trace also writes a Chrome trace and prints the step summary;
-// --devices runs on several CPU devices; --show-placement says where each
-// node ran and why.
+// --devices runs on several CPU devices, --device on one GPU, --remote on
+// the cluster of a `dflow server`; --show-placement says where each node ran
+// and why.
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -26,6 +27,9 @@ struct RunArgs {
   std::string trace;
   int threads = 0;
   std::string devices;
+  std::string device;
+  std::string remote;
+  bool soft_placement = false;
   bool show_placement = false;
 };
 
@@ -74,6 +78,9 @@ void Run(const RunArgs& args) {
   SessionOptions session_options;
   session_options.num_threads = args.threads;
   session_options.devices = SplitCommas(args.devices);
+  session_options.device = args.device;
+  session_options.target = args.remote;
+  session_options.allow_soft_placement = args.soft_placement;
   Session session(graph, session_options);
   std::vector<TensorName> fetches(args.fetches.begin(), args.fetches.end());
   std::vector<TensorName> targets(args.targets.begin(), args.targets.end());
@@ -92,7 +99,8 @@ void Run(const RunArgs& args) {
   }
   if (args.show_placement)
     std::cout << "\nplacement:\n"
-              << RunPlacementText(*graph, feeds, fetches, targets, session_options, metadata);
+              << RunPlacementText(*graph, feeds, fetches, targets, session_options,
+                                  session.cluster().devices(), metadata);
   if (!args.trace.empty()) {
     WriteChromeTrace(metadata, args.trace);
     std::cout << "\ntrace written to " << args.trace << "\n" << TraceSummary(metadata);
@@ -116,6 +124,14 @@ void AddRunCommand(CLI::App& app) {
   run->add_option("--devices", args->devices,
                   "Comma-separated CPU devices by full name, each with its own --threads, e.g. "
                   "/job:localhost/replica:0/task:0/device:CPU:0,/job:localhost/replica:0/task:0/device:CPU:1.");
+  run->add_option("--device", args->device,
+                  "The one device to run on: /device:CPU:0 (the default) or /device:GPU:N.");
+  run->add_option("--remote", args->remote,
+                  "zmq://HOST:PORT: run on the cluster of the `dflow server` listening there "
+                  "(nodes ask for its tasks' devices, e.g. /job:worker/task:1).");
+  run->add_flag("--soft-placement", args->soft_placement,
+                "A node asking for a device the session lacks, or one without a kernel for its "
+                "op, runs on a device that has one instead of failing.");
   run->add_flag("--show-placement", args->show_placement,
                 "Print the device of every node of the step, and why.");
   run->callback([args] { Run(*args); });

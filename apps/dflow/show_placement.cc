@@ -47,12 +47,11 @@ void CheckAgainstTrace(const Placement& placement, const RunMetadata& ran) {
 std::string RunPlacementText(const Graph& graph, const FeedList& feeds,
                              const std::vector<TensorName>& fetches,
                              const std::vector<TensorName>& targets,
-                             const SessionOptions& options, const RunMetadata& ran) {
+                             const SessionOptions& options, const std::vector<std::string>& devices,
+                             const RunMetadata& ran) {
   ThreadPool pool(1, "dflow-place");
   std::unique_ptr<Device> cpu = NewCpuDevice(0, &pool);
   auto step = StepGraph(graph, feeds, fetches, targets, options, *cpu);
-  std::vector<std::string> devices = options.devices;
-  if (devices.empty()) devices = {cpu->name()};
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options.allow_soft_placement;
   Placement placement = Place(*step, devices, placement_options);

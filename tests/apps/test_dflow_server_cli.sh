@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `dflow server`: bad arguments exit 1 with "dflow: error: ..." naming what
 # was wrong; a good one serves until SIGTERM, then exits 0, and warns when
-# --bind leaves loopback. Usage: test_dflow_server_cli.sh PATH/TO/dflow
+# --bind leaves loopback; `dflow run --remote` runs a graph on it.
+# Usage: test_dflow_server_cli.sh PATH/TO/dflow
 set -u
 DFLOW=${1:?usage: $0 PATH/TO/dflow}
 source "$(dirname "$(readlink -f "$0")")/cli_checks.sh"
@@ -35,4 +36,37 @@ fi
 expect_contains "serving" serve.txt "task /job:worker/replica:0/task:0 listening on 127.0.0.1:$port"
 DFLOW_CLUSTER="{\"cluster\": {\"worker\": [\"127.0.0.1:$port\"]}, \"task\": {\"type\": \"worker\", \"index\": 5}}" \
   expect_error "task from DFLOW_CLUSTER" "task.index 5 is out of range" server
+
+# `dflow run --remote`: the graph runs on the server's task, with the same
+# results, placement and trace as a local run would show for that device.
+cat > g.json << 'EOF'
+{"format": "dflow.graph/1", "seed": 0, "nodes": [
+  {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [3]}},
+  {"name": "two", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [3], "values": [2, 2, 2]}}},
+  {"name": "y", "op": "Mul", "inputs": ["x", "two"], "device": "/job:worker/task:0"}
+]}
+EOF
+/usr/bin/python3 -c 'import numpy; numpy.save("x.npy", numpy.array([1, 2, 3], dtype=numpy.float32))'
+"$DFLOW" server --cluster cluster.json --job worker --task 0 2> serve.txt &
+pid=$!
+for _ in $(seq 50); do grep -q "listening on 127.0.0.1:$port" serve.txt && break; sleep 0.1; done
+expect_ok "run --remote" run g.json --remote "zmq://127.0.0.1:$port" --feed x=x.npy --fetch y --out o \
+  --trace t.json --show-placement
+expect_contains "remote result" out.txt "y: float32[3] [2 4 6]"
+expect_contains "remote placement" out.txt "/job:worker/replica:0/task:0/device:CPU:0"
+expect_contains "remote trace" t.json "/job:worker/replica:0/task:0/device:CPU:0"
+checks=$((checks + 1))
+/usr/bin/python3 -c 'import numpy, sys; sys.exit(0 if (numpy.load("o/y.npy") == [2, 4, 6]).all() else 1)' ||
+  fail "run --remote wrote the wrong o/y.npy"
+expect_error "local, node on a task it lacks" "requests device '/job:worker/task:0' but this session has only" \
+  run g.json --feed x=x.npy --fetch y
+expect_ok "local with soft placement" run g.json --feed x=x.npy --fetch y --soft-placement
+expect_contains "local result" out.txt "y: float32[3] [2 4 6]"
+expect_error "bad --remote" "session target 'http://127.0.0.1:1' is not of the form zmq://host:port" \
+  run g.json --remote http://127.0.0.1:1 --feed x=x.npy --fetch y
+expect_error "missing GPU" "no GPU is visible for /device:GPU:7" \
+  run g.json --device /device:GPU:7 --feed x=x.npy --fetch y
+kill -TERM "$pid"
+wait "$pid" 2> /dev/null
 cli_summary
