@@ -50,6 +50,16 @@ std::map<int64_t, std::string> DevicesByPid(const nlohmann::json& events) {
   return devices;
 }
 
+// A node event's device: its args.device (dflow's traces, whose processes are
+// tasks), else its process's name (traces whose processes are devices).
+std::string DeviceOfEvent(const nlohmann::json& e, const std::map<int64_t, std::string>& devices) {
+  auto args = e.find("args");
+  if (args != e.end() && args->is_object() && args->contains("device") && (*args)["device"].is_string())
+    return (*args)["device"].get<std::string>();
+  auto device = devices.find(e["pid"].get<int64_t>());
+  return device == devices.end() ? std::string() : device->second;
+}
+
 MeasuredProfile ParseProfile(const nlohmann::json& doc, const std::string& path) {
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     Fail(Code::kInvalidArgument, "profile '", path, "' has no traceEvents list: expected a "
@@ -64,9 +74,7 @@ MeasuredProfile ParseProfile(const nlohmann::json& doc, const std::string& path)
         !e["pid"].is_number_integer())
       Fail(Code::kInvalidArgument, "profile '", path, "': a node event needs a name, a "
            "non-negative dur and a pid, got ", e.dump());
-    auto device = devices.find(e["pid"].get<int64_t>());
-    if (device == devices.end()) continue;
-    builder.Add(e["name"].get<std::string>(), device->second, e["dur"].get<double>() * 1e-6);
+    builder.Add(e["name"].get<std::string>(), DeviceOfEvent(e, devices), e["dur"].get<double>() * 1e-6);
   }
   MeasuredProfile profile = builder.Build();
   if (profile.empty())

@@ -13,8 +13,9 @@ json StepStatsToJson(const RunMetadata& metadata) {
   for (const NodeExecStats& s : metadata.step_stats)
     stats.push_back({{"node", s.node}, {"op", s.op}, {"device", s.device}, {"start_ns", s.start_ns},
                      {"end_ns", s.end_ns}, {"thread", s.thread}, {"outputs", s.outputs},
-                     {"output_bytes", s.output_bytes}});
-  return {{"peak_bytes", metadata.peak_bytes}, {"step_stats", std::move(stats)}};
+                     {"output_bytes", s.output_bytes}, {"transfer", s.transfer}});
+  return {{"peak_bytes", metadata.peak_bytes}, {"start_clock_ns", metadata.start_clock_ns},
+          {"step_stats", std::move(stats)}};
 }
 
 namespace {
@@ -29,6 +30,7 @@ NodeExecStats StatsFromJson(const json& doc) {
   s.thread = doc.at("thread").get<int>();
   s.outputs = doc.at("outputs").get<std::vector<std::string>>();
   s.output_bytes = doc.at("output_bytes").get<int64_t>();
+  s.transfer = doc.value("transfer", std::string());
   if (s.start_ns < 0 || s.end_ns < s.start_ns || s.output_bytes < 0)
     Fail(Code::kInvalidArgument, "node '", s.node, "' has times [", s.start_ns, ", ", s.end_ns,
          "] or output_bytes ", s.output_bytes, " out of range");
@@ -37,12 +39,13 @@ NodeExecStats StatsFromJson(const json& doc) {
 
 }  // namespace
 
-void AppendStepStats(const std::string& reply_text, const std::string& task, RunMetadata& metadata) {
+int64_t AppendStepStats(const std::string& reply_text, const std::string& task, RunMetadata& metadata) {
   std::vector<NodeExecStats> stats;
-  int64_t peak = 0;
+  int64_t peak = 0, start_clock_ns = 0;
   try {
     json doc = json::parse(reply_text);
     peak = doc.at("peak_bytes").get<int64_t>();
+    start_clock_ns = doc.value("start_clock_ns", int64_t{0});
     for (const json& entry : doc.at("step_stats")) stats.push_back(StatsFromJson(entry));
   } catch (const json::exception& e) {
     Fail(Code::kInvalidArgument, "the trace of task ", task, " is malformed: ", e.what());
@@ -51,6 +54,7 @@ void AppendStepStats(const std::string& reply_text, const std::string& task, Run
   }
   metadata.peak_bytes = std::max(metadata.peak_bytes, peak);
   for (NodeExecStats& s : stats) metadata.step_stats.push_back(std::move(s));
+  return start_clock_ns;
 }
 
 }  // namespace dflow::dist

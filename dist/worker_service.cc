@@ -137,6 +137,7 @@ void WorkerService::Handle(Message request, MessageServer::Respond respond, cons
 
 Message WorkerService::GetStatus() const {
   json doc = {{"task", task_prefix_}, {"incarnation", incarnation_}, {"devices", device_names()},
+              {"clock_ns", SteadyClockNs()},
               {"cluster", cluster_.jobs()}};
   return Reply(doc.dump());
 }

@@ -1,6 +1,6 @@
 #include "dist/zmq_cluster.h"
 
-#include <chrono>
+#include <algorithm>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -120,9 +120,10 @@ class TaskPartition final : public PartitionRunner {
     }
     std::vector<Tensor>* retvals = step.retvals;
     auto on_fetch_ready = options.on_fetch_ready;
-    auto start = std::chrono::steady_clock::now();
-    task_.channel->Call(std::move(request), [this, retvals, metadata, trace, start, on_fetch_ready,
+    int64_t sent = SteadyClockNs();
+    task_.channel->Call(std::move(request), [this, retvals, metadata, trace, sent, on_fetch_ready,
                                              done = std::move(done)](std::optional<Error> error, Message reply) {
+      int64_t replied = SteadyClockNs();
       if (!error) {
         try {
           TakeReply(reply, *retvals, trace ? metadata : nullptr, on_fetch_ready);
@@ -130,9 +131,12 @@ class TaskPartition final : public PartitionRunner {
           error = e;
         }
       }
-      if (metadata)
-        metadata->step_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - start).count();
+      if (metadata) {
+        metadata->step_ns = replied - sent;
+        // The task's step started after the request left and before the
+        // reply came: a clock estimate outside that is bounded by it.
+        if (trace) metadata->start_clock_ns = std::clamp(metadata->start_clock_ns, sent, replied);
+      }
       done(std::move(error));
     });
   }
@@ -154,7 +158,10 @@ class TaskPartition final : public PartitionRunner {
   // another would race with the partition that owns it.
   void TakeReply(Message& reply, std::vector<Tensor>& retvals, RunMetadata* metadata,
                  const std::function<void(size_t, const Tensor&)>& on_fetch_ready) const {
-    if (metadata) AppendStepStats(reply.text, task_.prefix, *metadata);
+    if (metadata) {
+      int64_t task_start = AppendStepStats(reply.text, task_.prefix, *metadata);
+      if (task_start != 0) metadata->start_clock_ns = task_start - task_.clock_offset_ns;
+    }
     for (WireTensor& fetch : reply.tensors) {  // "ret:<i>"
       size_t index = fetch.name.starts_with("ret:") ? std::strtoull(fetch.name.c_str() + 4, nullptr, 10)
                                                     : retvals.size();
@@ -210,12 +217,32 @@ void ZmqCluster::Connect(const std::string& target, const std::vector<std::strin
              task_status.at("task").get<std::string>(), ", but the cluster says ", task.prefix);
       task.incarnation = task_status.at("incarnation").get<int64_t>();
       for (const json& device : task_status.at("devices")) devices_.push_back(device.get<std::string>());
+      MeasureClock(task);
       tasks_.push_back(std::move(task));
     }
   }
   if (tasks_.empty())
     Fail(Code::kInvalidArgument, "no task of the cluster at ", target, " passes the device filters ",
          json(device_filters).dump());
+}
+
+// The task's clock offset as NTP estimates it: a GetStatus sent at t0 and
+// answered at t1 (client clock) carries the task's clock c, read somewhere in
+// between, so c - (t0 + t1) / 2 is the offset give or take (t1 - t0) / 2. The
+// quickest of a few round trips has the smallest error.
+void ZmqCluster::MeasureClock(Task& task) {
+  constexpr int kRoundTrips = 5;
+  for (int i = 0; i < kRoundTrips; ++i) {
+    int64_t t0 = SteadyClockNs();
+    Message reply = task.channel->CallAndWait(Request(MessageType::kGetStatus, {}, kControlTimeoutMs));
+    int64_t t1 = SteadyClockNs();
+    int64_t clock = ReplyJson(reply, "GetStatus").value("clock_ns", int64_t{0});
+    if (clock == 0) return;  // the task does not tell its clock: its traces keep the client's times
+    int64_t error = (t1 - t0) / 2;
+    if (i > 0 && error >= task.clock_error_ns) continue;
+    task.clock_error_ns = error;
+    task.clock_offset_ns = clock - t0 - error;
+  }
 }
 
 ZmqCluster::Task& ZmqCluster::TaskOfDeviceNamed(const std::string& device) {

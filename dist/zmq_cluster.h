@@ -38,10 +38,17 @@ class ZmqCluster final : public Cluster {
     std::unique_ptr<Channel> channel;
     int64_t incarnation = 0;
     std::vector<int64_t> handles;  // every graph registered there
+    // The task's steady clock minus this process's, and how far off that may
+    // be (MeasureClock), so its traces join the client's timeline.
+    int64_t clock_offset_ns = 0;
+    int64_t clock_error_ns = 0;
   };
+  // Every task the session reaches, in cluster order.
+  const std::vector<Task>& tasks() const { return tasks_; }
 
  private:
   void Connect(const std::string& target, const std::vector<std::string>& device_filters);
+  static void MeasureClock(Task& task);
   Task& TaskOfDeviceNamed(const std::string& device);
 
   std::vector<Task> tasks_;

@@ -56,7 +56,19 @@ int SmallThreadId() {
 
 std::atomic<int64_t> next_step_id{1};
 
+// The edge a _Send or _Recv carries, as both ends name it; "" for other ops.
+std::string TransferOf(const Node& node) {
+  if (node.op() != "_Send" && node.op() != "_Recv") return {};
+  return StrCat(node.attr<std::string>("send_device"), ";", node.attr<std::string>("recv_device"), ";",
+                node.attr<std::string>("tensor_name"));
+}
+
 }  // namespace
+
+int64_t SteadyClockNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 int64_t NewStepId() { return next_step_id++; }
 
@@ -268,6 +280,8 @@ void Executor::FinishOne(Step& step) const {
   std::unique_ptr<Step> owned(&step);
   if (RunMetadata* metadata = owned->metadata) {
     metadata->step_ns = NanosSince(owned->start);
+    metadata->start_clock_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   owned->start.time_since_epoch()).count();
     metadata->peak_bytes = device_->allocator()->stats().peak_bytes_in_use;
     metadata->step_stats.clear();
     for (int i : owned->completion_order) metadata->step_stats.push_back(std::move(owned->stats[i]));
@@ -354,7 +368,13 @@ void Executor::CheckOutputs(int index, Step& step, int64_t start_ns) const {
   }
   if (step.trace) {
     NodeExecStats& stats = step.stats[index];
-    stats = {node.name(), node.op(), device_->name(), start_ns, NanosSince(step.start), SmallThreadId(), {}, 0};
+    stats.node = node.name();
+    stats.op = node.op();
+    stats.device = device_->name();
+    stats.start_ns = start_ns;
+    stats.end_ns = NanosSince(step.start);
+    stats.thread = SmallThreadId();
+    stats.transfer = TransferOf(node);
     for (int o = 0; o < node.num_outputs(); ++o) {
       const Tensor& t = step.values[item.first_output_slot + o];
       stats.outputs.push_back(t.valid() ? t.SummaryString() : "<uninitialised>");

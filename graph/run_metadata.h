@@ -36,15 +36,28 @@ struct NodeExecStats {
   int thread = 0;        // small integer per OS thread
   std::vector<std::string> outputs;  // "float32[2,3]" per output
   int64_t output_bytes = 0;
+  // _Send and _Recv: the edge they carry, "send_device;recv_device;tensor",
+  // the same at both ends (a trace draws an arrow from one to the other).
+  std::string transfer;
 };
 
 struct RunMetadata {
   std::vector<NodeExecStats> step_stats;  // in completion order
   int64_t peak_bytes = 0;                 // allocator peak during the step
   int64_t step_ns = 0;                    // wall time of the whole step
+  // The moment the stats' times count from, on this process's steady clock
+  // (ns since its epoch): partitions that started at different moments, or
+  // ran in other processes, are laid on one timeline by it.
+  int64_t start_clock_ns = 0;
 };
 
-// Writes the step as Chrome trace-event JSON (chrome://tracing, Perfetto).
+// Now on the steady clock, in ns since its epoch (RunMetadata::start_clock_ns).
+int64_t SteadyClockNs();
+
+// Writes the step as Chrome trace-event JSON (chrome://tracing, Perfetto):
+// one process track per task (job/replica/task of the device), one thread
+// track per device and executor thread, and a flow arrow from every _Send
+// to its _Recv.
 void WriteChromeTrace(const RunMetadata& metadata, const std::string& path);
 // Several traced steps of the same executor folded into one: each node's
 // duration is its mean over the steps (laid out from start 0), step_ns is the

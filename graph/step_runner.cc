@@ -22,15 +22,23 @@ struct StepProgress {
   std::optional<Error> first_error;
 };
 
-// The step's metadata: every partition's node stats, the largest peak, and
-// the step's wall time.
+// The step's metadata: every partition's node stats on one timeline (each
+// partition's times count from its own start: they are moved to count from
+// the step's), the largest peak, and the step's wall time.
 void MergeMetadata(StepProgress& progress) {
   RunMetadata& merged = *progress.merged;
   merged = {};
   merged.step_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - progress.start).count();
+  merged.start_clock_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(progress.start.time_since_epoch()).count();
   for (RunMetadata& part : progress.partitions) {
     merged.peak_bytes = std::max(merged.peak_bytes, part.peak_bytes);
-    for (NodeExecStats& stats : part.step_stats) merged.step_stats.push_back(std::move(stats));
+    int64_t shift = part.start_clock_ns != 0 ? part.start_clock_ns - merged.start_clock_ns : 0;
+    for (NodeExecStats& stats : part.step_stats) {
+      stats.start_ns += shift;
+      stats.end_ns += shift;
+      merged.step_stats.push_back(std::move(stats));
+    }
   }
 }
 

@@ -70,34 +70,79 @@ int64_t Duration(const NodeExecStats& s) { return std::max<int64_t>(0, s.end_ns 
 
 }  // namespace
 
+namespace {
+
+// The task a device belongs to: "/job:worker/replica:0/task:1" of
+// "/job:worker/replica:0/task:1/device:CPU:0"; a device named without its task
+// ("/device:CPU:0") is this process's.
+std::string TaskOf(const std::string& device) {
+  size_t at = device.find("/device:");
+  if (device.empty()) return "(unplaced)";
+  return at == std::string::npos || at == 0 ? "this process" : device.substr(0, at);
+}
+
+// Process and thread tracks: one process per task, one thread per device and
+// executor thread, each named once.
+class Tracks {
+ public:
+  explicit Tracks(Json& events) : events_(events) {}
+
+  std::pair<int, int> Of(const NodeExecStats& s) {
+    std::string task = TaskOf(s.device);
+    auto [process, new_process] = pids_.emplace(task, static_cast<int>(pids_.size()));
+    if (new_process)
+      events_.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", process->second},
+                         {"args", {{"name", task}}}});
+    auto [thread, new_thread] = tids_.emplace(std::make_pair(s.device, s.thread), static_cast<int>(tids_.size()));
+    if (new_thread) {
+      std::string device = s.device.substr(std::min(s.device.size(), task == "(unplaced)" ? 0 : s.device.find("/device:")));
+      events_.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", process->second}, {"tid", thread->second},
+                         {"args", {{"name", StrCat(device.empty() ? "(unplaced)" : device, " thread ", s.thread)}}}});
+    }
+    return {process->second, thread->second};
+  }
+
+ private:
+  Json& events_;
+  std::map<std::string, int> pids_;                      // task -> pid
+  std::map<std::pair<std::string, int>, int> tids_;      // (device, thread) -> tid
+};
+
+// A flow arrow (Chrome's "s"/"f" events) from each _Send to the _Recv of the
+// same transfer: it starts inside the send and ends where the receive ended.
+void AddTransferArrows(const RunMetadata& metadata, Tracks& tracks, Json& events) {
+  std::map<std::string, const NodeExecStats*> sends;
+  for (const NodeExecStats& s : metadata.step_stats)
+    if (s.op == "_Send" && !s.transfer.empty()) sends.emplace(s.transfer, &s);
+  int64_t id = 0;
+  for (const NodeExecStats& recv : metadata.step_stats) {
+    if (recv.op != "_Recv" || recv.transfer.empty()) continue;
+    auto send = sends.find(recv.transfer);
+    if (send == sends.end()) continue;
+    auto [send_pid, send_tid] = tracks.Of(*send->second);
+    auto [recv_pid, recv_tid] = tracks.Of(recv);
+    ++id;
+    events.push_back({{"name", "transfer"}, {"cat", "transfer"}, {"ph", "s"}, {"id", id},
+                      {"ts", send->second->start_ns / 1e3}, {"pid", send_pid}, {"tid", send_tid}});
+    events.push_back({{"name", "transfer"}, {"cat", "transfer"}, {"ph", "f"}, {"bp", "e"}, {"id", id},
+                      {"ts", std::max(recv.start_ns, recv.end_ns - 1) / 1e3}, {"pid", recv_pid},
+                      {"tid", recv_tid}});
+  }
+}
+
+}  // namespace
+
 void WriteChromeTrace(const RunMetadata& metadata, const std::string& path) {
   Json events = Json::array();
-  std::map<std::string, int> pids;              // device -> process id in the trace
-  std::set<std::pair<int, int>> named_threads;  // (pid, tid) given a name event
+  Tracks tracks(events);
   for (const NodeExecStats& s : metadata.step_stats) {
-    std::string device = s.device.empty() ? "(unplaced)" : s.device;
-    auto [it, added] = pids.emplace(device, static_cast<int>(pids.size()));
-    int pid = it->second;
-    if (added)
-      events.push_back(
-          {{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", device}}}});
-    if (named_threads.insert({pid, s.thread}).second) {
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", pid},
-                        {"tid", s.thread},
-                        {"args", {{"name", StrCat("thread ", s.thread)}}}});
-    }
-    events.push_back(
-        {{"name", s.node},
-         {"cat", s.op},
-         {"ph", "X"},
-         {"ts", s.start_ns / 1e3},
-         {"dur", Duration(s) / 1e3},
-         {"pid", pid},
-         {"tid", s.thread},
-         {"args", {{"op", s.op}, {"outputs", s.outputs}, {"output_bytes", s.output_bytes}}}});
+    auto [pid, tid] = tracks.Of(s);
+    Json args = {{"op", s.op}, {"device", s.device}, {"outputs", s.outputs}, {"output_bytes", s.output_bytes}};
+    if (!s.transfer.empty()) args["transfer"] = s.transfer;
+    events.push_back({{"name", s.node}, {"cat", s.op}, {"ph", "X"}, {"ts", s.start_ns / 1e3},
+                      {"dur", Duration(s) / 1e3}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}});
   }
+  AddTransferArrows(metadata, tracks, events);
   Json doc{{"traceEvents", std::move(events)},
            {"displayTimeUnit", "ms"},
            {"otherData", {{"step_ns", metadata.step_ns}, {"peak_bytes", metadata.peak_bytes}}}};
