@@ -123,7 +123,8 @@ REGISTER_OP("NonMaxSuppressionV5")
          "exp(-IoU^2 / (2 sigma)) instead (iou_threshold is then unused), and a candidate "
          "whose score drops to score_threshold or below is dropped. Outputs the kept indices "
          "in order, their (re-weighted) scores and their number; pad_to_max_output_size pads "
-         "both to max_output_size with zeros.") + kIouDoc);
+         "both to max_output_size with zeros. A box whose area is 0, NaN or infinite "
+         "neither suppresses nor is suppressed (its IoU with any box is 0 or NaN).") + kIouDoc);
 
 REGISTER_OP("CombinedNonMaxSuppression")
     .input("boxes", DType::kFloat32).input("scores", DType::kFloat32)
