@@ -15,6 +15,11 @@ void AddDetectionCases(std::vector<GradCase>& c) {
   c.push_back({"TopKV2", {{2, 2, 4}}, [](const Scope& s, const In& x) {
                  return ops::Mul(s, ops::TopKV2(s, x[0], 4).values, {1.0, 2.0, 3.0, 4.0});
                }});
+  // Dims known only at run time: the rule computes the row offsets with ops.
+  c.push_back({"TopKV2", {{2, 6}}, [](const Scope& s, const In& x) {
+                 Output hidden = ops::Reshape(s, x[0], ops::Add(s, ops::Shape(s, x[0]), 0));
+                 return ops::TopKV2(s, hidden, 3).values;
+               }});
 }
 
 }  // namespace dflow::testing
