@@ -15,3 +15,4 @@
 #include "ops/training.h"
 #include "ops/array.h"
 #include "ops/conv.h"
+#include "ops/detection.h"

@@ -159,6 +159,7 @@ void AddArray(std::vector<GradCase>& c) {
 void AddArrayIndexCases(std::vector<GradCase>& cases);  // grad_cases_array.cc
 void AddCnnCases(std::vector<GradCase>& cases);         // grad_cases_cnn.cc
 void AddConvCases(std::vector<GradCase>& cases);        // grad_cases_conv.cc
+void AddDetectionCases(std::vector<GradCase>& cases);   // grad_cases_detection.cc
 
 const std::vector<GradCase>& GradCases() {
   static const auto* cases = [] {
@@ -172,6 +173,7 @@ const std::vector<GradCase>& GradCases() {
     AddArrayIndexCases(*c);
     AddCnnCases(*c);
     AddConvCases(*c);
+    AddDetectionCases(*c);
     return c;
   }();
   return *cases;

@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""torchvision.ops.nms on the boxes of bench/nms.cc (the same splitmix64
+draws, so the very same float32 boxes), 1k, 10k and 100k boxes, IoU 0.5,
+2 threads. Median of 7 runs (3 at 100k boxes). Prints one JSON object:
+{"1000": {"ms": median per call, "kept": K}, ...}.
+Usage: /usr/bin/python3 bench/torch_nms.py [--runs R]"""
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def uniform(seed, count):
+    """Draws 0..count-1 of bench/nms.cc's Uniform(seed, i), as float32."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + (np.arange(count, dtype=np.uint64) + np.uint64(1)) * GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def random_boxes(n, seed=1):
+    """(boxes as torchvision's [x1, y1, x2, y2], scores), float32."""
+    u = uniform(seed, 5 * n).reshape(n, 5)
+    half = np.float32(0.5)
+    cy, cx = np.float32(1000) * u[:, 0], np.float32(1000) * u[:, 1]
+    h = np.float32(16) + np.float32(96) * u[:, 2]
+    w = np.float32(16) + np.float32(96) * u[:, 3]
+    boxes = np.stack([cx - half * w, cy - half * h, cx + half * w, cy + half * h], axis=1)
+    return torch.from_numpy(boxes), torch.from_numpy(np.ascontiguousarray(u[:, 4]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    results = {}
+    for n in (1000, 10000, 100000):
+        boxes, scores = random_boxes(n)
+        kept = torchvision.ops.nms(boxes, scores, 0.5)  # warm-up
+        repeat = max(1, 20000 // n)  # calls per timed run: short runs are noisy
+        runs = args.runs if n < 100000 else min(args.runs, 3)  # 100k: tens of seconds each
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            for _ in range(repeat):
+                torchvision.ops.nms(boxes, scores, 0.5)
+            times.append((time.perf_counter() - start) / repeat)
+        results[str(n)] = {"ms": float(np.median(times)) * 1e3, "kept": int(kept.numel())}
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

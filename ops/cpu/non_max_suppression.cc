@@ -1,0 +1,81 @@
+// CPU NonMaxSuppressionV5: checks the inputs as TensorFlow does, then hard
+// NMS or Soft-NMS from ops/cpu/greedy_nms.h, then writes (and pads) outputs.
+#include <algorithm>
+#include <cmath>
+
+#include "graph/kernel.h"
+#include "ops/cpu/greedy_nms.h"
+
+namespace dflow {
+namespace {
+
+using detection::Box;
+
+class NonMaxSuppressionV5Kernel : public OpKernel {
+ public:
+  explicit NonMaxSuppressionV5Kernel(const Node& node)
+      : OpKernel(node), pad_(node.attr<bool>("pad_to_max_output_size")) {}
+
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& boxes = ctx.input(0);
+    const Tensor& scores = ctx.input(1);
+    DFLOW_REQUIRE(boxes.rank() == 2 && boxes.dim(1) == 4, node().Describe(),
+                  ": boxes must be [num_boxes, 4], got shape ", boxes.shape().ToString());
+    DFLOW_REQUIRE(scores.rank() == 1 && scores.dim(0) == boxes.dim(0), node().Describe(),
+                  ": scores must be [num_boxes] = [", boxes.dim(0), "], got shape ",
+                  scores.shape().ToString());
+    const char* names[] = {"max_output_size", "iou_threshold", "score_threshold",
+                           "soft_nms_sigma"};
+    for (int i = 2; i <= 5; ++i)
+      DFLOW_REQUIRE(ctx.input(i).rank() == 0, node().Describe(), ": ", names[i - 2],
+                    " must be a scalar, got shape ", ctx.input(i).shape().ToString());
+    const int64_t max_output = ctx.input(2).scalar<int32_t>();
+    const float iou_threshold = ctx.input(3).scalar<float>();
+    const float score_threshold = ctx.input(4).scalar<float>();
+    const float sigma = ctx.input(5).scalar<float>();
+    DFLOW_REQUIRE(max_output >= 0, node().Describe(),
+                  ": max_output_size must be non-negative, got ", max_output);
+    DFLOW_REQUIRE(iou_threshold >= 0 && iou_threshold <= 1, node().Describe(),
+                  ": iou_threshold must be in [0, 1], got ", iou_threshold);
+    DFLOW_REQUIRE(sigma >= 0, node().Describe(), ": soft_nms_sigma must be non-negative, got ",
+                  sigma);
+
+    const int64_t n = boxes.dim(0);
+    std::vector<Box> normalized(n);
+    const float* coords = boxes.data<float>();
+    for (int64_t i = 0; i < n; ++i) normalized[i] = detection::NormalizeBox(coords + 4 * i);
+    const float* score = scores.data<float>();
+    std::vector<int32_t> order = detection::SortedCandidates(score, 1, n, score_threshold);
+    std::vector<int32_t> selected;
+    std::vector<float> selected_scores;
+    if (sigma > 0) {
+      detection::SoftNms(normalized, score, order, max_output, score_threshold, sigma, selected,
+                         selected_scores);
+    } else {
+      selected = detection::HardNms(normalized, order, max_output, iou_threshold);
+      for (int32_t i : selected) selected_scores.push_back(score[i]);
+    }
+    WriteOutputs(ctx, selected, selected_scores, max_output);
+  }
+
+ private:
+  void WriteOutputs(OpKernelContext& ctx, const std::vector<int32_t>& selected,
+                    const std::vector<float>& selected_scores, int64_t max_output) const {
+    const auto valid = static_cast<int64_t>(selected.size());
+    const int64_t size = pad_ ? max_output : valid;
+    int32_t* indices = ctx.allocate_output(0, Shape{size}).data<int32_t>();
+    float* out_scores = ctx.allocate_output(1, Shape{size}).data<float>();
+    std::copy(selected.begin(), selected.end(), indices);
+    std::copy(selected_scores.begin(), selected_scores.end(), out_scores);
+    std::fill(indices + valid, indices + size, 0);
+    std::fill(out_scores + valid, out_scores + size, 0.0f);
+    *ctx.allocate_output(2, Shape{}).data<int32_t>() = static_cast<int32_t>(valid);
+  }
+
+  bool pad_;
+};
+
+REGISTER_KERNEL("NonMaxSuppressionV5", "CPU", NonMaxSuppressionV5Kernel);
+
+}  // namespace
+}  // namespace dflow
