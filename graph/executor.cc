@@ -72,6 +72,25 @@ int64_t SteadyClockNs() {
 
 int64_t NewStepId() { return next_step_id++; }
 
+void StartAndWait(const std::function<void(Executor::Done done)>& start) {
+  std::mutex mu;
+  std::condition_variable finished_cv;
+  bool finished = false;
+  std::optional<Error> error;
+  start([&](std::optional<Error> result) {
+    // Notify under the lock: StartAndWait returns, destroying these, once it sees `finished`.
+    std::lock_guard<std::mutex> lock(mu);
+    error = std::move(result);
+    finished = true;
+    finished_cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    finished_cv.wait(lock, [&] { return finished; });
+  }
+  if (error) throw *error;
+}
+
 // An asynchronous kernel's context, kept alive until its done callback.
 struct AsyncCall {
   std::vector<Tensor*> inputs;
@@ -135,26 +154,12 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& args, const RunOpti
   if (static_cast<int>(args.size()) != num_args_)
     Fail(Code::kInvalidArgument, "executor expects ", num_args_, " fed values, got ", args.size());
   std::vector<Tensor> retvals(num_retvals_);
-  std::mutex mu;
-  std::condition_variable finished_cv;
-  bool finished = false;
-  std::optional<Error> error;
   // The calling thread runs the first root's chain itself (a small graph
   // then never touches the pool) and waits for the rest.
-  Start({NewStepId(), &args, &retvals, nullptr}, options, metadata,
-        [&](std::optional<Error> result) {
-          // Notify under the lock: Run returns, destroying these, once it sees finished.
-          std::lock_guard<std::mutex> lock(mu);
-          error = std::move(result);
-          finished = true;
-          finished_cv.notify_all();
-        },
-        /*caller_runs_first_root=*/true);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    finished_cv.wait(lock, [&] { return finished; });
-  }
-  if (error) throw *error;
+  StartAndWait([&](Done done) {
+    Start({NewStepId(), &args, &retvals, nullptr}, options, metadata, std::move(done),
+          /*caller_runs_first_root=*/true);
+  });
   for (int i = 0; i < num_retvals_; ++i)
     if (!retvals[i].valid()) Fail(Code::kInternal, "fetch ", i, " was not produced");
   return retvals;

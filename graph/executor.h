@@ -96,4 +96,9 @@ class Executor {
   int64_t retval_bound_ = 0;  // 1 + the largest _Retval index
 };
 
+// Calls `start` with a done callback and waits until it has been called (from
+// any thread, or from within `start`); throws the error it was called with.
+// For callers of an asynchronous step that only wait for its end.
+void StartAndWait(const std::function<void(Executor::Done done)>& start);
+
 }  // namespace dflow

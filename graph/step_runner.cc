@@ -1,7 +1,6 @@
 #include "graph/step_runner.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 
@@ -103,24 +102,9 @@ void StartStep(const std::vector<PartitionRunner*>& partitions, const ExecutorSt
 
 void RunStep(const std::vector<PartitionRunner*>& partitions, const ExecutorStep& step,
              const RunOptions& options, RunMetadata* metadata) {
-  std::mutex mu;
-  std::condition_variable finished_cv;
-  bool finished = false;
-  std::optional<Error> error;
-  StartStep(partitions, step, options, metadata,
-            [&](std::optional<Error> result) {
-              // Notify under the lock: RunStep returns, destroying these, once it sees `finished`.
-              std::lock_guard<std::mutex> lock(mu);
-              error = std::move(result);
-              finished = true;
-              finished_cv.notify_all();
-            },
-            /*caller_joins=*/true);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    finished_cv.wait(lock, [&] { return finished; });
-  }
-  if (error) throw *error;
+  StartAndWait([&](StepDone done) {
+    StartStep(partitions, step, options, metadata, std::move(done), /*caller_joins=*/true);
+  });
 }
 
 }  // namespace dflow
