@@ -3,8 +3,8 @@
 // in-process link, reported as bus bandwidth (bytes per rank x 2(N-1)/N /
 // time) beside the link's own one-way send/receive bandwidth.
 //
-//   build/bench/bench_data_parallel --benchmark_repetitions=3 \
-//       --benchmark_report_aggregates_only=true
+//   build/bench/bench_data_parallel --benchmark_repetitions=3
+//       --benchmark_report_aggregates_only=true   (one command line)
 #include <benchmark/benchmark.h>
 
 #include <thread>

@@ -77,7 +77,7 @@ struct PsTrainingOptions {
   // stops the ps tasks anyway (a dead worker in async mode never does).
   std::chrono::milliseconds finish_timeout{30000};
   int num_threads = 1;  // this task's threads; 1 keeps every sum in one order
-  std::string bind;     // this worker's server address; default 127.0.0.1:<task's port>
+  std::string bind{};   // this worker's server address; default 127.0.0.1:<task's port>
 };
 
 // One step as the worker saw it.

@@ -7,7 +7,9 @@
 namespace dflow {
 
 std::string NodeOut::name() const {
-  return node->name() + (index == 0 ? "" : ":" + std::to_string(index));
+  std::string s = node->name();
+  if (index != 0) s.append(":").append(std::to_string(index));
+  return s;
 }
 
 DType Node::input_dtype(int i) const {

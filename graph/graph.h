@@ -27,14 +27,16 @@ struct NodeOut {
   bool operator==(const NodeOut& other) const = default;
 };
 
-// What AddNode needs to create a node.
+// What AddNode needs to create a node: name and op always; the other members
+// default to empty (their `{}` lets an initialiser leave them out without
+// -Wmissing-field-initializers).
 struct NodeSpec {
   std::string name;
   std::string op;
-  std::vector<NodeOut> inputs;
-  std::vector<Node*> control_inputs;
-  AttrMap attrs;
-  std::string device;  // requested device; empty = let placement decide
+  std::vector<NodeOut> inputs{};
+  std::vector<Node*> control_inputs{};
+  AttrMap attrs{};
+  std::string device{};  // requested device; empty = let placement decide
 };
 
 class Node {

@@ -29,16 +29,16 @@ class Node;
 struct ArgDef {
   std::string name;
   DType fixed_type = DType::kInvalid;  // set: the arg always has this dtype
-  std::string type_attr;               // else: its dtype is this attr ("T")
-  std::string number_attr;             // set: a list of N tensors, N in this attr
+  std::string type_attr{};             // else: its dtype is this attr ("T")
+  std::string number_attr{};           // set: a list of N tensors, N in this attr
   bool is_ref = false;                 // input that must come from a variable (Assign)
 };
 
 struct AttrDef {
   std::string name;
   AttrType type;
-  std::optional<AttrValue> default_value;  // none: the attr is required
-  std::vector<DType> allowed_types;        // for dtype attrs; empty = any
+  std::optional<AttrValue> default_value{};  // none: the attr is required
+  std::vector<DType> allowed_types{};        // for dtype attrs; empty = any
 };
 
 class InferenceContext;

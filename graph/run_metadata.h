@@ -24,7 +24,7 @@ struct RunOptions {
   // throws fails the step like a kernel's error. Not called for fetches of a
   // step that failed before producing them. A remote session calls it for
   // every fetch when the results arrive.
-  std::function<void(size_t fetch_index, const Tensor& value)> on_fetch_ready;
+  std::function<void(size_t fetch_index, const Tensor& value)> on_fetch_ready{};
 };
 
 struct NodeExecStats {

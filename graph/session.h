@@ -35,7 +35,7 @@ namespace dflow {
 
 struct SessionOptions {
   int num_threads = 0;  // worker threads per device; 0 = one per hardware thread
-  PassOptions passes;
+  PassOptions passes{};
   // A node that asks for a device this session lacks, or whose op has no
   // kernel on the device it asks for, goes to a session device that has one
   // instead of failing (TensorFlow's allow_soft_placement); its placement
@@ -43,19 +43,19 @@ struct SessionOptions {
   bool allow_soft_placement = false;
   // CPU devices by full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
   // each with its own thread pool. Empty: one "/device:CPU:0".
-  std::vector<std::string> devices;
+  std::vector<std::string> devices{};
   // The device the whole graph runs on: "" or "/device:CPU:0" (the host),
   // "/device:GPU:N" (feeds are copied to the GPU and fetches back). A GPU
   // that is not visible, or an op without a kernel there, is an error.
-  std::string device;
+  std::string device{};
   // "zmq://host:port": the graph runs on the cluster of the worker listening
   // there (dist/zmq_cluster.h); empty: in this process.
-  std::string target;
+  std::string target{};
   // With a target: only the cluster's tasks that one of these requests
   // matches ("/job:ps", "/job:worker/task:1") are contacted and run the
   // graph (TensorFlow's ConfigProto.device_filters), so a replica's session
   // never waits for the other replicas. Empty: every task.
-  std::vector<std::string> device_filters;
+  std::vector<std::string> device_filters{};
 };
 
 // Throws what a Session with this SessionOptions.device would: kInvalidArgument

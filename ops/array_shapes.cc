@@ -34,7 +34,10 @@ int CanonicalAxis(int64_t axis, int rank, std::string_view what) {
 
 std::string IntsString(const std::vector<int64_t>& values) {
   std::string s = "[";
-  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + std::to_string(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(values[i]);
+  }
   return s + "]";
 }
 

@@ -39,9 +39,9 @@ struct ZmqLinkOptions {
   std::chrono::milliseconds startup_timeout{60000};
   // Equal on every rank of one run, or Connect fails (e.g. the cluster's
   // addresses plus a run id): a rank of another run cannot join by mistake.
-  std::string fingerprint;
+  std::string fingerprint{};
   // How ranks are named in errors, e.g. "worker:2"; empty: "rank 2".
-  std::vector<std::string> rank_names;
+  std::vector<std::string> rank_names{};
 };
 
 class ZmqLink final : public PointToPoint {

@@ -22,7 +22,7 @@ array::StridedSliceMasks MasksOf(const Node& node) {
 struct StridedIndex {
   array::StridedSliceSpec spec;
   int64_t base = 0;
-  std::vector<int64_t> steps;
+  std::vector<int64_t> steps{};
   bool whole = true;  // every element, in order
 };
 

@@ -14,7 +14,7 @@ struct BatchNormChain {
   Node* conv = nullptr;
   Node* bias_add = nullptr;  // null when the conv has no bias
   Node* batch_norm = nullptr;
-  Tensor filter, bias, scale, offset, mean, variance;  // bias invalid when absent
+  Tensor filter{}, bias{}, scale{}, offset{}, mean{}, variance{};  // bias invalid when absent
 };
 
 bool Known(const NodeOut& out, Tensor& value) {

@@ -10,6 +10,7 @@
 
 #include "autodiff/gradient_checker.h"
 #include "autodiff/gradients.h"
+#include "graph/status.h"
 #include "ops/ops.h"
 #include "tests/autodiff/grad_cases.h"
 #include "tests/ops/op_test_util.h"
@@ -32,7 +33,7 @@ autodiff::GradientCheckResult CheckCase(const GradCase& c, DType dtype, uint64_t
   std::vector<Output> xs;
   std::vector<Tensor> values;
   for (size_t i = 0; i < c.shapes.size(); ++i) {
-    xs.push_back(ops::Placeholder(s.WithOpName("x" + std::to_string(i)), dtype, c.shapes[i]));
+    xs.push_back(ops::Placeholder(s.WithOpName(StrCat("x", i)), dtype, c.shapes[i]));
     values.push_back(CaseInput(c, dtype, c.shapes[i], seed + i));
   }
   Output y = c.build(s, xs);

@@ -26,10 +26,10 @@ const std::string& kCpu1 = kLocalCpu1;
 struct Layer {
   Shape input;  // NHWC
   int64_t k_h = 3, k_w = 3, out_c = 8;
-  ops::Conv2DAttrs conv;
+  ops::Conv2DAttrs conv{};
   bool bias = true;
   std::string activation = "Relu";  // "", "Relu" or "Relu6"
-  std::string pool;                 // "", "MaxPool" or "AvgPool"
+  std::string pool{};               // "", "MaxPool" or "AvgPool"
   ops::PoolWindow window{{1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"};
 };
 

@@ -70,7 +70,7 @@ TEST_CASE("an explicit request keeps the fields it names", "[ps]") {
   Scope s = Scope::NewRootScope();
   auto a = ops::Const(s.WithOpName("a").WithDevice("/device:CPU:0"), 1.0f);
   auto b = ops::Neg(s.WithOpName("b").WithDevice("/job:ps/task:3"), a);
-  auto c = ops::Neg(s.WithOpName("c"), b);
+  ops::Neg(s.WithOpName("c"), b);
   dist::AssignReplicaDevices(s.graph(), {.num_ps_tasks = 1, .worker_device = "/job:worker/task:2"});
   CHECK(s.graph().GetNode("a").requested_device() == "/job:worker/task:2/device:CPU:0");
   CHECK(s.graph().GetNode("b").requested_device() == "/job:ps/task:3");

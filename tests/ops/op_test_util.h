@@ -15,12 +15,12 @@ namespace dflow::testing {
 
 struct OpRun {
   std::string op;
-  std::vector<Tensor> inputs;
-  AttrMap attrs;
+  std::vector<Tensor> inputs{};
+  AttrMap attrs{};
   // Inputs given as Const nodes (so shape inference sees their values, as
   // Reshape's shape needs); the others are fed through Placeholders of
   // their full shape.
-  std::set<int> const_inputs;
+  std::set<int> const_inputs{};
   std::string device = "/device:CPU:0";
 };
 
