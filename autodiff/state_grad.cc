@@ -31,7 +31,7 @@ REGISTER_NO_GRADIENT("_Retval");
 // Partition adds these after gradients exist; a gradient never crosses them.
 REGISTER_NO_GRADIENT("_Send");
 REGISTER_NO_GRADIENT("_Recv");
-// The parameter server's state (dist/ps_ops.cc): gradients go into it, none through it.
+// The parameter server's state (dist/training/ps_ops.cc): gradients go into it, none through it.
 REGISTER_NO_GRADIENT("IsVariableInitialized");
 REGISTER_NO_GRADIENT("GradientAccumulatorPush");
 REGISTER_NO_GRADIENT("GradientAccumulatorTakeMean");

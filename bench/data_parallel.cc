@@ -11,7 +11,7 @@
 
 #include "dist/collectives/communicator.h"
 #include "dist/collectives/in_process_link.h"
-#include "dist/gradient_codec.h"
+#include "dist/training/gradient_codec.h"
 
 namespace {
 

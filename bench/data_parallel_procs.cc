@@ -27,8 +27,8 @@
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "dist/cluster.h"
-#include "dist/zmq_transport.h"
-#include "dist/ring_training.h"
+#include "dist/transport/zmq_transport.h"
+#include "dist/training/ring_training.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 

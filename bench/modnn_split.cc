@@ -1,4 +1,4 @@
-// MoDNN's Biased One-Dimensional Partition (dist/modnn_split.h) on this
+// MoDNN's Biased One-Dimensional Partition (dist/modnn/modnn_split.h) on this
 // machine: VGG-16's conv3_3 layer (3x3 conv, 256 -> 256 channels on a 56x56
 // image, + bias + ReLU + 2x2 max pool; seed 003 measures VGG-16), one
 // image, float32, in one process with two CPU devices of one thread each.
@@ -14,7 +14,7 @@
 
 #include <random>
 
-#include "dist/modnn_split.h"
+#include "dist/modnn/modnn_split.h"
 #include "graph/session.h"
 #include "ops/ops.h"
 

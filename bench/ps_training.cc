@@ -19,8 +19,8 @@
 #include "autodiff/gradients.h"
 #include "bench/throughput_spread.h"
 #include "autodiff/learning_rate.h"
-#include "dist/ps_training.h"
-#include "dist/zmq_transport.h"
+#include "dist/training/ps_training.h"
+#include "dist/transport/zmq_transport.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 

@@ -33,8 +33,8 @@
 #include <string>
 #include <thread>
 
-#include "dist/zmq_rendezvous.h"
-#include "dist/zmq_server.h"
+#include "dist/runtime/zmq_rendezvous.h"
+#include "dist/transport/zmq_server.h"
 
 using namespace dflow;
 using namespace dflow::dist;

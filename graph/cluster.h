@@ -2,7 +2,7 @@
 // devices a Cluster offers, loads one partition per device used, and runs
 // every step through the one step runner (graph/step_runner.h). It does not
 // know whether the devices are in this process (graph/local_cluster.h) or on
-// the tasks of a ZeroMQ cluster (dist/zmq_cluster.h): the two differ only in
+// the tasks of a ZeroMQ cluster (dist/runtime/zmq_cluster.h): the two differ only in
 // who runs a partition.
 #pragma once
 

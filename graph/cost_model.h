@@ -12,7 +12,7 @@
 // and output element for every other op. A tensor whose shape is not fully
 // known counts as `unknown_elements` elements.
 //
-// A measured profile (dist/profile.h: a traced step's time per node) takes
+// A measured profile (graph/profile.h: a traced step's time per node) takes
 // the place of the estimate for the nodes it has, on devices of the type it
 // was measured on: compute(node, device) = measured seconds.
 #pragma once
@@ -45,7 +45,7 @@ struct CostModelOptions {
   LinkCost same_task{5e-6, 1e10};     // two devices of one process: a memcpy
   LinkCost cross_task{1e-4, 1e9};     // two processes: a socket (~10 GbE)
   int64_t unknown_elements = 1024;
-  // Measured compute times by node name (dist/profile.h); empty: estimates only.
+  // Measured compute times by node name (graph/profile.h); empty: estimates only.
   std::map<std::string, MeasuredTime> measured;
 };
 

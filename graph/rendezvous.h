@@ -5,7 +5,7 @@
 //
 // The executor and the step runner hand it around and abort it; the
 // implementations are LocalRendezvous (graph/local_rendezvous.h), which joins
-// the partitions of one process, and ZmqRendezvous (dist/zmq_rendezvous.h),
+// the partitions of one process, and ZmqRendezvous (dist/runtime/zmq_rendezvous.h),
 // which also pushes tensors to other processes.
 #pragma once
 

@@ -9,7 +9,7 @@
 // every partition starts with one step id and rendezvous, and the first error
 // aborts them all and is what Run throws. The cluster is this process's
 // devices (graph/local_cluster.h) or, with a target, the tasks of a ZeroMQ
-// cluster (dist/zmq_cluster.h); one device in this process is the
+// cluster (dist/runtime/zmq_cluster.h); one device in this process is the
 // one-partition case, run on the caller's thread as far as it can be.
 // Variables keep their values across Run calls. Run may be called from
 // several threads.
@@ -49,7 +49,7 @@ struct SessionOptions {
   // that is not visible, or an op without a kernel there, is an error.
   std::string device{};
   // "zmq://host:port": the graph runs on the cluster of the worker listening
-  // there (dist/zmq_cluster.h); empty: in this process.
+  // there (dist/runtime/zmq_cluster.h); empty: in this process.
   std::string target{};
   // With a target: only the cluster's tasks that one of these requests
   // matches ("/job:ps", "/job:worker/task:1") are contacted and run the

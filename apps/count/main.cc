@@ -6,7 +6,7 @@
 
 #include "apps/count/commands.h"
 #include "apps/count/workers.h"
-#include "dist/zmq_transport.h"
+#include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
 
 namespace {

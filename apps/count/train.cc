@@ -10,7 +10,7 @@
 #include "apps/count/progress.h"
 #include "apps/count/training.h"
 #include "apps/count/workers.h"
-#include "dist/data_parallel.h"
+#include "dist/training/data_parallel.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"
 

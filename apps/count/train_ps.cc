@@ -11,7 +11,7 @@
 #include "apps/count/training.h"
 #include "autodiff/optimizers.h"
 #include "apps/count/workers.h"
-#include "dist/ps_training.h"
+#include "dist/training/ps_training.h"
 #include "models/checkpoint.h"
 
 namespace dflow::count_app {

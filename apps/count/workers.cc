@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/data_parallel.h"
+#include "dist/training/data_parallel.h"
 #include "graph/status.h"
 
 namespace dflow::count_app {

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "apps/dflow/commands.h"
-#include "dist/zmq_transport.h"
+#include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
 
 int main(int argc, char** argv) {

@@ -12,7 +12,7 @@
 #include "dist/cluster.h"
 #include "graph/partition.h"
 #include "graph/placement.h"
-#include "dist/profile.h"
+#include "graph/profile.h"
 #include "graph/file.h"
 #include "graph/graph_io.h"
 
@@ -56,7 +56,7 @@ std::vector<std::string> Devices(const PlaceArgs& args) {
 Placement PlaceGraph(const Graph& graph, const PlaceArgs& args) {
   PlacementOptions options;
   options.allow_soft_placement = args.soft;
-  if (!args.profile.empty()) options.cost.measured = dist::LoadProfile(args.profile);
+  if (!args.profile.empty()) options.cost.measured = LoadProfile(args.profile);
   return Place(graph, Devices(args), options);
 }
 

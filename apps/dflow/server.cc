@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "apps/dflow/commands.h"
-#include "dist/worker_service.h"
+#include "dist/runtime/worker_service.h"
 
 namespace dflow::cli {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "dist/collectives/communicator.h"
 #include "dist/collectives/gradient_buckets.h"
-#include "dist/gradient_codec.h"
+#include "dist/training/gradient_codec.h"
 
 namespace dflow::dist {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "dist/gradient_codec.h"
+#include "dist/training/gradient_codec.h"
 
 namespace dflow::dist {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "dist/collectives/zmq_link_wire.h"
-#include "dist/zmq_channel.h"
-#include "dist/zmq_server.h"
+#include "dist/transport/zmq_channel.h"
+#include "dist/transport/zmq_server.h"
 
 namespace dflow::dist {
 namespace {

@@ -8,8 +8,8 @@
 #include "dist/cluster.h"
 #include "dist/collectives/zmq_link.h"
 #include "dist/collectives/zmq_link_wire.h"
-#include "dist/zmq_channel.h"
-#include "dist/zmq_server.h"
+#include "dist/transport/zmq_channel.h"
+#include "dist/transport/zmq_server.h"
 
 namespace dflow::dist {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "dist/collectives/point_to_point.h"
-#include "dist/wire.h"
+#include "dist/transport/wire.h"
 
 namespace dflow::dist {
 

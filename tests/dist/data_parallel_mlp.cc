@@ -14,7 +14,7 @@
 
 #include "dist/cluster.h"
 #include "dist/collectives/in_process_link.h"
-#include "dist/ring_training.h"
+#include "dist/training/ring_training.h"
 #include "models/checkpoint.h"
 #include "tests/dist/replicated_mlp.h"
 

@@ -1,6 +1,6 @@
 // The spiral MLP trained with parameter servers, as one process of the
 // cluster in DFLOW_CLUSTER: a ps task serves, a worker trains on its shard
-// (tests/dist/test_ps_training.cc starts these). Each worker writes
+// (tests/dist/training/test_ps_training.cc starts these). Each worker writes
 // OUT/worker-K.txt (mean loss of the first and last 10 steps, steps, staleness); the chief also
 // writes the final variables as OUT/var-I.npy.
 //
@@ -17,7 +17,7 @@
 
 #include "autodiff/gradients.h"
 #include "autodiff/learning_rate.h"
-#include "dist/ps_training.h"
+#include "dist/training/ps_training.h"
 #include "graph/npy.h"
 #include "models/checkpoint.h"
 #include "tests/dist/replicated_mlp.h"

@@ -3,7 +3,7 @@
 #include "autodiff/gradients.h"
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
-#include "dist/gradient_accumulator.h"
+#include "dist/training/gradient_accumulator.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "dist/data_parallel.h"
+#include "dist/training/data_parallel.h"
 #include "graph/session.h"
 #include "models/data/spirals.h"
 

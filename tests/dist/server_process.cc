@@ -14,7 +14,7 @@
 #include <fstream>
 #include <thread>
 
-#include "dist/zmq_channel.h"
+#include "dist/transport/zmq_channel.h"
 
 namespace dflow::testing {
 

@@ -23,7 +23,7 @@ const std::set<std::string> kNoGpuKernel = {
     "BoxIou", "CombinedNonMaxSuppression", "NonMaxSuppressionV5", "TopKV2",
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
     "_Recv", "_Send",
-    // the parameter server's state, on its CPU (dist/ps_ops.cc)
+    // the parameter server's state, on its CPU (dist/training/ps_ops.cc)
     "GradientAccumulatorAbort", "GradientAccumulatorFinishStep", "GradientAccumulatorPush",
     "GradientAccumulatorSetGlobalStep", "GradientAccumulatorState", "GradientAccumulatorTakeMean",
     "GradientAccumulatorWaitForStep",

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "dist/gradient_accumulator.h"
+#include "dist/training/gradient_accumulator.h"
 #include "tests/dist/collectives/collective_test_util.h"
 
 namespace dflow {
