@@ -5,8 +5,11 @@
 #include <cmath>
 
 #include "models/detection/anchors.h"
+#include "models/mobilenet_ssd.h"
+#include "ops/ops.h"
 
 using namespace dflow;
+using namespace dflow::models;
 using namespace dflow::models::detection;
 
 namespace {
@@ -92,4 +95,21 @@ TEST_CASE("RetinaNet anchors: P3-P7, 9 per cell, 32..512 px", "[anchors]") {
   Tensor n = RetinaNetAnchors(512, 640, norm);
   CHECK(n.data<float>()[1] == Approx(a.data<float>()[1] / 640));
   CHECK(n.data<float>()[0] == Approx(a.data<float>()[0] / 512));
+}
+
+TEST_CASE("SSD300 default boxes line up with MobileNetV1-SSD's heads", "[anchors]") {
+  Scope s = Scope::NewRootScope();
+  auto images = ops::Placeholder(s, DType::kFloat32, {-1, 300, 300, 3});
+  MobileNetSsd net = BuildMobileNetSsd(s, images);
+  std::vector<SsdLayer> layers = MobileNetSsd300Layers();
+  REQUIRE(net.features.size() == layers.size());
+  int64_t boxes = 0;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    CHECK(net.features[k].shape().dim(1) == layers[k].feature_size);
+    CHECK(net.features[k].shape().dim(2) == layers[k].feature_size);
+    // The heads predict 6 boxes per cell (mobilenet_ssd.h): 2 + 2 ratios.
+    CHECK(2 + 2 * layers[k].ratios.size() == 6);
+    boxes += net.features[k].shape().dim(1) * net.features[k].shape().dim(2) * 6;
+  }
+  CHECK(SsdAnchors(layers).shape().dim(0) == boxes);
 }
