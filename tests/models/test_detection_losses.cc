@@ -6,7 +6,9 @@
 
 #include "autodiff/gradient_checker.h"
 #include "graph/session.h"
+#include "models/detection/anchors.h"
 #include "models/detection/losses.h"
+#include "models/detection/matching.h"
 #include "ops/ops.h"
 #include "tests/ops/op_test_util.h"
 
@@ -128,4 +130,28 @@ TEST_CASE("SsdConfidenceLoss: mined softmax loss, value and gradient", "[detecti
   auto r = autodiff::CheckGradients(s, {logits}, {values}, loss);
   INFO(r.worst);
   CHECK(r.max_error < 1e-2);
+}
+
+TEST_CASE("SSD targets from matching feed the losses: perfect predictions, zero box loss",
+          "[detection_losses]") {
+  // Default boxes of a 2x2 and a 1x1 map, two objects, MatchSsd's targets
+  // as the head's box output: the smooth-L1 sum is 0, and the mined softmax
+  // loss counts 3 negatives per positive.
+  Tensor anchors = SsdAnchors({{2, {2.0f}}, {1, {}}});
+  const int64_t a = anchors.shape().dim(0);
+  std::vector<float> boxes = {0.1f, 0.1f, 0.4f, 0.45f, 0.3f, 0.2f, 0.95f, 0.9f};
+  std::vector<int32_t> labels = {1, 2};
+  MatchResult m = MatchSsd(anchors.flat<float>(), GroundTruth{boxes, labels});
+  REQUIRE(m.num_positive >= 2);
+  std::vector<float> positive(a);
+  for (int64_t i = 0; i < a; ++i) positive[i] = m.matches[i] >= 0 ? 1.0f : 0.0f;
+  Scope s = Scope::NewRootScope();
+  Tensor targets = F(m.box_targets, {1, a, 4});
+  Output box_loss = SmoothL1Loss(s, targets, targets, F(positive, {1, a}));
+  CHECK(Eval(s, {}, box_loss) == 0.0f);
+  // Uniform logits over 3 classes: every kept anchor costs log 3.
+  Output conf = SsdConfidenceLoss(s, Tensor::Zeros(DType::kFloat32, {1, a, 3}),
+                                  Tensor::FromVector(m.class_targets, {1, a}));
+  int64_t kept = m.num_positive + std::min<int64_t>(3 * m.num_positive, a - m.num_positive);
+  CHECK(Eval(s, {}, conf) == Approx(kept * std::log(3.0) / m.num_positive));
 }
