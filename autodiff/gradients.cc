@@ -76,11 +76,13 @@ std::vector<bool> ReachableFrom(const Graph& graph, const std::vector<Output>& x
   });
 }
 
-// Sums the contributions to one output; a single one passes through.
+// Sums the contributions to one output; a single one passes through. The
+// sum is named by the scope ("AddN", then "AddN_1", ...), never fixed: a
+// node with several outputs (Split) may need one sum per output.
 Output SumContributions(const Scope& scope, const std::vector<Output>& parts) {
   if (parts.size() == 1) return parts[0];
   std::vector<Input> inputs(parts.begin(), parts.end());
-  return ops::AddN(scope.WithOpName("AddN"), inputs);
+  return ops::AddN(scope, inputs);
 }
 
 // The gradient of an input that the op broadcast, summed back to the

@@ -33,6 +33,18 @@ TEST_CASE("fan-out sums the gradients of every use", "[autodiff]") {
               Vec({1 + std::cos(0.5), -2 + std::cos(-1.0), 4 + std::cos(2.0)}), 1e-12, 1e-12);
 }
 
+TEST_CASE("fan-out of several outputs of one node sums each of them", "[autodiff]") {
+  // Both halves of a Split feed two ops: two sums in the Split's gradient
+  // scope, which once collided on the fixed name "AddN".
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat64, {4});
+  std::vector<Output> halves = ops::Split(s, 0, x, 2);
+  auto a = ops::Add(s, ops::Mul(s, halves[0], 2.0), ops::Mul(s, halves[0], 3.0));
+  auto b = ops::Add(s, ops::Mul(s, halves[1], 5.0), ops::Mul(s, halves[1], 7.0));
+  auto g = AddGradients(s, {ops::Add(s, ops::Sum(s, a, 0), ops::Sum(s, b, 0))}, {x});
+  ExpectClose(Eval(s, {{x, Vec({1, 2, 3, 4})}}, g[0]), Vec({5, 5, 12, 12}));
+}
+
 TEST_CASE("an x with no path to y has no gradient", "[autodiff]") {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {2});
