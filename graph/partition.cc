@@ -1,6 +1,7 @@
 #include "graph/partition.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "graph/graph_io.h"
 
@@ -138,6 +139,18 @@ class Partitioner {
 std::vector<DevicePartition> Partition(const Graph& graph, const Placement& placement,
                                        const PartitionOptions& options) {
   return Partitioner(graph, placement, options).Run();
+}
+
+std::vector<DevicePartition> Partition(std::unique_ptr<Graph> graph, const Placement& placement,
+                                       const PartitionOptions& options) {
+  std::set<std::string> used;
+  for (const Node* node : graph->nodes()) used.insert(placement.DeviceOf(node->name()));
+  if (used.size() != 1) return Partition(*graph, placement, options);
+  for (Node* node : graph->nodes()) {
+    node->set_requested_device(*used.begin());
+    node->set_assigned_device(*used.begin());
+  }
+  return {{*used.begin(), std::move(graph)}};
 }
 
 std::string DeviceFileName(const std::string& device) {

@@ -116,29 +116,15 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options_.allow_soft_placement;
   Placement placement = Place(*graph, cluster_->devices(), placement_options);
-  for (DevicePartition& part : PartitionForCluster(std::move(graph), placement)) {
+  PartitionOptions partition_options;
+  for (const std::string& device : cluster_->devices())
+    partition_options.incarnations[device] = cluster_->Incarnation(device);
+  for (DevicePartition& part : Partition(std::move(graph), placement, partition_options)) {
     executable->runners.push_back(cluster_->Load(part.device, std::move(part.graph)));
     executable->partitions.push_back(executable->runners.back().get());
     executable->devices.push_back(part.device);
   }
   return executable;
-}
-
-// One partition per device used. When every node is on one device no edge
-// is cut and the graph itself is the one partition (a copy would only cost
-// time to build and, measured, ~5% per node to run: its nodes lie scattered).
-std::vector<DevicePartition> Session::PartitionForCluster(std::unique_ptr<Graph> graph,
-                                                          const Placement& placement) const {
-  std::set<std::string> used;
-  for (const auto& [node, where] : placement.nodes) used.insert(where.device);
-  if (used.size() == 1) {
-    AssignDevices(*graph, placement);
-    return {{*used.begin(), std::move(graph)}};
-  }
-  PartitionOptions options;
-  for (const std::string& device : cluster_->devices())
-    options.incarnations[device] = cluster_->Incarnation(device);
-  return Partition(*graph, placement, options);
 }
 
 std::shared_ptr<Session::Executable> Session::GetExecutable(const FeedList& feeds,

@@ -94,8 +94,6 @@ class Session {
   std::shared_ptr<Executable> Build(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                     const std::vector<TensorName>& targets);
   void CheckRequestedDevices(const Graph& graph) const;
-  std::vector<DevicePartition> PartitionForCluster(std::unique_ptr<Graph> graph,
-                                                   const Placement& placement) const;
   void CheckKernels(const Graph& graph) const;
 
   std::shared_ptr<Graph> graph_;

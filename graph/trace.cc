@@ -72,13 +72,14 @@ int64_t Duration(const NodeExecStats& s) { return std::max<int64_t>(0, s.end_ns 
 
 namespace {
 
-// The task a device belongs to: "/job:worker/replica:0/task:1" of
-// "/job:worker/replica:0/task:1/device:CPU:0"; a device named without its task
-// ("/device:CPU:0") is this process's.
-std::string TaskOf(const std::string& device) {
+// A device as (task, device within it): "/job:worker/replica:0/task:1/device:CPU:0"
+// -> {"/job:worker/replica:0/task:1", "/device:CPU:0"}; a device named
+// without its task ("/device:CPU:0") is this process's.
+std::pair<std::string, std::string> SplitDevice(const std::string& device) {
+  if (device.empty()) return {"(unplaced)", "(unplaced)"};
   size_t at = device.find("/device:");
-  if (device.empty()) return "(unplaced)";
-  return at == std::string::npos || at == 0 ? "this process" : device.substr(0, at);
+  if (at == std::string::npos || at == 0) return {"this process", device};
+  return {device.substr(0, at), device.substr(at)};
 }
 
 // Process and thread tracks: one process per task, one thread per device and
@@ -88,17 +89,15 @@ class Tracks {
   explicit Tracks(Json& events) : events_(events) {}
 
   std::pair<int, int> Of(const NodeExecStats& s) {
-    std::string task = TaskOf(s.device);
+    auto [task, device] = SplitDevice(s.device);
     auto [process, new_process] = pids_.emplace(task, static_cast<int>(pids_.size()));
     if (new_process)
       events_.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", process->second},
                          {"args", {{"name", task}}}});
     auto [thread, new_thread] = tids_.emplace(std::make_pair(s.device, s.thread), static_cast<int>(tids_.size()));
-    if (new_thread) {
-      std::string device = s.device.substr(std::min(s.device.size(), task == "(unplaced)" ? 0 : s.device.find("/device:")));
+    if (new_thread)
       events_.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", process->second}, {"tid", thread->second},
-                         {"args", {{"name", StrCat(device.empty() ? "(unplaced)" : device, " thread ", s.thread)}}}});
-    }
+                         {"args", {{"name", StrCat(device, " thread ", s.thread)}}}});
     return {process->second, thread->second};
   }
 

@@ -245,19 +245,19 @@ void ZmqCluster::MeasureClock(Task& task) {
   }
 }
 
-ZmqCluster::Task& ZmqCluster::TaskOfDeviceNamed(const std::string& device) {
+size_t ZmqCluster::TaskIndexOf(const std::string& device) const {
   std::string prefix = TaskOfDevice(device);
-  for (Task& task : tasks_)
-    if (task.prefix == prefix) return task;
+  for (size_t t = 0; t < tasks_.size(); ++t)
+    if (tasks_[t].prefix == prefix) return t;
   Fail(Code::kInternal, "device '", device, "' is on no task of the cluster");
 }
 
 int64_t ZmqCluster::Incarnation(const std::string& device) const {
-  return const_cast<ZmqCluster*>(this)->TaskOfDeviceNamed(device).incarnation;
+  return tasks_[TaskIndexOf(device)].incarnation;
 }
 
 std::unique_ptr<PartitionRunner> ZmqCluster::Load(const std::string& device, std::shared_ptr<Graph> graph) {
-  Task& task = TaskOfDeviceNamed(device);
+  Task& task = tasks_[TaskIndexOf(device)];
   json body = {{"device", device}, {"graph", ToJson(*graph)}};
   Message reply = task.channel->CallAndWait(Request(MessageType::kRegisterGraph, body.dump(), kControlTimeoutMs));
   int64_t handle = ReplyJson(reply, "RegisterGraph").at("handle").get<int64_t>();
@@ -269,7 +269,7 @@ std::unique_ptr<PartitionRunner> ZmqCluster::Load(const std::string& device, std
 ClusterStep ZmqCluster::NewStep(const std::vector<std::string>& partition_devices) {
   std::vector<Task*> tasks;
   for (const std::string& device : partition_devices) {
-    Task* task = &TaskOfDeviceNamed(device);
+    Task* task = &tasks_[TaskIndexOf(device)];
     if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
   }
   ClusterStep step;

@@ -49,7 +49,7 @@ class ZmqCluster final : public Cluster {
  private:
   void Connect(const std::string& target, const std::vector<std::string>& device_filters);
   static void MeasureClock(Task& task);
-  Task& TaskOfDeviceNamed(const std::string& device);
+  size_t TaskIndexOf(const std::string& device) const;  // in tasks_
 
   std::vector<Task> tasks_;
   std::vector<std::string> devices_;

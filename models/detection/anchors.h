@@ -31,7 +31,7 @@ struct SsdAnchorOptions {
 
 // MobileNetV1-SSD300's six maps 19, 10, 5, 3, 2, 1 (models/mobilenet_ssd.h),
 // each with ratios {2, 3}: 6 boxes per cell, as that network's heads (and
-// the PyTorch MobileNetV1-SSD reference of seed 000) predict.
+// the PyTorch MobileNetV1-SSD300 reference network) predict.
 std::vector<SsdLayer> MobileNetSsd300Layers();
 
 // SSD default boxes, normalised coordinates (image = [0, 1] x [0, 1]).
