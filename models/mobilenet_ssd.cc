@@ -1,6 +1,10 @@
 // MobileNetV1-SSD; see mobilenet_ssd.h.
 #include "models/mobilenet_ssd.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "graph/status.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
@@ -42,6 +46,11 @@ class Builder {
   bool training_;
 };
 
+// The width multiplier applied to a layer's channel count.
+int64_t Thinned(int64_t channels, double alpha) {
+  return std::max<int64_t>(8, std::llround(alpha * static_cast<double>(channels)));
+}
+
 // [N, H, W, C] -> [N, H*W*C], N known or not while building.
 Output Flatten(const Scope& s, const Output& x) {
   Output batch = ops::Slice(s, ops::Shape(s, x), {0}, {1});
@@ -52,21 +61,26 @@ Output Flatten(const Scope& s, const Output& x) {
 
 MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
                                MobileNetSsdOptions options) {
+  DFLOW_REQUIRE(options.width_multiplier > 0, "BuildMobileNetSsd: width_multiplier must be > 0, got ",
+                options.width_multiplier);
+  const double alpha = options.width_multiplier;
   MobileNetSsd net;
   Builder b(net, options.training);
-  Output x = b.ConvBn(scope.NewSubScope("stem"), images, 32, 3, 2);
+  Output x = b.ConvBn(scope.NewSubScope("stem"), images, Thinned(32, alpha), 3, 2);
   const int64_t blocks[][2] = {{64, 1}, {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2},
                                {512, 1}, {512, 1}, {512, 1}, {512, 1}, {512, 1},
                                {1024, 2}, {1024, 1}};
   for (int i = 0; i < 13; ++i) {
-    x = b.ConvDw(scope.NewSubScope("block" + std::to_string(i + 1)), x, blocks[i][0], blocks[i][1]);
+    x = b.ConvDw(scope.NewSubScope("block" + std::to_string(i + 1)), x, Thinned(blocks[i][0], alpha),
+                 blocks[i][1]);
     if (i == 10 || i == 12) net.features.push_back(x);  // 19x19x512 and 10x10x1024
   }
+  net.backbone_variables = net.variables;
   const int64_t extras[][2] = {{256, 512}, {128, 256}, {128, 256}, {128, 256}};
   for (int i = 0; i < 4; ++i) {
     Scope s = scope.NewSubScope("extra" + std::to_string(i + 1));
-    x = b.Conv(s.NewSubScope("reduce"), x, extras[i][0], 1, 1, 0, Activation::kRelu);
-    x = b.Conv(s.NewSubScope("expand"), x, extras[i][1], 3, 2, 1, Activation::kRelu);
+    x = b.Conv(s.NewSubScope("reduce"), x, Thinned(extras[i][0], alpha), 1, 1, 0, Activation::kRelu);
+    x = b.Conv(s.NewSubScope("expand"), x, Thinned(extras[i][1], alpha), 3, 2, 1, Activation::kRelu);
     net.features.push_back(x);
   }
   std::vector<Input> boxes, classes;

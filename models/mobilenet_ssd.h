@@ -2,7 +2,11 @@
 // MobileNetSSD): a conv_bn stem and 13 depthwise-separable blocks to 1024
 // channels, four extra blocks (1x1 then 3x3 stride 2), and 3x3 box and class
 // heads on six feature maps ([512, 1024, 512, 256, 256, 256] channels, 6
-// boxes per cell). NHWC float32 input, 300x300 in the benchmarks.
+// boxes per cell). NHWC float32 input, 300x300 in the benchmarks; any size
+// whose last map is still at least 1x1 works (the maps are the input's
+// size divided by 16, 32, 64, 128, 256 and 512, rounded up). The width
+// multiplier (MobileNets, Howard et al. 2017, section 3.3) thins every
+// layer but the heads: channels c become max(8, round(alpha c)).
 #pragma once
 
 #include <vector>
@@ -15,6 +19,7 @@ struct MobileNetSsd {
   Output boxes;    // [N, cells * 6 * 4]: every head's output, flattened and joined
   Output classes;  // [N, cells * 6 * num_classes]
   std::vector<Output> variables;      // weights, biases, batch-norm gammas and betas
+  std::vector<Output> backbone_variables;  // the MobileNet part of `variables` (stem, 13 blocks)
   std::vector<Output> batch_norm_updates;  // moving averages (training only)
   std::vector<Output> features;       // the six feature maps the heads read
 };
@@ -22,6 +27,7 @@ struct MobileNetSsd {
 struct MobileNetSsdOptions {
   int64_t num_classes = 9;
   bool training = true;  // batch-norm mode
+  double width_multiplier = 1.0;  // alpha > 0; 0.25, 0.5, 0.75 and 1 as the paper
 };
 
 MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,

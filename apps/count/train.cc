@@ -7,7 +7,6 @@
 #include <iostream>
 
 #include "apps/count/commands.h"
-#include "apps/count/progress.h"
 #include "apps/count/training.h"
 #include "apps/count/workers.h"
 #include "dist/training/data_parallel.h"
@@ -63,8 +62,8 @@ struct TrainLoop {
       waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       std::vector<Tensor> out = Step(*batch);
       ++step;
-      progress.Update(step, static_cast<int64_t>(batch->counts.size()), out[0].scalar<float>(),
-                      BatchMae(out[1], batch->counts));
+      progress.Update(step, static_cast<int64_t>(batch->counts.size()),
+                      {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch->counts)}});
       if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
       if (step == start + 1) {  // the first step builds the executor: time the steady state
         loop_start = std::chrono::steady_clock::now();

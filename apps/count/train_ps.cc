@@ -71,8 +71,9 @@ class PsTrainer {
 
   void OnStep(const dist::PsStepResult& step) {
     step_ = step.global_step;
-    progress_->Update(step_, static_cast<int64_t>(batch_.counts.size()), step.fetched[0].scalar<float>(),
-                      BatchMae(step.fetched[1], batch_.counts));
+    progress_->Update(step_, static_cast<int64_t>(batch_.counts.size()),
+                      {{"loss", step.fetched[0].scalar<float>()},
+                       {"mae", BatchMae(step.fetched[1], batch_.counts)}});
     if (step_ % settings_.checkpoint_every == 0 && step_ < settings_.total_steps) Checkpoint();
     if (!timing_started_) {  // the first step builds the executors: time the steady state
       loop_start_ = Clock::now();

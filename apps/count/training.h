@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "apps/count/progress.h"
+#include "apps/common/progress.h"
 #include "apps/count/run_config.h"
 #include "models/data/pipeline.h"
 #include "models/density_counter.h"
 
 namespace dflow::count_app {
+
+using apps::Progress;
 
 std::string CheckpointDir(const TrainSettings& settings);
 

@@ -1,12 +1,12 @@
 // The progress line; see progress.h.
-#include "apps/count/progress.h"
+#include "apps/common/progress.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 
-namespace dflow::count_app {
+namespace dflow::apps {
 namespace {
 
 std::string Duration(double seconds) {
@@ -30,15 +30,16 @@ double Progress::images_per_second() const {
   return seconds > 0 ? static_cast<double>(images_) / seconds : 0;
 }
 
-void Progress::Update(int64_t step, int64_t images, double loss, double mae) {
+void Progress::Update(int64_t step, int64_t images, const Metrics& metrics) {
   // Rates count from the end of the first step, which also builds the executor.
   if (seen_)
     images_ += images;
   else
     start_ = std::chrono::steady_clock::now();
   // A 0.9 moving average: single batches are noisy.
-  loss_ = seen_ ? 0.9 * loss_ + 0.1 * loss : loss;
-  mae_ = seen_ ? 0.9 * mae_ + 0.1 * mae : mae;
+  if (!seen_) averages_ = metrics;
+  for (size_t i = 0; i < metrics.size() && i < averages_.size(); ++i)
+    averages_[i].second = 0.9 * averages_[i].second + 0.1 * metrics[i].second;
   seen_ = true;
   if (terminal_)
     std::cout << "\r" << Line(step) << std::flush;
@@ -54,15 +55,20 @@ std::string Progress::Line(int64_t step) const {
   double steps_per_second = images_ > 0 ? rate * static_cast<double>(step - first_step_ - 1) /
                                               static_cast<double>(images_) : 0;
   double left = steps_per_second > 0 ? static_cast<double>(total_steps_ - step) / steps_per_second : 0;
-  char line[200];
-  std::snprintf(line, sizeof line, "step %lld/%lld [%s] loss %.3f  mae %.2f  %.1f img/s  eta %s",
-                static_cast<long long>(step), static_cast<long long>(total_steps_), bar.c_str(),
-                loss_, mae_, rate, Duration(left).c_str());
-  return line;
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "step %lld/%lld [", static_cast<long long>(step),
+                static_cast<long long>(total_steps_));
+  std::string line = buffer + bar + "]";
+  for (const auto& [name, value] : averages_) {
+    std::snprintf(buffer, sizeof buffer, " %.3f ", value);
+    line += " " + name + buffer;
+  }
+  std::snprintf(buffer, sizeof buffer, " %.1f img/s  eta %s", rate, Duration(left).c_str());
+  return line + buffer;
 }
 
 void Progress::Finish() {
   if (terminal_) std::cout << "\n";
 }
 
-}  // namespace dflow::count_app
+}  // namespace dflow::apps

@@ -1,0 +1,36 @@
+// The training progress line of the apps: step, a bar, the app's named
+// metrics (each a moving average), images/s and time left, redrawn in place
+// on a terminal and printed every `every` steps otherwise.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dflow::apps {
+
+class Progress {
+ public:
+  Progress(int64_t first_step, int64_t total_steps, int64_t every);
+  using Metrics = std::vector<std::pair<std::string, double>>;
+  // Records step `step` (1-based) of `images` images and its metrics, e.g.
+  // {{"loss", 0.3}, {"mae", 1.2}}; every step names the same ones.
+  void Update(int64_t step, int64_t images, const Metrics& metrics);
+  // Ends the line on a terminal.
+  void Finish();
+  double images_per_second() const;
+
+ private:
+  std::string Line(int64_t step) const;
+
+  int64_t first_step_, total_steps_, every_;
+  bool terminal_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t images_ = 0;
+  Metrics averages_;  // exponential moving averages
+  bool seen_ = false;
+};
+
+}  // namespace dflow::apps

@@ -1,0 +1,77 @@
+// SSD (Liu et al. 2016) on MobileNetV1 (seed 000, Listing A.2): the network
+// with its default boxes, the training loss (smooth-L1 boxes plus softmax
+// confidence with 3:1 hard-negative mining) and the post-processing (box
+// decoding, per-class NMS), as graph pieces an app assembles.
+//
+//   SsdOptions options{.num_classes = 3, .image_size = 160};
+//   SsdNetwork net = BuildSsdNetwork(scope, options);        // net.anchors for matching
+//   SsdLoss loss = BuildSsdLoss(scope, net);                  // feed its targets
+//   SsdDetections out = BuildSsdPostprocess(scope, net);     // fetch for eval/predict
+//
+// Coordinates are normalised (y1, x1, y2, x2) in [0, 1] of the network's
+// square input, as the anchors and the matching (matching.h) use them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/scope.h"
+#include "models/detection/anchors.h"
+#include "models/detection/box_coding.h"
+
+namespace dflow::models::detection {
+
+struct SsdOptions {
+  int64_t num_classes = 1;        // object classes; the softmax adds background as class 0
+  int64_t image_size = 300;       // square input, pixels
+  double width_multiplier = 1.0;  // MobileNet's alpha (mobilenet_ssd.h)
+  bool training = true;           // batch-norm mode: batch statistics and moving-average updates
+  SsdAnchorOptions anchors{};     // scales s_min, s_max of the default boxes
+  BoxVariances variances = kSsdVariances;
+};
+
+struct SsdNetwork {
+  Output images;          // float32 [N, S, S, 3] in [0, 1], fed
+  Output box_deltas;      // float32 [N, A, 4], encoded against `anchors`
+  Output class_logits;    // float32 [N, A, num_classes + 1], class 0 background
+  Tensor anchors;         // float32 [A, 4], SsdAnchors over the six feature maps
+  std::vector<Output> variables;           // every trained weight
+  std::vector<Output> backbone_variables;  // the MobileNet part (frozen by --freeze backbone)
+  std::vector<Output> batch_norm_updates;  // run with each training step
+  SsdOptions options;
+};
+
+// The network on a placeholder "images" [-1, S, S, 3]; the pixels are
+// mapped to [-1, 1] inside the graph. The anchors follow the feature maps'
+// sizes, so any image_size from 64 up works.
+SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options);
+
+struct SsdLoss {
+  Output box_targets;    // float32 [N, A, 4], fed: MatchSsd's box_targets
+  Output class_targets;  // int32 [N, A], fed: MatchSsd's class_targets
+  Output box_loss;       // smooth-L1 (beta 1) over the positives / their number
+  Output class_loss;     // SsdConfidenceLoss with 3:1 mining
+  Output loss;           // box_loss + class_loss
+};
+SsdLoss BuildSsdLoss(const Scope& scope, const SsdNetwork& net, int64_t neg_pos_ratio = 3);
+
+struct SsdPostprocessOptions {
+  int64_t max_per_class = 100;
+  int64_t max_detections = 100;
+  float iou_threshold = 0.45f;  // SSD's NMS overlap
+  float score_threshold = 0.01f;
+};
+
+struct SsdDetections {
+  Output boxes;    // float32 [N, D, 4], normalised (y1, x1, y2, x2), clipped to [0, 1]
+  Output scores;   // float32 [N, D], best first
+  Output classes;  // float32 [N, D]: the object class 1..num_classes (0 in padding)
+  Output valid;    // int32 [N]: the real detections of each image
+};
+// Decodes every anchor's box, scores each class by softmax, then
+// CombinedNonMaxSuppression per image and class.
+SsdDetections BuildSsdPostprocess(const Scope& scope, const SsdNetwork& net,
+                                  SsdPostprocessOptions options = {});
+
+}  // namespace dflow::models::detection
