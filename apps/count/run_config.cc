@@ -3,15 +3,14 @@
 
 #include <filesystem>
 
+#include "apps/common/run_files.h"
 #include "graph/file.h"
 #include "graph/status.h"
 
 namespace dflow::count_app {
 
-// One list of fields serves both directions, so a new setting cannot be
-// written without being read back.
-template <typename Json, typename Settings, typename Visit>
-void ForEachField(Json& json, Settings& s, Visit visit) {
+// One list of fields serves both directions (apps/common/run_files.h).
+constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "data", s.data);
   visit(json, "out", s.out);
   visit(json, "steps", s.steps);
@@ -36,33 +35,14 @@ void ForEachField(Json& json, Settings& s, Visit visit) {
   visit(json, "train_tiles", s.train_tiles);
   visit(json, "train_mean_count", s.train_mean_count);
   visit(json, "train_count_per_pixel", s.train_count_per_pixel);
-}
+};
 
 nlohmann::json ToJson(const TrainSettings& settings) {
-  nlohmann::json json = nlohmann::json::object();
-  ForEachField(json, settings, [](nlohmann::json& j, const char* key, const auto& value) {
-    j[key] = value;
-  });
-  return json;
+  return apps::FieldsToJson(settings, kForEachField);
 }
 
 TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source) {
-  DFLOW_REQUIRE(json.is_object(), source, ": expected a JSON object");
-  TrainSettings settings;
-  ForEachField(json, settings, [&](const nlohmann::json& j, const char* key, auto& value) {
-    DFLOW_REQUIRE(j.contains(key), source, ": missing \"", key, "\"");
-    try {
-      j.at(key).get_to(value);
-    } catch (const nlohmann::json::exception&) {
-      Fail(Code::kInvalidArgument, source, ": \"", key, "\" has the wrong type (",
-           j.at(key).dump(), ")");
-    }
-  });
-  return settings;
-}
-
-std::string ConfigPath(const std::string& run_dir) {
-  return (std::filesystem::path(run_dir) / "config.json").string();
+  return apps::FieldsFromJson<TrainSettings>(json, source, kForEachField);
 }
 
 void WriteConfig(const TrainSettings& settings) {
@@ -72,13 +52,7 @@ void WriteConfig(const TrainSettings& settings) {
 
 TrainSettings ReadConfig(const std::string& run_dir) {
   std::string path = ConfigPath(run_dir);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(ReadFileToString(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    Fail(Code::kInvalidArgument, path, " is not valid JSON: ", e.what());
-  }
-  return TrainSettingsFromJson(json, path);
+  return TrainSettingsFromJson(apps::ReadJsonFile(path), path);
 }
 
 }  // namespace dflow::count_app

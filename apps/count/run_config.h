@@ -7,7 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/common/run_files.h"
+
 namespace dflow::count_app {
+
+using apps::ConfigPath;
 
 struct TrainSettings {
   std::string data;  // dataset directory (points.json or points.csv)
@@ -53,7 +57,6 @@ nlohmann::json ToJson(const TrainSettings& settings);
 TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source);
 
 // RUN/config.json, written atomically.
-std::string ConfigPath(const std::string& run_dir);
 void WriteConfig(const TrainSettings& settings);
 TrainSettings ReadConfig(const std::string& run_dir);
 

@@ -1,36 +1,15 @@
 // Restoring a trained counter; see trained_model.h.
 #include "apps/count/trained_model.h"
 
-#include <filesystem>
-
 #include "apps/count/run_config.h"
 #include "models/checkpoint.h"
 
 namespace dflow::count_app {
-namespace {
-
-namespace fs = std::filesystem;
-
-std::string ResolveCheckpoint(const std::string& path) {
-  if (!fs::exists(path)) Fail(Code::kNotFound, "checkpoint ", path, " does not exist");
-  if (!fs::is_directory(path)) return path;
-  for (const fs::path& dir : {fs::path(path), fs::path(path) / "checkpoints"})
-    if (std::optional<std::string> latest = LatestCheckpoint(dir.string())) return *latest;
-  Fail(Code::kNotFound, "no checkpoint in ", path, " (nor in ", (fs::path(path) / "checkpoints").string(),
-       ")");
-}
-
-}  // namespace
-
-std::string RunDirOf(const std::string& checkpoint_file) {
-  fs::path run = fs::path(checkpoint_file).parent_path().parent_path();
-  return fs::exists(ConfigPath(run.string())) ? run.string() : std::string();
-}
 
 std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads,
                                                const std::string& device) {
   auto trained = std::make_unique<TrainedModel>();
-  trained->checkpoint = ResolveCheckpoint(checkpoint);
+  trained->checkpoint = apps::ResolveCheckpoint(checkpoint);
   // Any tile size fits the weights (the network is fully convolutional);
   // 224 is what training uses by default.
   trained->model = models::BuildDensityCounter(trained->scope, {.tile_size = 224});

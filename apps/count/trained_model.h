@@ -4,11 +4,14 @@
 #include <memory>
 #include <string>
 
+#include "apps/common/run_files.h"
 #include "graph/scope.h"
 #include "graph/session.h"
 #include "models/density_counter.h"
 
 namespace dflow::count_app {
+
+using apps::RunDirOf;
 
 struct TrainedModel {
   Scope scope = Scope::NewRootScope();
@@ -24,9 +27,5 @@ struct TrainedModel {
 // `device`: where the network runs (empty: the CPU; "/device:GPU:0").
 std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, int threads,
                                                const std::string& device);
-
-// The run directory a checkpoint belongs to (RUN for RUN/checkpoints/x), or
-// empty when it has no config.json.
-std::string RunDirOf(const std::string& checkpoint_file);
 
 }  // namespace dflow::count_app

@@ -1,0 +1,37 @@
+// Run directories; see run_files.h.
+#include "apps/common/run_files.h"
+
+#include <filesystem>
+
+#include "graph/file.h"
+#include "models/checkpoint.h"
+
+namespace dflow::apps {
+
+namespace fs = std::filesystem;
+
+std::string ConfigPath(const std::string& run_dir) { return (fs::path(run_dir) / "config.json").string(); }
+
+nlohmann::json ReadJsonFile(const std::string& path) {
+  try {
+    return nlohmann::json::parse(ReadFileToString(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    Fail(Code::kInvalidArgument, path, " is not valid JSON: ", e.what());
+  }
+}
+
+std::string ResolveCheckpoint(const std::string& path) {
+  if (!fs::exists(path)) Fail(Code::kNotFound, "checkpoint ", path, " does not exist");
+  if (!fs::is_directory(path)) return path;
+  for (const fs::path& dir : {fs::path(path), fs::path(path) / "checkpoints"})
+    if (std::optional<std::string> latest = LatestCheckpoint(dir.string())) return *latest;
+  Fail(Code::kNotFound, "no checkpoint in ", path, " (nor in ", (fs::path(path) / "checkpoints").string(),
+       ")");
+}
+
+std::string RunDirOf(const std::string& checkpoint_file) {
+  fs::path run = fs::path(checkpoint_file).parent_path().parent_path();
+  return fs::exists(ConfigPath(run.string())) ? run.string() : std::string();
+}
+
+}  // namespace dflow::apps

@@ -1,0 +1,59 @@
+// What the apps' run directories share: RUN/config.json holds a run's
+// settings as one JSON object whose fields are listed once (ForEachField:
+// a function visiting (json, "key", value) for every field), so a setting
+// cannot be written without being read back; checkpoints live in
+// RUN/checkpoints.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/status.h"
+
+namespace dflow::apps {
+
+std::string ConfigPath(const std::string& run_dir);
+
+// The file's JSON; kNotFound when it cannot be read, kInvalidArgument
+// naming the file when it is not JSON.
+nlohmann::json ReadJsonFile(const std::string& path);
+
+// `path` as a checkpoint file: a .safetensors file itself, or the latest
+// checkpoint of a checkpoint directory or of a run directory
+// (RUN/checkpoints). kNotFound names the path when there is none.
+std::string ResolveCheckpoint(const std::string& path);
+
+// The run directory a checkpoint belongs to (RUN for RUN/checkpoints/x), or
+// empty when it has no config.json.
+std::string RunDirOf(const std::string& checkpoint_file);
+
+template <typename Settings, typename ForEachField>
+nlohmann::json FieldsToJson(const Settings& settings, ForEachField for_each_field) {
+  nlohmann::json json = nlohmann::json::object();
+  for_each_field(json, settings, [](nlohmann::json& j, const char* key, const auto& value) {
+    j[key] = value;
+  });
+  return json;
+}
+
+// Every field must be present and of its type: kInvalidArgument names
+// `source` and the field otherwise.
+template <typename Settings, typename ForEachField>
+Settings FieldsFromJson(const nlohmann::json& json, const std::string& source,
+                        ForEachField for_each_field) {
+  DFLOW_REQUIRE(json.is_object(), source, ": expected a JSON object");
+  Settings settings;
+  for_each_field(json, settings, [&](const nlohmann::json& j, const char* key, auto& value) {
+    DFLOW_REQUIRE(j.contains(key), source, ": missing \"", key, "\"");
+    try {
+      j.at(key).get_to(value);
+    } catch (const nlohmann::json::exception&) {
+      Fail(Code::kInvalidArgument, source, ": \"", key, "\" has the wrong type (",
+           j.at(key).dump(), ")");
+    }
+  });
+  return settings;
+}
+
+}  // namespace dflow::apps
