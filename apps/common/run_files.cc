@@ -12,6 +12,11 @@ namespace fs = std::filesystem;
 
 std::string ConfigPath(const std::string& run_dir) { return (fs::path(run_dir) / "config.json").string(); }
 
+void WriteConfigJson(const std::string& run_dir, const nlohmann::json& config) {
+  fs::create_directories(run_dir);
+  WriteFileAtomic(ConfigPath(run_dir), config.dump(2) + "\n");
+}
+
 nlohmann::json ReadJsonFile(const std::string& path) {
   try {
     return nlohmann::json::parse(ReadFileToString(path));

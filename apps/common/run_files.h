@@ -14,6 +14,8 @@
 namespace dflow::apps {
 
 std::string ConfigPath(const std::string& run_dir);
+// Creates RUN and writes RUN/config.json atomically.
+void WriteConfigJson(const std::string& run_dir, const nlohmann::json& config);
 
 // The file's JSON; kNotFound when it cannot be read, kInvalidArgument
 // naming the file when it is not JSON.

@@ -1,10 +1,7 @@
 // RUN/config.json; see run_config.h.
 #include "apps/count/run_config.h"
 
-#include <filesystem>
-
 #include "apps/common/run_files.h"
-#include "graph/file.h"
 #include "graph/status.h"
 
 namespace dflow::count_app {
@@ -45,10 +42,7 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
   return apps::FieldsFromJson<TrainSettings>(json, source, kForEachField);
 }
 
-void WriteConfig(const TrainSettings& settings) {
-  std::filesystem::create_directories(settings.out);
-  WriteFileAtomic(ConfigPath(settings.out), ToJson(settings).dump(2) + "\n");
-}
+void WriteConfig(const TrainSettings& settings) { apps::WriteConfigJson(settings.out, ToJson(settings)); }
 
 TrainSettings ReadConfig(const std::string& run_dir) {
   std::string path = ConfigPath(run_dir);

@@ -9,19 +9,28 @@
 namespace dflow::models::detection {
 namespace {
 
-// The six maps' sizes as the graph built them (static: the input is square
-// and of a known size), each with ratios {2, 3}: the 6 boxes per cell that
-// MobileNetSsd's heads predict.
-std::vector<SsdLayer> LayersOf(const MobileNetSsd& net, int64_t image_size) {
+std::vector<SsdLayer> SsdLayers(int64_t image_size) {
   std::vector<SsdLayer> layers;
-  for (const Output& f : net.features) {
-    const Shape& shape = f.shape();
-    DFLOW_REQUIRE(shape.rank() == 4 && shape.dim(1) > 0 && shape.dim(1) == shape.dim(2),
-                  "SSD: a feature map of ", image_size, "x", image_size,
-                  " images has no static square shape: ", shape.ToString());
-    layers.push_back({shape.dim(1), {2.0f, 3.0f}});
+  int64_t cells = image_size;
+  for (int stride = 2; stride <= 512; stride *= 2) {
+    cells = (cells + 1) / 2;  // a 3x3 convolution of stride 2, padding 1
+    if (stride >= 16) layers.push_back({cells, {2.0f, 3.0f}});
   }
   return layers;
+}
+
+// The maps the graph built must be the ones SsdLayers predicts: the
+// default boxes are computed from those.
+void CheckFeatureMaps(const std::vector<Output>& features, const std::vector<SsdLayer>& layers) {
+  DFLOW_REQUIRE(features.size() == layers.size(), "SSD: ", features.size(), " feature maps, expected ",
+              layers.size());
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const Shape& shape = features[k].shape();
+    DFLOW_REQUIRE(shape.rank() == 4 && shape.dim(1) == layers[k].feature_size &&
+                    shape.dim(2) == layers[k].feature_size,
+                "SSD: feature map ", k, " is ", shape.ToString(), ", expected ",
+                layers[k].feature_size, "x", layers[k].feature_size, " cells");
+  }
 }
 
 // [N, A * k] -> [N, A, k]
@@ -30,6 +39,10 @@ Output PerAnchor(const Scope& s, const Output& flat, int64_t anchors, int64_t k)
 }
 
 }  // namespace
+
+Tensor SsdDefaultBoxes(const SsdOptions& options) {
+  return SsdAnchors(SsdLayers(options.image_size), options.anchors);
+}
 
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
   DFLOW_REQUIRE(options.num_classes >= 1, "SSD: num_classes must be >= 1, got ", options.num_classes);
@@ -48,7 +61,8 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
                                          .width_multiplier = options.width_multiplier});
   // The heads' outputs are laid out map by map, cell by cell, box by box:
   // the anchors' order (anchors.h).
-  net.anchors = SsdAnchors(LayersOf(body, size), options.anchors);
+  CheckFeatureMaps(body.features, SsdLayers(size));
+  net.anchors = SsdDefaultBoxes(options);
   const int64_t anchors = net.anchors.shape().dim(0);
   net.box_deltas = PerAnchor(s.WithOpName("box_deltas"), body.boxes, anchors, 4);
   net.class_logits = PerAnchor(s.WithOpName("class_logits"), body.classes, anchors,

@@ -42,9 +42,13 @@ struct SsdNetwork {
   SsdOptions options;
 };
 
+// The default boxes of the network BuildSsdNetwork builds for these
+// options, without building it: six maps of ceil(S / 16), ceil(S / 32), ...,
+// ceil(S / 512) cells (MobileNet's strides), ratios {2, 3}, 6 boxes per cell.
+Tensor SsdDefaultBoxes(const SsdOptions& options);
+
 // The network on a placeholder "images" [-1, S, S, 3]; the pixels are
-// mapped to [-1, 1] inside the graph. The anchors follow the feature maps'
-// sizes, so any image_size from 64 up works.
+// mapped to [-1, 1] inside the graph. Any image_size from 64 up works.
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options);
 
 struct SsdLoss {

@@ -1,0 +1,49 @@
+// The subcommands of dflow-detect (apps/detect/main.cc parses the flags).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/detect/run_config.h"
+#include "models/data/detection_dataset.h"
+
+namespace dflow::detect_app {
+
+// A dataset directory: DIR/annotations.json (COCO instances, file names
+// relative to DIR).
+models::DetectionDataset LoadDataset(const std::string& dir);
+
+struct CocoEvalSettings {
+  std::string gt, dt;
+  int threads = 0;
+};
+int CocoEval(const CocoEvalSettings& settings);
+
+// `resume`: continue RUN from its config.json and latest checkpoint; only
+// `steps`/`epochs` (a longer run) may be given with it.
+int Train(TrainSettings settings, bool resume);
+
+struct EvalSettings {
+  std::string data;
+  std::string checkpoint;  // a .safetensors file, a run directory or a checkpoint directory
+  std::string results;     // COCO results JSON to write; empty: none
+  int64_t batch = 8;
+  int threads = 2;
+  std::string device;
+};
+int Eval(const EvalSettings& settings);
+
+struct PredictSettings {
+  std::string checkpoint;
+  std::vector<std::string> inputs;  // image files or directories of images
+  std::string out;                  // PNGs with the boxes drawn; empty: none
+  std::string json;                 // COCO results (with an image list); empty: none
+  std::string csv;                  // one row per detection; empty: none
+  double score = 0.5;               // detections below are not reported
+  int threads = 2;
+  std::string device;
+};
+int Predict(const PredictSettings& settings);
+
+}  // namespace dflow::detect_app

@@ -1,0 +1,134 @@
+// The detector's graphs; see detector.h.
+#include "apps/detect/detector.h"
+
+#include <algorithm>
+
+#include "autodiff/learning_rate.h"
+#include "autodiff/optimizers.h"
+#include "models/checkpoint.h"
+#include "ops/ops.h"
+
+namespace dflow::detect_app {
+namespace {
+
+using models::detection::SsdNetwork;
+
+std::vector<Output> TrainedVariables(const TrainSettings& s, const SsdNetwork& net) {
+  if (s.freeze.empty()) return net.variables;
+  DFLOW_REQUIRE(s.freeze == "backbone", "train: --freeze takes \"backbone\", got \"", s.freeze, "\"");
+  std::vector<Output> trained;
+  for (const Output& v : net.variables)
+    if (std::find(net.backbone_variables.begin(), net.backbone_variables.end(), v) ==
+        net.backbone_variables.end())
+      trained.push_back(v);
+  return trained;
+}
+
+// Linear warm-up, then cosine decay to 5% at the last step.
+Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& step) {
+  int64_t warmup = s.warmup_steps >= 0 ? s.warmup_steps
+                                       : std::min<int64_t>(300, s.total_steps / 20);
+  Output lr = autodiff::CosineDecay(scope, s.learning_rate, step,
+                                    {.decay_steps = std::max<int64_t>(1, s.total_steps),
+                                     .alpha = 0.05});
+  return warmup > 0 ? autodiff::LinearWarmup(scope, lr, step, warmup) : lr;
+}
+
+}  // namespace
+
+models::detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training) {
+  DFLOW_REQUIRE(!s.class_names.empty(), "the run has no classes");
+  models::detection::SsdOptions options{.num_classes = static_cast<int64_t>(s.class_names.size()),
+                                        .image_size = s.size,
+                                        .width_multiplier = s.width,
+                                        .training = training};
+  options.anchors.min_scale = static_cast<float>(s.min_scale);
+  options.anchors.max_scale = static_cast<float>(s.max_scale);
+  return options;
+}
+
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s) {
+  auto g = std::make_unique<DetectorGraph>();
+  Scope& scope = g->scope;
+  scope.graph().set_seed(static_cast<int64_t>(s.seed));
+  g->net = models::detection::BuildSsdNetwork(scope, SsdOptionsFor(s, true));
+  g->loss = models::detection::BuildSsdLoss(scope, g->net);
+  g->trained = TrainedVariables(s, g->net);
+  g->global_step = autodiff::GetOrCreateGlobalStep(scope);
+  g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);
+  autodiff::AdamOptimizer adam(g->learning_rate);
+  std::vector<Output> step(g->net.batch_norm_updates);
+  step.emplace_back(adam.Minimize(scope, g->loss.loss, g->trained));
+  g->train = ops::NoOp(scope.WithControlDependencies(step).WithOpName("train"));
+  g->init = ops::GlobalVariablesInitializer(scope.WithOpName("init"));
+  return g;
+}
+
+std::unique_ptr<DetectorGraph> BuildInferenceGraph(const TrainSettings& s,
+                                                   const InferenceOptions& options) {
+  auto g = std::make_unique<DetectorGraph>();
+  g->net = models::detection::BuildSsdNetwork(g->scope, SsdOptionsFor(s, false));
+  g->detections = models::detection::BuildSsdPostprocess(
+      g->scope, g->net,
+      {.max_per_class = options.max_detections, .max_detections = options.max_detections,
+       .score_threshold = options.score_threshold});
+  g->init = ops::GlobalVariablesInitializer(g->scope.WithOpName("init"));
+  return g;
+}
+
+std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoint, int threads,
+                                                     const std::string& device,
+                                                     const InferenceOptions& options) {
+  auto trained = std::make_unique<TrainedDetector>();
+  trained->checkpoint = apps::ResolveCheckpoint(checkpoint);
+  std::string run = apps::RunDirOf(trained->checkpoint);
+  if (run.empty())
+    Fail(Code::kNotFound, trained->checkpoint, " is not inside a dflow-detect run directory (",
+         "RUN/checkpoints/ next to RUN/config.json): the run's config.json says which network ",
+         "and classes it holds");
+  trained->config = ReadConfig(run);
+  trained->graph = BuildInferenceGraph(trained->config, options);
+  SessionOptions session_options;
+  session_options.num_threads = threads;
+  session_options.device = device;
+  trained->session = std::make_unique<Session>(trained->graph->scope, session_options);
+  Saver saver(trained->graph->scope);  // the network's variables: weights and batch-norm statistics
+  try {
+    saver.Restore(*trained->session, trained->checkpoint);
+  } catch (const Error& e) {
+    if (e.code() == Code::kDataLoss) throw;
+    Fail(Code::kInvalidArgument, trained->checkpoint, " does not hold the ", trained->config.model,
+         " network of ", run, "/config.json (", trained->config.class_names.size(),
+         " classes, size ", trained->config.size, ", width ", trained->config.width, "): ",
+         e.message());
+  }
+  return trained;
+}
+
+std::vector<models::Detection> Detect(TrainedDetector& detector, const Tensor& images,
+                                      const std::vector<int64_t>& image_ids,
+                                      const std::vector<std::array<int64_t, 2>>& sizes,
+                                      const std::vector<int64_t>& category_ids) {
+  const models::detection::SsdDetections& d = detector.graph->detections;
+  std::vector<Tensor> out = detector.session->Run({{detector.graph->net.images, images}},
+                                                  {d.boxes, d.scores, d.classes, d.valid});
+  const int64_t slots = out[1].shape().dim(1);
+  std::vector<models::Detection> detections;
+  for (size_t i = 0; i < image_ids.size(); ++i) {
+    const double h = static_cast<double>(sizes[i][0]), w = static_cast<double>(sizes[i][1]);
+    for (int32_t k = 0; k < out[3].data<int32_t>()[i]; ++k) {
+      const int64_t slot = static_cast<int64_t>(i) * slots + k;
+      const float* box = out[0].data<float>() + slot * 4;  // normalised y1, x1, y2, x2
+      const auto label = static_cast<size_t>(out[2].data<float>()[slot]);
+      models::Detection det;
+      det.image_id = image_ids[i];
+      det.category_id = category_ids.at(label - 1);
+      det.bbox = {box[1] * w, box[0] * h, (box[3] - box[1]) * w, (box[2] - box[0]) * h};
+      det.score = out[1].data<float>()[slot];
+      detections.push_back(det);
+    }
+  }
+  return detections;
+}
+
+}  // namespace dflow::detect_app

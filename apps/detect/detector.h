@@ -1,0 +1,67 @@
+// The detector a run trains and serves: the SSD graph built from a run's
+// settings (models/detection/ssd.h), for training (loss, Adam with warm-up
+// and cosine decay, batch-norm updates) or for inference (moving batch-norm
+// statistics, decoding and NMS), and a trained one restored from a
+// checkpoint with its run's config.json.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/detect/run_config.h"
+#include "graph/scope.h"
+#include "graph/session.h"
+#include "models/data/detection_dataset.h"
+#include "models/detection/ssd.h"
+
+namespace dflow::detect_app {
+
+struct DetectorGraph {
+  Scope scope = Scope::NewRootScope();
+  models::detection::SsdNetwork net;
+  models::detection::SsdLoss loss;              // training graphs
+  models::detection::SsdDetections detections;  // inference graphs
+  Output global_step, learning_rate;            // training graphs
+  Node* train = nullptr;                        // one optimizer step and the batch-norm updates
+  Node* init = nullptr;                         // every variable's initialiser
+  std::vector<Output> trained;                  // the variables the optimizer updates
+};
+
+models::detection::SsdOptions SsdOptionsFor(const TrainSettings& settings, bool training);
+
+// The training graph; with --freeze backbone the backbone's variables are
+// left out of the optimizer's list (no gradients, no slots).
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings);
+
+struct InferenceOptions {
+  float score_threshold = 0.01f;  // eval keeps low scores (AP integrates over them)
+  int64_t max_detections = 100;
+};
+std::unique_ptr<DetectorGraph> BuildInferenceGraph(const TrainSettings& settings,
+                                                   const InferenceOptions& options);
+
+struct TrainedDetector {
+  TrainSettings config;
+  std::unique_ptr<DetectorGraph> graph;
+  std::unique_ptr<Session> session;
+  std::string checkpoint;  // the file restored
+};
+
+// `checkpoint`: a .safetensors file, a checkpoint directory or a run
+// directory; its run's config.json says which network and classes it holds.
+// kNotFound names a missing checkpoint or config.json; a checkpoint of
+// another network or class count is kInvalidArgument saying so.
+std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoint, int threads,
+                                                     const std::string& device,
+                                                     const InferenceOptions& options);
+
+// Runs the detector on float32 [B, S, S, 3] images (each a source image of
+// (height, width) pixels resized to S x S) and returns their detections in
+// the source images' pixels; class k + 1 is reported as category_ids[k].
+std::vector<models::Detection> Detect(TrainedDetector& detector, const Tensor& images,
+                                      const std::vector<int64_t>& image_ids,
+                                      const std::vector<std::array<int64_t, 2>>& sizes,
+                                      const std::vector<int64_t>& category_ids);
+
+}  // namespace dflow::detect_app

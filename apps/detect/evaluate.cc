@@ -1,0 +1,102 @@
+// dflow-detect eval: a trained detector on a labelled dataset: COCO AP/AR,
+// Pascal VOC 2007 mAP@0.5 and per-class AP, and the detections as a COCO
+// results file.
+#include <algorithm>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/detect/commands.h"
+#include "apps/detect/detector.h"
+#include "models/data/coco.h"
+#include "models/data/detection_pipeline.h"
+#include "models/metrics/coco_eval.h"
+#include "models/metrics/voc_eval.h"
+
+namespace dflow::detect_app {
+namespace {
+
+// The dataset's categories in the run's label order, matched by name (ids
+// may differ between datasets). A category the run never learned is an
+// error naming it; classes the dataset lacks simply have no objects.
+models::DetectionDataset InRunOrder(models::DetectionDataset data, const TrainSettings& run,
+                                    const std::string& source) {
+  std::vector<models::DetectionCategory> ordered;
+  for (const std::string& name : run.class_names) {
+    auto it = std::find_if(data.categories.begin(), data.categories.end(),
+                           [&](const models::DetectionCategory& c) { return c.name == name; });
+    if (it != data.categories.end()) ordered.push_back(*it);
+  }
+  for (const models::DetectionCategory& c : data.categories)
+    DFLOW_REQUIRE(std::find(ordered.begin(), ordered.end(), c) != ordered.end(), source,
+                  ": category ", c.id, " \"", c.name, "\" is not one of the run's ",
+                  run.class_names.size(), " classes");
+  // Classes the dataset lacks still take their label's place: the pipeline
+  // numbers categories by position.
+  std::vector<models::DetectionCategory> all;
+  int64_t unused_id = -1;
+  for (const std::string& name : run.class_names) {
+    auto it = std::find_if(ordered.begin(), ordered.end(),
+                           [&](const models::DetectionCategory& c) { return c.name == name; });
+    all.push_back(it != ordered.end() ? *it : models::DetectionCategory{unused_id--, name});
+  }
+  data.categories = std::move(all);
+  return data;
+}
+
+nlohmann::json PerClass(const models::CocoEvalResult& coco, const models::VocEvalResult& voc) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const models::VocClassAP& c : voc.classes) {
+    auto k = std::find(coco.category_ids.begin(), coco.category_ids.end(), c.category_id);
+    double ap = k == coco.category_ids.end()
+                    ? -1
+                    : coco.CategoryAP(static_cast<size_t>(k - coco.category_ids.begin()));
+    rows.push_back({{"id", c.category_id}, {"name", c.name}, {"objects", c.objects},
+                    {"AP", ap}, {"voc07_ap", c.ap}});
+  }
+  return rows;
+}
+
+}  // namespace
+
+int Eval(const EvalSettings& settings) {
+  std::unique_ptr<TrainedDetector> detector =
+      LoadTrainedDetector(settings.checkpoint, settings.threads, settings.device, {});
+  const TrainSettings& run = detector->config;
+  models::DetectionDataset data = InRunOrder(LoadDataset(settings.data), run, settings.data);
+  std::vector<int64_t> category_ids;
+  for (const models::DetectionCategory& c : data.categories) category_ids.push_back(c.id);
+
+  models::DetectionPipelineOptions options;
+  options.image_size = run.size;
+  options.batch_size = settings.batch;
+  options.augment = false;
+  options.shuffle = false;
+  options.repeat = false;
+  options.drop_remainder = false;
+  models::DetectionPipeline pipeline(data, settings.data, options);
+  std::vector<models::Detection> detections;
+  while (std::optional<models::DetectionBatch> batch = pipeline.Next()) {
+    std::vector<models::Detection> found =
+        Detect(*detector, batch->images, batch->image_ids, batch->original_sizes, category_ids);
+    detections.insert(detections.end(), found.begin(), found.end());
+  }
+  // Evaluation sees the dataset's own categories only.
+  std::erase_if(data.categories, [](const models::DetectionCategory& c) { return c.id < 0; });
+  models::CocoEvalResult coco = models::EvaluateCoco(data, detections, {.threads = settings.threads});
+  models::VocEvalResult voc = models::EvaluateVoc(data, detections);
+  if (!settings.results.empty()) models::WriteCocoResults(settings.results, detections);
+  std::cout << "evaluated " << detector->checkpoint << " on " << data.images.size() << " images of "
+            << settings.data << " (" << detections.size() << " detections)\n"
+            << models::FormatCocoSummary(coco.stats) << "Pascal VOC 2007 AP@0.5 (11-point):\n"
+            << models::FormatVocTable(voc);
+  nlohmann::json summary = nlohmann::json::parse(models::CocoStatsJson(coco.stats));
+  summary["voc07_map"] = voc.map;
+  summary["per_class"] = PerClass(coco, voc);
+  summary["checkpoint"] = detector->checkpoint;
+  summary["images"] = data.images.size();
+  std::cout << summary.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace dflow::detect_app

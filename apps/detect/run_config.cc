@@ -1,0 +1,63 @@
+// RUN/config.json of a detector; see run_config.h.
+#include "apps/detect/run_config.h"
+
+#include "graph/status.h"
+
+namespace dflow::detect_app {
+namespace {
+
+// One list of fields serves both directions (apps/common/run_files.h).
+constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
+  visit(json, "data", s.data);
+  visit(json, "out", s.out);
+  visit(json, "model", s.model);
+  visit(json, "size", s.size);
+  visit(json, "width", s.width);
+  visit(json, "min_scale", s.min_scale);
+  visit(json, "max_scale", s.max_scale);
+  visit(json, "steps", s.steps);
+  visit(json, "epochs", s.epochs);
+  visit(json, "batch", s.batch);
+  visit(json, "learning_rate", s.learning_rate);
+  visit(json, "warmup_steps", s.warmup_steps);
+  visit(json, "augment", s.augment);
+  visit(json, "freeze", s.freeze);
+  visit(json, "init_from", s.init_from);
+  visit(json, "init_map", s.init_map);
+  visit(json, "threads", s.threads);
+  visit(json, "decode_threads", s.decode_threads);
+  visit(json, "prefetch", s.prefetch);
+  visit(json, "checkpoint_every", s.checkpoint_every);
+  visit(json, "keep", s.keep);
+  visit(json, "seed", s.seed);
+  visit(json, "class_names", s.class_names);
+  visit(json, "category_ids", s.category_ids);
+  visit(json, "total_steps", s.total_steps);
+  visit(json, "batches_per_epoch", s.batches_per_epoch);
+  visit(json, "train_images", s.train_images);
+  visit(json, "train_objects", s.train_objects);
+};
+
+}  // namespace
+
+nlohmann::json ToJson(const TrainSettings& settings) {
+  return apps::FieldsToJson(settings, kForEachField);
+}
+
+TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source) {
+  TrainSettings s = apps::FieldsFromJson<TrainSettings>(json, source, kForEachField);
+  DFLOW_REQUIRE(s.model == kSsdMobileNet, source, ": unknown model \"", s.model,
+                "\" (this dflow-detect knows ", kSsdMobileNet, ")");
+  DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",
+                s.class_names.size(), " class_names but ", s.category_ids.size(), " category_ids");
+  return s;
+}
+
+void WriteConfig(const TrainSettings& settings) { apps::WriteConfigJson(settings.out, ToJson(settings)); }
+
+TrainSettings ReadConfig(const std::string& run_dir) {
+  std::string path = ConfigPath(run_dir);
+  return TrainSettingsFromJson(apps::ReadJsonFile(path), path);
+}
+
+}  // namespace dflow::detect_app

@@ -1,0 +1,63 @@
+// A detector training run's settings, kept as RUN/config.json so that the
+// run can be resumed, evaluated and used for prediction from its directory
+// alone (the classes and their names included).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/common/run_files.h"
+
+namespace dflow::detect_app {
+
+using apps::ConfigPath;
+
+inline constexpr const char* kSsdMobileNet = "ssd-mobilenet";
+
+struct TrainSettings {
+  std::string data;  // dataset directory (annotations.json)
+  std::string out;   // run directory
+  std::string model = kSsdMobileNet;
+  int64_t size = 300;            // square network input, pixels
+  double width = 1.0;            // MobileNet's width multiplier
+  double min_scale = 0.2;        // SSD's s_min: the smallest default boxes, of the input size
+  double max_scale = 0.9;        // SSD's s_max
+  int64_t steps = 0;             // total steps; 0: from epochs
+  double epochs = 0;
+  int64_t batch = 8;
+  double learning_rate = 1e-3;   // Adam; linear warm-up, then cosine decay to 5%
+  int64_t warmup_steps = -1;     // -1: 5% of the run, at most 300
+  bool augment = true;           // SSD's photometric, expand, crop, flip
+  std::string freeze;            // "backbone": its variables are not trained
+  std::string init_from;         // a checkpoint whose backbone starts the run
+  std::string init_map;          // JSON {our variable name: name in init_from}
+  int threads = 2;               // compute threads
+  int decode_threads = 1;        // input pipeline threads (decode, augment, match)
+  int prefetch = 3;              // batches prefetched
+  int64_t checkpoint_every = 200;  // steps
+  int keep = 3;                  // checkpoints kept
+  uint64_t seed = 1;
+  // Where the graph runs: empty for the CPU. Not recorded: a run may be
+  // resumed on another device.
+  std::string device;
+  // Recorded when the run starts: the dataset's classes, in label order
+  // (label k + 1 is class_names[k], the dataset's category_ids[k]).
+  std::vector<std::string> class_names;
+  std::vector<int64_t> category_ids;
+  int64_t total_steps = 0;
+  int64_t batches_per_epoch = 0;
+  int64_t train_images = 0, train_objects = 0;
+};
+
+nlohmann::json ToJson(const TrainSettings& settings);
+// kInvalidArgument naming `source` and the field for a missing or mistyped
+// value, an unknown model, or class lists of different lengths.
+TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source);
+
+void WriteConfig(const TrainSettings& settings);
+TrainSettings ReadConfig(const std::string& run_dir);
+
+}  // namespace dflow::detect_app
