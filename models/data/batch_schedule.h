@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ class BatchSchedule {
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   int64_t EpochOf(int64_t step) const { return step / batches_per_epoch_; }
+  // Where a pipeline stops: after one epoch, or never when it repeats.
+  std::optional<int64_t> EndStep(bool repeat) const {
+    return repeat ? std::nullopt : std::optional<int64_t>(batches_per_epoch_);
+  }
   // The examples of global step `step`, in batch order. Keeps the current
   // epoch's plan, so it is meant for one (producer) thread.
   std::vector<int64_t> ExamplesOf(int64_t step);

@@ -10,23 +10,6 @@
 namespace dflow::models {
 namespace {
 
-void CheckOptions(const AugmentOptions& o) {
-  DFLOW_REQUIRE(o.image_size >= 1, "Augment: image_size must be >= 1, got ", o.image_size);
-  DFLOW_REQUIRE(o.max_expand_ratio >= 1, "Augment: max_expand_ratio must be >= 1, got ",
-                o.max_expand_ratio);
-  DFLOW_REQUIRE(o.crop_trials >= 0, "Augment: crop_trials must be >= 0, got ", o.crop_trials);
-  DFLOW_REQUIRE(!o.crop || !o.crop_min_ious.empty(), "Augment: crop is on but crop_min_ious is empty");
-  DFLOW_REQUIRE(0 < o.crop_min_scale && o.crop_min_scale <= o.crop_max_scale && o.crop_max_scale <= 1,
-                "Augment: crop scales must satisfy 0 < min <= max <= 1, got ", o.crop_min_scale,
-                " and ", o.crop_max_scale);
-  DFLOW_REQUIRE(0 < o.crop_min_aspect && o.crop_min_aspect <= o.crop_max_aspect,
-                "Augment: crop aspects must satisfy 0 < min <= max, got ", o.crop_min_aspect,
-                " and ", o.crop_max_aspect);
-  DFLOW_REQUIRE(o.contrast_lower >= 0 && o.contrast_lower <= o.contrast_upper &&
-                    o.saturation_lower >= 0 && o.saturation_lower <= o.saturation_upper,
-                "Augment: contrast and saturation ranges must satisfy 0 <= lower <= upper");
-}
-
 struct Window {
   int64_t top, left, height, width;
 };
@@ -76,6 +59,23 @@ void DrawCrop(AugmentGeometry& g, std::span<const float> boxes, const AugmentOpt
 }
 
 }  // namespace
+
+void CheckAugmentOptions(const AugmentOptions& o) {
+  DFLOW_REQUIRE(o.image_size >= 1, "Augment: image_size must be >= 1, got ", o.image_size);
+  DFLOW_REQUIRE(o.max_expand_ratio >= 1, "Augment: max_expand_ratio must be >= 1, got ",
+                o.max_expand_ratio);
+  DFLOW_REQUIRE(o.crop_trials >= 0, "Augment: crop_trials must be >= 0, got ", o.crop_trials);
+  DFLOW_REQUIRE(!o.crop || !o.crop_min_ious.empty(), "Augment: crop is on but crop_min_ious is empty");
+  DFLOW_REQUIRE(0 < o.crop_min_scale && o.crop_min_scale <= o.crop_max_scale && o.crop_max_scale <= 1,
+                "Augment: crop scales must satisfy 0 < min <= max <= 1, got ", o.crop_min_scale,
+                " and ", o.crop_max_scale);
+  DFLOW_REQUIRE(0 < o.crop_min_aspect && o.crop_min_aspect <= o.crop_max_aspect,
+                "Augment: crop aspects must satisfy 0 < min <= max, got ", o.crop_min_aspect,
+                " and ", o.crop_max_aspect);
+  DFLOW_REQUIRE(o.contrast_lower >= 0 && o.contrast_lower <= o.contrast_upper &&
+                    o.saturation_lower >= 0 && o.saturation_lower <= o.saturation_upper,
+                "Augment: contrast and saturation ranges must satisfy 0 <= lower <= upper");
+}
 
 AugmentOptions ResizeOnlyOptions(int64_t image_size) {
   AugmentOptions o;
@@ -138,7 +138,7 @@ void MapBoxes(const AugmentGeometry& g, std::vector<float>& boxes, std::vector<i
 AugmentedExample Augment(const Tensor& image, std::vector<float> boxes,
                          std::vector<int32_t> labels, const AugmentOptions& options,
                          SeededRandom& random) {
-  CheckOptions(options);
+  CheckAugmentOptions(options);
   DFLOW_REQUIRE(image.rank() == 3 && image.dim(2) == 3 && image.dim(0) > 0 && image.dim(1) > 0 &&
                     (image.dtype() == DType::kUInt8 || image.dtype() == DType::kFloat32),
                 "Augment: the image must be uint8 or float32 [H, W, 3], got ",

@@ -57,6 +57,9 @@ struct AugmentOptions {
   double flip_probability = 0.5;  // mirror left to right
 };
 
+// kInvalidArgument naming the first bad option (Augment checks them too).
+void CheckAugmentOptions(const AugmentOptions& options);
+
 // Evaluation: no random step, only the resize to image_size x image_size.
 AugmentOptions ResizeOnlyOptions(int64_t image_size);
 

@@ -116,11 +116,9 @@ InputPipeline::InputPipeline(TileIndex index, PipelineOptions options) {
   CheckOptions(options);
   CheckIndex(index);
   state_ = std::make_unique<State>(std::move(index), std::move(options));
-  const PipelineOptions& o = state_->options;
-  std::optional<int64_t> end;
-  if (!o.repeat) end = state_->schedule.batches_per_epoch();
-  state_->queue.Start([state = state_.get()](int64_t step) { return state->MakeBatch(step); },
-                      o.start_step, end);
+  State* state = state_.get();
+  state->queue.Start([state](int64_t step) { return state->MakeBatch(step); },
+                     state->options.start_step, state->schedule.EndStep(state->options.repeat));
 }
 
 InputPipeline::~InputPipeline() = default;  // the queue joins the producer first
