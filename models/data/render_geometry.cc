@@ -36,11 +36,22 @@ std::vector<Tap> Taps(int64_t size, int64_t start, int64_t length, int64_t offse
   return taps;
 }
 
+// A byte as a value in [0, 1], v / 255 exactly as a division would give it.
+float Unit(uint8_t v) {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t;
+    for (int i = 0; i < 256; ++i) t[i] = static_cast<float>(i) / 255.0f;
+    return t;
+  }();
+  return table[v];
+}
+float Unit(float v) { return v; }
+
 template <typename T>
-void Render(const T* pixels, int64_t width, float unit, const std::vector<Tap>& rows,
+void Render(const T* pixels, int64_t width, const std::vector<Tap>& rows,
             const std::vector<Tap>& cols, const std::array<float, 3>& fill, float* out) {
   auto at = [&](int64_t row, int64_t col, int c) {
-    return row < 0 || col < 0 ? fill[c] : pixels[(row * width + col) * 3 + c] * unit;
+    return row < 0 || col < 0 ? fill[c] : Unit(pixels[(row * width + col) * 3 + c]);
   };
   for (const Tap& r : rows)
     for (const Tap& q : cols)
@@ -65,9 +76,9 @@ void RenderGeometry(const Tensor& image, const AugmentGeometry& g, int64_t size,
   std::vector<Tap> rows = Taps(size, g.crop_top, g.crop_height, g.image_top, height, false);
   std::vector<Tap> cols = Taps(size, g.crop_left, g.crop_width, g.image_left, width, g.flip);
   if (image.dtype() == DType::kUInt8)
-    Render(image.data<uint8_t>(), width, 1 / 255.0f, rows, cols, fill, out);
+    Render(image.data<uint8_t>(), width, rows, cols, fill, out);
   else
-    Render(image.data<float>(), width, 1.0f, rows, cols, fill, out);
+    Render(image.data<float>(), width, rows, cols, fill, out);
 }
 
 }  // namespace dflow::models

@@ -82,7 +82,7 @@ void CheckBoxCoversWhite(const DetectionBatch& batch, int64_t j, const std::vect
 
 }  // namespace
 
-TEST_CASE("augmented images and boxes line up", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: augmented images and boxes line up", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_align");
   // Every side >= 120 and S = 32: a crop keeps >= 0.3 of a side, so images shrink.
   DetectionDataset d = WriteScenes(dir, {{120, 160, {{10, 15, 60, 40}}}, {150, 130, {{70, 20, 30, 90}}},
@@ -103,7 +103,7 @@ TEST_CASE("augmented images and boxes line up", "[detection_pipeline]") {
   CHECK(distinct.size() > 10);  // 20 draws of 4 objects: the steps did move them
 }
 
-TEST_CASE("without augmentation images are only resized, in dataset order",
+TEST_CASE("detection pipeline: without augmentation images are only resized, in dataset order",
           "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_eval");
   DetectionDataset d = WriteScenes(dir, {{120, 160, {{10, 15, 60, 40}}}, {150, 130, {{70, 20, 30, 90}}},
@@ -127,7 +127,7 @@ TEST_CASE("without augmentation images are only resized, in dataset order",
   CHECK(last.boxes[0].empty());
 }
 
-TEST_CASE("shards are disjoint and cover the dataset", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: shards are disjoint and cover the dataset", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_shards");
   DetectionDataset d = WriteScenes(dir, std::vector<Scene>(7, Scene{20, 24, {}}));
   std::multiset<int64_t> seen;
@@ -144,7 +144,7 @@ TEST_CASE("shards are disjoint and cover the dataset", "[detection_pipeline]") {
   CHECK(DetectionPipeline(d, dir.path().string(), dropping).batches_per_epoch() == 1);  // 7 / 3 = 2 each
 }
 
-TEST_CASE("start_step resumes with exactly the batches that would have come",
+TEST_CASE("detection pipeline: start_step resumes with exactly the batches that would have come",
           "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_resume");
   DetectionDataset d = WriteScenes(dir, {{40, 50, {{5, 5, 20, 20}}}, {50, 40, {{10, 10, 20, 30}}},
@@ -167,7 +167,7 @@ TEST_CASE("start_step resumes with exactly the batches that would have come",
   CHECK_FALSE(SameBytes(expected[0].images, expected[2].images));  // epochs augment afresh
 }
 
-TEST_CASE("images carry 0, 1 or many boxes; crowd objects are left out", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: images carry 0, 1 or many boxes; crowd objects are left out", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_counts");
   std::vector<BoxXYWH> many = {{0, 0, 5, 5}, {10, 0, 5, 5}, {20, 0, 5, 5}, {0, 10, 5, 5}, {10, 10, 9, 9}};
   DetectionDataset d = WriteScenes(dir, {{30, 30, {}}, {30, 30, {{3, 4, 10, 12}}}, {30, 30, many}});
@@ -184,7 +184,7 @@ TEST_CASE("images carry 0, 1 or many boxes; crowd objects are left out", "[detec
                                                                                 13.0f / 30}));
 }
 
-TEST_CASE("encode turns each image's boxes into anchor targets", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: encode turns each image's boxes into anchor targets", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_encode");
   DetectionDataset d = WriteScenes(dir, {{40, 40, {}}, {40, 40, {{0, 0, 20, 20}}},
                                          {40, 40, {{20, 20, 20, 20}, {0, 20, 20, 20}}}});
@@ -205,7 +205,7 @@ TEST_CASE("encode turns each image's boxes into anchor targets", "[detection_pip
   CHECK(std::all_of(deltas.begin(), deltas.end(), [](float v) { return std::abs(v) < 1e-5f; }));
 }
 
-TEST_CASE("a missing or corrupt image fails Next() naming the file", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: a missing or corrupt image fails Next() naming the file", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_broken");
   DetectionDataset d = WriteScenes(dir, {{20, 20, {}}});
   DetectionPipelineOptions o;
@@ -226,7 +226,7 @@ TEST_CASE("a missing or corrupt image fails Next() naming the file", "[detection
   ExpectError([&] { wrong_size.Next(); }, Code::kDataLoss, {"image0.png", "dataset says"});
 }
 
-TEST_CASE("bad datasets and options are named errors", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: bad datasets and options are named errors", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_options");
   DetectionDataset d = WriteScenes(dir, {{20, 20, {{2, 2, 5, 5}}}, {20, 20, {}}});
   const std::string root = dir.path().string();
