@@ -10,6 +10,12 @@
 namespace dflow::models {
 namespace {
 
+// Uniform in [0, room]: where something `room` pixels smaller than its
+// container may start.
+int64_t Offset(SeededRandom& random, int64_t room) {
+  return static_cast<int64_t>(random.Below(static_cast<uint64_t>(room) + 1));
+}
+
 struct Window {
   int64_t top, left, height, width;
 };
@@ -48,9 +54,10 @@ void DrawCrop(AugmentGeometry& g, std::span<const float> boxes, const AugmentOpt
     const double h = random.Uniform(o.crop_min_scale, o.crop_max_scale) * g.canvas_height;
     const double w = random.Uniform(o.crop_min_scale, o.crop_max_scale) * g.canvas_width;
     if (h < o.crop_min_aspect * w || h > o.crop_max_aspect * w) continue;
-    Window patch{0, 0, std::max<int64_t>(1, std::llround(h)), std::max<int64_t>(1, std::llround(w))};
-    patch.top = static_cast<int64_t>(random.Below(static_cast<uint64_t>(g.canvas_height - patch.height + 1)));
-    patch.left = static_cast<int64_t>(random.Below(static_cast<uint64_t>(g.canvas_width - patch.width + 1)));
+    Window patch{0, 0, std::max<int64_t>(1, std::llround(h)),
+                 std::max<int64_t>(1, std::llround(w))};
+    patch.top = Offset(random, g.canvas_height - patch.height);
+    patch.left = Offset(random, g.canvas_width - patch.width);
     if (!Acceptable(patch, boxes, min_iou)) continue;
     g.crop_top = patch.top, g.crop_left = patch.left;
     g.crop_height = patch.height, g.crop_width = patch.width;
@@ -65,8 +72,10 @@ void CheckAugmentOptions(const AugmentOptions& o) {
   DFLOW_REQUIRE(o.max_expand_ratio >= 1, "Augment: max_expand_ratio must be >= 1, got ",
                 o.max_expand_ratio);
   DFLOW_REQUIRE(o.crop_trials >= 0, "Augment: crop_trials must be >= 0, got ", o.crop_trials);
-  DFLOW_REQUIRE(!o.crop || !o.crop_min_ious.empty(), "Augment: crop is on but crop_min_ious is empty");
-  DFLOW_REQUIRE(0 < o.crop_min_scale && o.crop_min_scale <= o.crop_max_scale && o.crop_max_scale <= 1,
+  DFLOW_REQUIRE(!o.crop || !o.crop_min_ious.empty(),
+                "Augment: crop is on but crop_min_ious is empty");
+  DFLOW_REQUIRE(0 < o.crop_min_scale && o.crop_min_scale <= o.crop_max_scale &&
+                    o.crop_max_scale <= 1,
                 "Augment: crop scales must satisfy 0 < min <= max <= 1, got ", o.crop_min_scale,
                 " and ", o.crop_max_scale);
   DFLOW_REQUIRE(0 < o.crop_min_aspect && o.crop_min_aspect <= o.crop_max_aspect,
@@ -102,8 +111,8 @@ AugmentGeometry DrawGeometry(int64_t height, int64_t width, std::span<const floa
     const double ratio = random.Uniform(1, o.max_expand_ratio);
     g.canvas_height = g.crop_height = std::llround(height * ratio);
     g.canvas_width = g.crop_width = std::llround(width * ratio);
-    g.image_top = static_cast<int64_t>(random.Below(static_cast<uint64_t>(g.canvas_height - height + 1)));
-    g.image_left = static_cast<int64_t>(random.Below(static_cast<uint64_t>(g.canvas_width - width + 1)));
+    g.image_top = Offset(random, g.canvas_height - height);
+    g.image_left = Offset(random, g.canvas_width - width);
     for (size_t i = 0; i + 3 < on_canvas.size(); i += 4) {
       on_canvas[i] += g.image_top, on_canvas[i + 2] += g.image_top;
       on_canvas[i + 1] += g.image_left, on_canvas[i + 3] += g.image_left;

@@ -33,7 +33,7 @@ struct AugmentOptions {
   bool photometric = true;
   double brightness_probability = 0.5, brightness_delta = 32.0 / 255;  // x += U(-d, d)
   double contrast_probability = 0.5, contrast_lower = 0.5, contrast_upper = 1.5;  // x *= U(l, u)
-  double saturation_probability = 0.5, saturation_lower = 0.5, saturation_upper = 1.5;  // HSV S *= U
+  double saturation_probability = 0.5, saturation_lower = 0.5, saturation_upper = 1.5;  // S *= U
   double hue_probability = 0.5, hue_delta = 18;  // HSV H += U(-d, d) degrees
 
   // Expand (zoom out): the image is placed at a random spot of a canvas

@@ -32,9 +32,11 @@ struct ImageRecord {
 
 void CheckOptions(const DetectionPipelineOptions& o) {
   CheckLoaderOptions("DetectionPipeline", o);
-  DFLOW_REQUIRE(o.image_size >= 1, "DetectionPipeline: image_size must be >= 1, got ", o.image_size);
+  DFLOW_REQUIRE(o.image_size >= 1, "DetectionPipeline: image_size must be >= 1, got ",
+                o.image_size);
   DFLOW_REQUIRE(!o.encode || o.num_anchors >= 1,
-                "DetectionPipeline: encode is set, so num_anchors must be >= 1, got ", o.num_anchors);
+                "DetectionPipeline: encode is set, so num_anchors must be >= 1, got ",
+                o.num_anchors);
   if (o.augment) CheckAugmentOptions(o.augment_options);
 }
 
@@ -43,10 +45,11 @@ void CheckOptions(const DetectionPipelineOptions& o) {
 void AddObject(const DetectionObject& a, int32_t label, ImageRecord& r) {
   const auto [x, y, w, h] = a.bbox;
   const bool inside = std::isfinite(x + y + w + h) && w >= 0 && h >= 0 && x >= -kBoxSlack &&
-                      y >= -kBoxSlack && x + w <= r.width + kBoxSlack && y + h <= r.height + kBoxSlack;
-  DFLOW_REQUIRE(inside, "DetectionPipeline: annotation ", a.id, " of image '", r.path, "' has box [x ",
-                x, ", y ", y, ", w ", w, ", h ", h, "] outside the image's ", r.width, "x", r.height,
-                " pixels");
+                      y >= -kBoxSlack && x + w <= r.width + kBoxSlack &&
+                      y + h <= r.height + kBoxSlack;
+  DFLOW_REQUIRE(inside, "DetectionPipeline: annotation ", a.id, " of image '", r.path,
+                "' has box [x ", x, ", y ", y, ", w ", w, ", h ", h, "] outside the image's ",
+                r.width, "x", r.height, " pixels");
   auto clip = [](double v, int64_t hi) { return static_cast<float>(std::clamp<double>(v, 0, hi)); };
   for (float v : {clip(y, r.height), clip(x, r.width), clip(y + h, r.height), clip(x + w, r.width)})
     r.boxes.push_back(v);

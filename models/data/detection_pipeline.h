@@ -43,15 +43,18 @@ struct DetectionPipelineOptions {
 };
 
 struct DetectionBatch {
-  Tensor images;                                 // float32 [B, S, S, 3] in [0, 1]
-  std::vector<std::vector<float>> boxes;         // per image: normalised (y1,x1,y2,x2) after augmentation
-  std::vector<std::vector<int32_t>> labels;      // per image: 1..K (label = 1 + index of the category in dataset.categories)
-  Tensor box_targets;                            // float32 [B, A, 4] (with encode)
-  Tensor class_targets;                          // int32 [B, A]: 0 background, >0 label, -1 ignored (with encode)
-  int64_t num_positive = 0;                      // sum over the batch (with encode)
-  std::vector<int64_t> image_ids;                // dataset image ids, for evaluation
+  Tensor images;  // float32 [B, S, S, 3] in [0, 1]
+  // Per image: normalised (y1, x1, y2, x2) after augmentation, 4 per object,
+  // and its labels 1..K (label = 1 + index of the category in
+  // dataset.categories).
+  std::vector<std::vector<float>> boxes;
+  std::vector<std::vector<int32_t>> labels;
+  Tensor box_targets;    // float32 [B, A, 4] (with encode)
+  Tensor class_targets;  // int32 [B, A]: 0 background, >0 label, -1 ignored (with encode)
+  int64_t num_positive = 0;                            // sum over the batch (with encode)
+  std::vector<int64_t> image_ids;                      // dataset image ids, for evaluation
   std::vector<std::array<int64_t, 2>> original_sizes;  // (height, width) of each source image
-  int64_t step = 0, epoch = 0;                   // the global batch number (start_step + i), its epoch
+  int64_t step = 0, epoch = 0;  // the global batch number (start_step + i), its epoch
 };
 
 class DetectionPipeline {

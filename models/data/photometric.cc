@@ -62,8 +62,9 @@ void DistortPhotometric(Tensor& image, const AugmentOptions& o, SeededRandom& ra
                 "DistortPhotometric: the image must be float32 [H, W, 3], got ",
                 DTypeName(image.dtype()), " ", image.shape().ToString());
   std::span<float> values(image.data<float>(), static_cast<size_t>(image.NumElements()));
+  const double delta = o.brightness_delta;
   if (random.Chance(o.brightness_probability))
-    ScaleShift(values, 1, static_cast<float>(random.Uniform(-o.brightness_delta, o.brightness_delta)));
+    ScaleShift(values, 1, static_cast<float>(random.Uniform(-delta, delta)));
   auto contrast = [&] {
     if (random.Chance(o.contrast_probability))
       ScaleShift(values, static_cast<float>(random.Uniform(o.contrast_lower, o.contrast_upper)), 0);

@@ -53,11 +53,15 @@ void Render(const T* pixels, int64_t width, const std::vector<Tap>& rows,
   auto at = [&](int64_t row, int64_t col, int c) {
     return row < 0 || col < 0 ? fill[c] : Unit(pixels[(row * width + col) * 3 + c]);
   };
+  // Along the row first (left + w (right - left)), then between the rows.
+  auto along = [&](int64_t row, const Tap& q, int c) {
+    float left = at(row, q.first, c);
+    return left + q.weight * (at(row, q.second, c) - left);
+  };
   for (const Tap& r : rows)
     for (const Tap& q : cols)
       for (int c = 0; c < 3; ++c) {
-        float top = at(r.first, q.first, c) + q.weight * (at(r.first, q.second, c) - at(r.first, q.first, c));
-        float bottom = at(r.second, q.first, c) + q.weight * (at(r.second, q.second, c) - at(r.second, q.first, c));
+        float top = along(r.first, q, c), bottom = along(r.second, q, c);
         // Rounding may step past the neighbours by an ulp; the output promises [0, 1].
         *out++ = std::clamp(top + r.weight * (bottom - top), 0.0f, 1.0f);
       }

@@ -11,8 +11,8 @@
 
 using namespace dflow;
 using namespace dflow::models;
-using dflow::testing::ExpectError;
 using Catch::Matchers::Approx;
+using dflow::testing::ExpectError;
 
 namespace {
 
@@ -22,7 +22,8 @@ using Ints = std::vector<int32_t>;
 // A uint8 [h, w, 3] image whose every pixel and channel differs.
 Tensor Pattern(int64_t h, int64_t w) {
   Tensor t(DType::kUInt8, {h, w, 3});
-  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(i * 7 + 3);
+  for (int64_t i = 0; i < t.NumElements(); ++i)
+    t.data<uint8_t>()[i] = static_cast<uint8_t>(i * 7 + 3);
   return t;
 }
 
@@ -54,16 +55,19 @@ TEST_CASE("augment: flip mirrors the pixels and maps a box exactly", "[augment]"
     for (int64_t c = 0; c < 8; ++c)
       for (int k = 0; k < 3; ++k) CHECK(out[(r * 8 + c) * 3 + k] == PixelOf(image, r, 7 - c, k));
   // A 10 x 20 image: x 4..10 of 20 is 0.2..0.5, mirrored 0.5..0.8.
-  auto [boxes, labels] = Map([] {
-    AugmentGeometry wide = IdentityGeometry(10, 20);
-    wide.flip = true;
-    return wide;
-  }(), {2, 4, 6, 10}, {3});
+  auto [boxes, labels] = Map(
+      [] {
+        AugmentGeometry wide = IdentityGeometry(10, 20);
+        wide.flip = true;
+        return wide;
+      }(),
+      {2, 4, 6, 10}, {3});
   CHECK_THAT(boxes, Approx(Floats{0.2f, 0.5f, 0.6f, 0.8f}));
   CHECK(labels == Ints{3});
 }
 
-TEST_CASE("augment: expand pastes the pixels on the fill colour and shifts the boxes", "[augment]") {
+TEST_CASE("augment: expand pastes the pixels on the fill colour and shifts the boxes",
+          "[augment]") {
   Tensor image = Pattern(4, 6);
   AugmentGeometry g = IdentityGeometry(4, 6);
   g.canvas_height = g.crop_height = 12;
@@ -86,10 +90,10 @@ TEST_CASE("augment: crop keeps the boxes whose centre is inside, clipped, and dr
   AugmentGeometry g = IdentityGeometry(20, 20);
   g.crop_top = 5, g.crop_left = 5, g.crop_height = 10, g.crop_width = 10;
   auto [boxes, labels] = Map(g,
-                             {6, 6, 10, 10,     // inside
-                              0, 0, 8, 8,       // centre (4, 4): outside
-                              10, 10, 18, 18,   // centre (14, 14): inside, clipped
-                              7, 7, 7, 9},      // no height: degenerate
+                             {6, 6, 10, 10,    // inside
+                              0, 0, 8, 8,      // centre (4, 4): outside
+                              10, 10, 18, 18,  // centre (14, 14): inside, clipped
+                              7, 7, 7, 9},     // no height: degenerate
                              {1, 2, 3, 4});
   CHECK(labels == Ints{1, 3});
   CHECK_THAT(boxes, Approx(Floats{0.1f, 0.1f, 0.5f, 0.5f, 0.5f, 0.5f, 1, 1}));
@@ -108,7 +112,8 @@ TEST_CASE("augment: resize scales the pixels bilinearly and keeps normalised box
   for (int64_t r = 0; r < 4; ++r)
     for (int64_t c = 0; c < 4; ++c) {
       float mean = (PixelOf(image, 2 * r, 2 * c, 1) + PixelOf(image, 2 * r, 2 * c + 1, 1) +
-                    PixelOf(image, 2 * r + 1, 2 * c, 1) + PixelOf(image, 2 * r + 1, 2 * c + 1, 1)) / 4;
+                    PixelOf(image, 2 * r + 1, 2 * c, 1) + PixelOf(image, 2 * r + 1, 2 * c + 1, 1)) /
+                   4;
       CHECK(out[(r * 4 + c) * 3 + 1] == Catch::Detail::Approx(mean).margin(1e-6));
     }
   SeededRandom random(1);
@@ -137,8 +142,10 @@ TEST_CASE("augment: the crop sampler meets its minimum IoU or keeps the whole im
       if (cy <= g.crop_top || cy >= g.crop_top + g.crop_height || cx <= g.crop_left ||
           cx >= g.crop_left + g.crop_width)
         continue;
-      double ih = std::min<double>(boxes[i + 2], g.crop_top + g.crop_height) - std::max<double>(boxes[i], g.crop_top);
-      double iw = std::min<double>(boxes[i + 3], g.crop_left + g.crop_width) - std::max<double>(boxes[i + 1], g.crop_left);
+      double ih = std::min<double>(boxes[i + 2], g.crop_top + g.crop_height) -
+                  std::max<double>(boxes[i], g.crop_top);
+      double iw = std::min<double>(boxes[i + 3], g.crop_left + g.crop_width) -
+                  std::max<double>(boxes[i + 1], g.crop_left);
       double inter = std::max(0.0, ih) * std::max(0.0, iw);
       double area = (boxes[i + 2] - boxes[i]) * (boxes[i + 3] - boxes[i + 1]);
       best = std::max(best, inter / (area + double(g.crop_height) * g.crop_width - inter));
@@ -148,7 +155,8 @@ TEST_CASE("augment: the crop sampler meets its minimum IoU or keeps the whole im
   CHECK(cropped > 5);
 }
 
-TEST_CASE("augment: photometric distortion keeps values in [0, 1] and changes the image", "[augment]") {
+TEST_CASE("augment: photometric distortion keeps values in [0, 1] and changes the image",
+          "[augment]") {
   AugmentOptions o;
   o.brightness_probability = o.contrast_probability = 1;
   o.saturation_probability = o.hue_probability = 1;
@@ -188,10 +196,16 @@ TEST_CASE("augment: the same seed gives the same bytes, another seed others", "[
 TEST_CASE("augment: bad augmentation inputs are named errors", "[augment]") {
   SeededRandom random(1);
   AugmentOptions o;
-  ExpectError([&] { Augment(Pattern(4, 4), {0, 0, 1}, {1}, o, random); }, Code::kInvalidArgument,
-              {"3 box coordinates", "1 labels"});
-  ExpectError([&] { Augment(Tensor(DType::kUInt8, {4, 4, 1}), {}, {}, o, random); },
-              Code::kInvalidArgument, {"[H, W, 3]"});
+  ExpectError(
+      [&] {
+        Augment(Pattern(4, 4), {0, 0, 1}, {1}, o, random);
+      },
+      Code::kInvalidArgument, {"3 box coordinates", "1 labels"});
+  ExpectError(
+      [&] {
+        Augment(Tensor(DType::kUInt8, {4, 4, 1}), {}, {}, o, random);
+      },
+      Code::kInvalidArgument, {"[H, W, 3]"});
   o.image_size = 0;
   ExpectError([&] { Augment(Pattern(4, 4), {}, {}, o, random); }, Code::kInvalidArgument,
               {"image_size"});

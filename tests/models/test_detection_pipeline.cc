@@ -45,7 +45,8 @@ DetectionDataset WriteScenes(const ScratchDir& dir, const std::vector<Scene>& sc
     d.images.push_back({static_cast<int64_t>(100 + i), name, s.width, s.height});
     for (const BoxXYWH& r : s.rects) {
       int64_t id = static_cast<int64_t>(d.annotations.size()) + 1;
-      d.annotations.push_back({id, d.images.back().id, id % 2 ? 5 : 9, r, r[2] * r[3], false, false});
+      d.annotations.push_back(
+          {id, d.images.back().id, id % 2 ? 5 : 9, r, r[2] * r[3], false, false});
     }
   }
   return d;
@@ -85,8 +86,10 @@ void CheckBoxCoversWhite(const DetectionBatch& batch, int64_t j, const std::vect
 TEST_CASE("detection pipeline: augmented images and boxes line up", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_align");
   // Every side >= 120 and S = 32: a crop keeps >= 0.3 of a side, so images shrink.
-  DetectionDataset d = WriteScenes(dir, {{120, 160, {{10, 15, 60, 40}}}, {150, 130, {{70, 20, 30, 90}}},
-                                         {130, 140, {{0, 0, 50, 50}}}, {140, 120, {{40, 60, 80, 80}}}});
+  DetectionDataset d = WriteScenes(dir, {{120, 160, {{10, 15, 60, 40}}},
+                                         {150, 130, {{70, 20, 30, 90}}},
+                                         {130, 140, {{0, 0, 50, 50}}},
+                                         {140, 120, {{40, 60, 80, 80}}}});
   DetectionPipelineOptions o;
   o.image_size = 32, o.batch_size = 2, o.seed = 3;
   o.augment_options.photometric = false;  // keep white white
@@ -106,8 +109,8 @@ TEST_CASE("detection pipeline: augmented images and boxes line up", "[detection_
 TEST_CASE("detection pipeline: without augmentation images are only resized, in dataset order",
           "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_eval");
-  DetectionDataset d = WriteScenes(dir, {{120, 160, {{10, 15, 60, 40}}}, {150, 130, {{70, 20, 30, 90}}},
-                                         {130, 140, {}}});
+  DetectionDataset d = WriteScenes(
+      dir, {{120, 160, {{10, 15, 60, 40}}}, {150, 130, {{70, 20, 30, 90}}}, {130, 140, {}}});
   DetectionPipelineOptions o;
   o.image_size = 32, o.batch_size = 2, o.augment = false, o.shuffle = false;
   o.repeat = false, o.drop_remainder = false;
@@ -136,19 +139,24 @@ TEST_CASE("detection pipeline: shards are disjoint and cover the dataset", "[det
     o.image_size = 8, o.batch_size = 2, o.repeat = false, o.drop_remainder = false;
     o.shard_index = shard, o.num_shards = 3;
     DetectionPipeline pipeline(d, dir.path().string(), o);
-    while (auto batch = pipeline.Next()) seen.insert(batch->image_ids.begin(), batch->image_ids.end());
+    while (auto batch = pipeline.Next())
+      seen.insert(batch->image_ids.begin(), batch->image_ids.end());
   }
   CHECK(seen == std::multiset<int64_t>{100, 101, 102, 103, 104, 105, 106});
   DetectionPipelineOptions dropping;
   dropping.batch_size = 2, dropping.shard_index = 2, dropping.num_shards = 3;
-  CHECK(DetectionPipeline(d, dir.path().string(), dropping).batches_per_epoch() == 1);  // 7 / 3 = 2 each
+  // drop_remainder: every shard makes the smallest shard's 7 / 3 = 2 examples, one batch.
+  CHECK(DetectionPipeline(d, dir.path().string(), dropping).batches_per_epoch() == 1);
 }
 
 TEST_CASE("detection pipeline: start_step resumes with exactly the batches that would have come",
           "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_resume");
-  DetectionDataset d = WriteScenes(dir, {{40, 50, {{5, 5, 20, 20}}}, {50, 40, {{10, 10, 20, 30}}},
-                                         {45, 45, {}}, {40, 60, {{0, 0, 60, 40}}}, {50, 50, {{1, 2, 3, 4}}}});
+  DetectionDataset d = WriteScenes(dir, {{40, 50, {{5, 5, 20, 20}}},
+                                         {50, 40, {{10, 10, 20, 30}}},
+                                         {45, 45, {}},
+                                         {40, 60, {{0, 0, 60, 40}}},
+                                         {50, 50, {{1, 2, 3, 4}}}});
   DetectionPipelineOptions o;
   o.image_size = 24, o.batch_size = 2, o.seed = 11, o.num_parallel_calls = 3;
   DetectionPipeline full(d, dir.path().string(), o);
@@ -167,9 +175,11 @@ TEST_CASE("detection pipeline: start_step resumes with exactly the batches that 
   CHECK_FALSE(SameBytes(expected[0].images, expected[2].images));  // epochs augment afresh
 }
 
-TEST_CASE("detection pipeline: images carry 0, 1 or many boxes; crowd objects are left out", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: images carry 0, 1 or many boxes; crowd objects are left out",
+          "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_counts");
-  std::vector<BoxXYWH> many = {{0, 0, 5, 5}, {10, 0, 5, 5}, {20, 0, 5, 5}, {0, 10, 5, 5}, {10, 10, 9, 9}};
+  std::vector<BoxXYWH> many = {
+      {0, 0, 5, 5}, {10, 0, 5, 5}, {20, 0, 5, 5}, {0, 10, 5, 5}, {10, 10, 9, 9}};
   DetectionDataset d = WriteScenes(dir, {{30, 30, {}}, {30, 30, {{3, 4, 10, 12}}}, {30, 30, many}});
   d.annotations.push_back({99, 101, 5, {0, 0, 30, 30}, 900, true, false});  // crowd
   DetectionPipelineOptions o;
@@ -180,32 +190,37 @@ TEST_CASE("detection pipeline: images carry 0, 1 or many boxes; crowd objects ar
   CHECK(batch.labels[1] == std::vector<int32_t>{1});
   CHECK(batch.labels[2] == std::vector<int32_t>{2, 1, 2, 1, 2});
   CHECK(batch.boxes[2].size() == 20);
-  CHECK_THAT(batch.boxes[1], Catch::Matchers::Approx(std::vector<float>{4.0f / 30, 0.1f, 16.0f / 30,
-                                                                                13.0f / 30}));
+  CHECK_THAT(batch.boxes[1],
+             Catch::Matchers::Approx(std::vector<float>{4.0f / 30, 0.1f, 16.0f / 30, 13.0f / 30}));
 }
 
-TEST_CASE("detection pipeline: encode turns each image's boxes into anchor targets", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: encode turns each image's boxes into anchor targets",
+          "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_encode");
-  DetectionDataset d = WriteScenes(dir, {{40, 40, {}}, {40, 40, {{0, 0, 20, 20}}},
-                                         {40, 40, {{20, 20, 20, 20}, {0, 20, 20, 20}}}});
-  const std::vector<float> anchors = {0, 0, 0.5f, 0.5f, 0, 0.5f, 0.5f, 1,  // a 2 x 2 grid
-                                      0.5f, 0, 1, 0.5f, 0.5f, 0.5f, 1, 1};
+  DetectionDataset d = WriteScenes(
+      dir,
+      {{40, 40, {}}, {40, 40, {{0, 0, 20, 20}}}, {40, 40, {{20, 20, 20, 20}, {0, 20, 20, 20}}}});
+  const std::vector<float> anchors = {0,    0, 0.5f, 0.5f, 0,    0.5f, 0.5f, 1,  // a 2 x 2 grid
+                                      0.5f, 0, 1,    0.5f, 0.5f, 0.5f, 1,    1};
   DetectionPipelineOptions o;
   o.image_size = 16, o.batch_size = 3, o.augment = false, o.shuffle = false;
-  o.encode = [&](const detection::GroundTruth& truth) { return detection::MatchSsd(anchors, truth); };
+  o.encode = [&](const detection::GroundTruth& truth) {
+    return detection::MatchSsd(anchors, truth);
+  };
   o.num_anchors = 4;
   DetectionPipeline pipeline(d, dir.path().string(), o);
   DetectionBatch batch = *pipeline.Next();
   CHECK(batch.box_targets.shape() == Shape{3, 4, 4});
   CHECK(batch.class_targets.shape() == Shape{3, 4});
-  CHECK(batch.class_targets.ToVector<int32_t>() == std::vector<int32_t>{0, 0, 0, 0, 1, 0, 0, 0,
-                                                                        0, 0, 1, 2});
+  CHECK(batch.class_targets.ToVector<int32_t>() ==
+        std::vector<int32_t>{0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2});
   CHECK(batch.num_positive == 3);
   auto deltas = batch.box_targets.flat<float>();
   CHECK(std::all_of(deltas.begin(), deltas.end(), [](float v) { return std::abs(v) < 1e-5f; }));
 }
 
-TEST_CASE("detection pipeline: a missing or corrupt image fails Next() naming the file", "[detection_pipeline]") {
+TEST_CASE("detection pipeline: a missing or corrupt image fails Next() naming the file",
+          "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_broken");
   DetectionDataset d = WriteScenes(dir, {{20, 20, {}}});
   DetectionPipelineOptions o;
@@ -236,11 +251,16 @@ TEST_CASE("detection pipeline: bad datasets and options are named errors", "[det
     o.batch_size = 1;
     DetectionDataset changed = d;
     change(o, changed);
-    ExpectError([&] { DetectionPipeline pipeline(changed, root, o); }, Code::kInvalidArgument, parts);
+    ExpectError([&] { DetectionPipeline pipeline(changed, root, o); }, Code::kInvalidArgument,
+                parts);
   };
   using O = DetectionPipelineOptions;
   using D = DetectionDataset;
-  expect([](O&, D& x) { x.annotations[0].bbox = {10, 2, 15, 5}; }, {"annotation 1", "image0.png", "outside"});
+  expect(
+      [](O&, D& x) {
+        x.annotations[0].bbox = {10, 2, 15, 5};
+      },
+      {"annotation 1", "image0.png", "outside"});
   expect([](O&, D& x) { x.annotations[0].bbox = {-3, 2, 5, 5}; }, {"annotation 1", "image0.png"});
   expect([](O&, D& x) { x.annotations[0].category_id = 7; }, {"annotation 1", "category 7"});
   expect([](O&, D& x) { x.annotations[0].image_id = 55; }, {"annotation 1", "image id 55"});
@@ -250,12 +270,16 @@ TEST_CASE("detection pipeline: bad datasets and options are named errors", "[det
   expect([](O& o, D&) { o.image_size = 0; }, {"image_size"});
   expect([](O& o, D&) { o.shard_index = 2, o.num_shards = 2; }, {"shard_index"});
   expect([](O& o, D&) { o.augment_options.max_expand_ratio = 0.5; }, {"max_expand_ratio"});
-  expect([](O& o, D&) { o.encode = [](const detection::GroundTruth&) { return detection::MatchResult{}; }; },
-         {"num_anchors"});
+  expect(
+      [](O& o, D&) {
+        o.encode = [](const detection::GroundTruth&) { return detection::MatchResult{}; };
+      },
+      {"num_anchors"});
   DetectionPipelineOptions o;
   o.batch_size = 1;
   o.encode = [](const detection::GroundTruth&) { return detection::MatchResult{}; };
   o.num_anchors = 3;
   DetectionPipeline wrong_targets(d, root, o);
-  ExpectError([&] { wrong_targets.Next(); }, Code::kInvalidArgument, {"encode gave 0", "num_anchors is 3"});
+  ExpectError([&] { wrong_targets.Next(); }, Code::kInvalidArgument,
+              {"encode gave 0", "num_anchors is 3"});
 }
