@@ -30,6 +30,12 @@ struct ImageRecord {
   std::vector<int32_t> labels;
 };
 
+AugmentOptions AugmentOf(const DetectionPipelineOptions& o) {
+  AugmentOptions augment = o.augment ? o.augment_options : ResizeOnlyOptions(o.image_size);
+  augment.image_size = o.image_size;
+  return augment;
+}
+
 void CheckOptions(const DetectionPipelineOptions& o) {
   CheckLoaderOptions("DetectionPipeline", o);
   DFLOW_REQUIRE(o.image_size >= 1, "DetectionPipeline: image_size must be >= 1, got ",
@@ -37,7 +43,7 @@ void CheckOptions(const DetectionPipelineOptions& o) {
   DFLOW_REQUIRE(!o.encode || o.num_anchors >= 1,
                 "DetectionPipeline: encode is set, so num_anchors must be >= 1, got ",
                 o.num_anchors);
-  if (o.augment) CheckAugmentOptions(o.augment_options);
+  CheckAugmentOptions(AugmentOf(o));
 }
 
 // Appends the annotation's box (clipped by at most kBoxSlack) and label to
@@ -82,12 +88,6 @@ std::vector<ImageRecord> IndexDataset(const DetectionDataset& d, const std::stri
     if (!a.iscrowd) AddObject(a, label->second, records[record->second]);
   }
   return records;
-}
-
-AugmentOptions AugmentOf(const DetectionPipelineOptions& o) {
-  AugmentOptions augment = o.augment ? o.augment_options : ResizeOnlyOptions(o.image_size);
-  augment.image_size = o.image_size;
-  return augment;
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ struct DetectionPipelineOptions {
   int64_t start_step = 0;
   // Optional: turns one image's normalised (y1,x1,y2,x2) boxes and labels into
   // fixed-size training targets on the decode threads (e.g. MatchSsd with the
-  // model's anchors). Empty: no targets.
+  // model's anchors). Empty: no targets. Called from several decode threads
+  // at once.
   std::function<detection::MatchResult(const detection::GroundTruth&)> encode;
   int64_t num_anchors = 0;         // A, required with encode
 };
@@ -61,8 +62,9 @@ class DetectionPipeline {
  public:
   // root: the directory that file_names are relative to. Starts the
   // background thread. kInvalidArgument for bad options, an empty dataset,
-  // an annotation of an unknown image or category, or a box outside its
-  // image (naming the file and the annotation id).
+  // an annotation of an unknown image or category, or a box more than a
+  // pixel outside its image (naming the file and the annotation id; boxes
+  // within that pixel, as COCO has, are clipped).
   DetectionPipeline(DetectionDataset dataset, std::string root, DetectionPipelineOptions options);
   // Stops and joins the background threads; never blocks on a full queue.
   ~DetectionPipeline();
