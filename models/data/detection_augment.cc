@@ -144,9 +144,9 @@ void MapBoxes(const AugmentGeometry& g, std::vector<float>& boxes, std::vector<i
   labels.resize(kept);
 }
 
-AugmentedExample Augment(const Tensor& image, std::vector<float> boxes,
-                         std::vector<int32_t> labels, const AugmentOptions& options,
-                         SeededRandom& random) {
+AugmentedExample AugmentInto(const Tensor& image, std::vector<float> boxes,
+                             std::vector<int32_t> labels, const AugmentOptions& options,
+                             SeededRandom& random, float* out) {
   CheckAugmentOptions(options);
   DFLOW_REQUIRE(image.rank() == 3 && image.dim(2) == 3 && image.dim(0) > 0 && image.dim(1) > 0 &&
                     (image.dtype() == DType::kUInt8 || image.dtype() == DType::kFloat32),
@@ -166,14 +166,23 @@ AugmentedExample Augment(const Tensor& image, std::vector<float> boxes,
     DistortPhotometric(pixels, options, random);
   }
   AugmentGeometry geometry = DrawGeometry(image.dim(0), image.dim(1), boxes, options, random);
-  AugmentedExample out;
-  const int64_t s = options.image_size;
-  out.image = Tensor(DType::kFloat32, Shape{s, s, 3});
-  RenderGeometry(pixels, geometry, s, options.fill, out.image.data<float>());
+  RenderGeometry(pixels, geometry, options.image_size, options.fill, out);
   MapBoxes(geometry, boxes, labels);
-  out.boxes = std::move(boxes);
-  out.labels = std::move(labels);
-  return out;
+  AugmentedExample example;
+  example.boxes = std::move(boxes);
+  example.labels = std::move(labels);
+  return example;
+}
+
+AugmentedExample Augment(const Tensor& image, std::vector<float> boxes,
+                         std::vector<int32_t> labels, const AugmentOptions& options,
+                         SeededRandom& random) {
+  const int64_t s = std::max<int64_t>(options.image_size, 0);  // AugmentInto checks it
+  Tensor rendered(DType::kFloat32, Shape{s, s, 3});
+  AugmentedExample example = AugmentInto(image, std::move(boxes), std::move(labels), options,
+                                         random, rendered.data<float>());
+  example.image = std::move(rendered);
+  return example;
 }
 
 }  // namespace dflow::models

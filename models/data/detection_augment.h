@@ -108,4 +108,10 @@ AugmentedExample Augment(const Tensor& image, std::vector<float> boxes,
                          std::vector<int32_t> labels, const AugmentOptions& options,
                          SeededRandom& random);
 
+// The same, rendered into `out` (image_size * image_size * 3 floats, e.g. a
+// slot of a batch) instead of a new tensor; the result's image is empty.
+AugmentedExample AugmentInto(const Tensor& image, std::vector<float> boxes,
+                             std::vector<int32_t> labels, const AugmentOptions& options,
+                             SeededRandom& random, float* out);
+
 }  // namespace dflow::models

@@ -157,9 +157,9 @@ int64_t DetectionPipeline::State::Prepare(DetectionBatch& batch, int64_t slot,
   // does not depend on the shard or batch it lands in.
   SeededRandom random(SeededRandom::Combine({options.seed, static_cast<uint64_t>(batch.epoch),
                                              static_cast<uint64_t>(record), kAugmentStream}));
-  AugmentedExample example = Augment(pixels, r.boxes, r.labels, augment, random);
-  const int64_t size = example.image.NumElements();
-  std::copy_n(example.image.data<float>(), size, batch.images.data<float>() + slot * size);
+  const int64_t size = augment.image_size * augment.image_size * 3;
+  AugmentedExample example = AugmentInto(pixels, r.boxes, r.labels, augment, random,
+                                         batch.images.data<float>() + slot * size);
   int64_t positives = 0;
   if (options.encode) {
     const int64_t a = options.num_anchors;
