@@ -173,6 +173,30 @@ TEST_CASE("augment: photometric distortion keeps values in [0, 1] and changes th
   }
 }
 
+TEST_CASE("augment: saturation and hue go through HSV and back", "[augment]") {
+  AugmentOptions o;
+  o.brightness_probability = o.contrast_probability = 0;
+  o.saturation_probability = o.hue_probability = 1;
+  Tensor image(DType::kFloat32, {1, 3, 3});
+  image.flat<float>()[0] = 0.9f, image.flat<float>()[1] = 0.2f, image.flat<float>()[2] = 0.4f;
+  image.flat<float>()[3] = 0.1f, image.flat<float>()[4] = 0.7f, image.flat<float>()[5] = 0.3f;
+  image.flat<float>()[6] = 0.5f, image.flat<float>()[7] = 0.5f, image.flat<float>()[8] = 0.5f;
+  SECTION("factor 1 and a hue shift of ~0 give the colours back") {
+    Tensor copy = image.Clone();
+    o.saturation_lower = o.saturation_upper = 1, o.hue_delta = 1e-9;
+    SeededRandom random(1);
+    DistortPhotometric(copy, o, random);
+    CHECK_THAT(copy.ToVector<float>(), Approx(image.ToVector<float>()).margin(1e-5));
+  }
+  SECTION("saturation 0 leaves the value (the largest channel) in every channel") {
+    o.saturation_lower = o.saturation_upper = 0, o.hue_delta = 0;
+    SeededRandom random(1);
+    DistortPhotometric(image, o, random);
+    CHECK_THAT(image.ToVector<float>(), Approx(Floats{0.9f, 0.9f, 0.9f, 0.7f, 0.7f, 0.7f,
+                                                      0.5f, 0.5f, 0.5f}).margin(1e-6));
+  }
+}
+
 TEST_CASE("augment: the same seed gives the same bytes, another seed others", "[augment]") {
   Tensor image = Pattern(30, 40);
   const Floats boxes = {5, 5, 20, 25, 10, 20, 28, 38};
