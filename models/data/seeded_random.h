@@ -32,6 +32,14 @@ class SeededRandom {
     }
   }
 
+  // Uniform in [lo, hi): the top 53 bits make a double in [0, 1) exactly.
+  double Uniform(double lo, double hi) {
+    return lo + (hi - lo) * (static_cast<double>(Next() >> 11) * 0x1.0p-53);
+  }
+
+  // True with probability p (p <= 0: never; p >= 1: always).
+  bool Chance(double p) { return Uniform(0, 1) < p; }
+
   // SplitMix64's finaliser: a bijection on 64-bit words.
   static uint64_t Mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
