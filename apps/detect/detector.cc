@@ -2,6 +2,7 @@
 #include "apps/detect/detector.h"
 
 #include <algorithm>
+#include <set>
 
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
@@ -16,11 +17,11 @@ using models::detection::SsdNetwork;
 std::vector<Output> TrainedVariables(const TrainSettings& s, const SsdNetwork& net) {
   if (s.freeze.empty()) return net.variables;
   DFLOW_REQUIRE(s.freeze == "backbone", "train: --freeze takes \"backbone\", got \"", s.freeze, "\"");
+  std::set<const Node*> backbone;
+  for (const Output& v : net.backbone_variables) backbone.insert(v.node());
   std::vector<Output> trained;
   for (const Output& v : net.variables)
-    if (std::find(net.backbone_variables.begin(), net.backbone_variables.end(), v) ==
-        net.backbone_variables.end())
-      trained.push_back(v);
+    if (!backbone.count(v.node())) trained.push_back(v);
   return trained;
 }
 

@@ -1,47 +1,137 @@
-// dflow-detect: object detection over models/. Subcommands: cocoeval (COCO
-// box evaluation of a results file, as pycocotools prints it); see --help.
+// dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 as
+// seed 000) from datasets to trained detectors, metrics and boxed images.
+// Subcommands: train, eval, predict, cocoeval (see --help).
 #include <iostream>
-#include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "apps/detect/commands.h"
 #include "graph/status.h"
-#include "models/data/coco.h"
-#include "models/metrics/coco_eval.h"
 
 namespace {
 
-struct CocoEvalSettings {
-  std::string gt, dt;
-  int threads = 0;
-};
+using namespace dflow::detect_app;
 
-// The 12-line summary, then the stats as one JSON line (the last on stdout).
-int CocoEval(const CocoEvalSettings& s) {
-  using namespace dflow::models;
-  DetectionDataset truth = ReadCocoInstances(s.gt);
-  std::vector<Detection> detections = ReadCocoResults(s.dt, truth);
-  CocoEvalResult result = EvaluateCoco(truth, detections, {.threads = s.threads});
-  std::cout << FormatCocoSummary(result.stats) << CocoStatsJson(result.stats) << std::endl;
-  return 0;
+void AddDevice(CLI::App& app, std::string& device) {
+  app.add_option("--device", device,
+                 "Device the network runs on: /device:CPU:0 (default) or /device:GPU:N");
+}
+
+void AddCocoEval(CLI::App& app, CocoEvalSettings& s) {
+  app.add_option("--gt", s.gt, "Ground truth: COCO instances JSON")->required();
+  app.add_option("--dt", s.dt, "Detections: COCO results JSON")->required();
+  app.add_option("--threads", s.threads, "Threads (default: one per core)")->check(CLI::PositiveNumber);
+}
+
+// The options that fix a run; --resume takes them from RUN/config.json.
+std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
+  app.add_option("--data", s.data, "Dataset directory (annotations.json)");
+  app.add_option("--out", s.out, "Run directory: config.json and checkpoints/")->required();
+  app.add_option("--steps", s.steps, "Training steps")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", s.epochs, "Training epochs (when --steps is not given)")
+      ->check(CLI::PositiveNumber);
+  std::vector<CLI::Option*> fixed = {
+      app.get_option("--data"),
+      app.add_option("--model", s.model, "Network")->check(CLI::IsMember({kSsdMobileNet})),
+      app.add_option("--size", s.size, "Network input size (square), pixels")->check(CLI::Range(64, 2048)),
+      app.add_option("--width", s.width, "MobileNet width multiplier")->check(CLI::Range(0.1, 2.0)),
+      app.add_option("--min-scale", s.min_scale, "SSD's smallest default box, of the input size")
+          ->check(CLI::Range(0.01, 1.0)),
+      app.add_option("--max-scale", s.max_scale, "SSD's largest default box, of the input size")
+          ->check(CLI::Range(0.01, 1.0)),
+      app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber),
+      app.add_option("--lr", s.learning_rate, "Adam learning rate (warm-up, then cosine to 5%)")
+          ->check(CLI::PositiveNumber),
+      app.add_option("--warmup", s.warmup_steps, "Warm-up steps (default: 5% of the run, at most 300)")
+          ->check(CLI::NonNegativeNumber),
+      app.add_flag("!--no-augment", s.augment, "Resize only: no photometric, expand, crop or flip"),
+      app.add_option("--freeze", s.freeze, "Keep these variables as initialised: backbone")
+          ->check(CLI::IsMember({"backbone"})),
+      app.add_option("--init-from", s.init_from, "Checkpoint to take the backbone's weights from"),
+      app.add_option("--map", s.init_map,
+                     "With --init-from: JSON {variable here: tensor name in the checkpoint}"),
+      app.add_option("--seed", s.seed, "Seed of initialisation, augmentation and data order"),
+  };
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  AddDevice(app, s.device);
+  app.add_option("--decode-threads", s.decode_threads, "Input threads (decode, augment, match)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefetch", s.prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
+  return fixed;
+}
+
+void AddEval(CLI::App& app, EvalSettings& s) {
+  app.add_option("--data", s.data, "Dataset directory (annotations.json)")->required();
+  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
+      ->required();
+  app.add_option("--results", s.results, "Write the detections as a COCO results file");
+  app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  AddDevice(app, s.device);
+}
+
+void AddPredict(CLI::App& app, PredictSettings& s) {
+  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
+      ->required();
+  app.add_option("inputs", s.inputs, "Image files or directories of images")->required();
+  app.add_option("--out", s.out, "Directory for the images with their boxes drawn (PNG)");
+  app.add_option("--json", s.json, "COCO results file of the detections");
+  app.add_option("--csv", s.csv, "CSV file of the detections");
+  app.add_option("--score", s.score, "Lowest score reported")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  AddDevice(app, s.device);
+}
+
+// With --resume the run's own settings apply: only --steps/--epochs (a
+// longer run) and the resource options may be given.
+TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::Option*>& fixed) {
+  for (CLI::Option* option : fixed)
+    if (option->count() > 0)
+      dflow::Fail(dflow::Code::kInvalidArgument, "train --resume: ", option->get_name(),
+                  " is fixed by ", ConfigPath(given.out), "; leave it out");
+  TrainSettings s = ReadConfig(given.out);
+  s.out = given.out;
+  if (given.steps > 0 || given.epochs > 0) s.steps = given.steps, s.epochs = given.epochs;
+  s.threads = given.threads;
+  s.device = given.device;
+  s.decode_threads = given.decode_threads;
+  s.prefetch = given.prefetch;
+  s.checkpoint_every = given.checkpoint_every;
+  s.keep = given.keep;
+  return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("dflow-detect: object detection (evaluation of COCO results files)");
+  CLI::App app("dflow-detect: object detection (SSD on MobileNetV1) from datasets to boxes");
   app.require_subcommand(1);
+  TrainSettings train;
+  bool resume = false;
+  CLI::App* train_app = app.add_subcommand("train", "Train a detector");
+  std::vector<CLI::Option*> fixed = AddTrain(*train_app, train);
+  train_app->add_flag("--resume", resume, "Continue the run in --out from its last checkpoint");
+  EvalSettings eval;
+  AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a labelled dataset"), eval);
+  PredictSettings predict;
+  AddPredict(*app.add_subcommand("predict", "Detect objects in images"), predict);
   CocoEvalSettings cocoeval;
-  CLI::App* cocoeval_app =
-      app.add_subcommand("cocoeval", "COCO box AP/AR of a results file against ground truth");
-  cocoeval_app->add_option("--gt", cocoeval.gt, "Ground truth: COCO instances JSON")->required();
-  cocoeval_app->add_option("--dt", cocoeval.dt, "Detections: COCO results JSON")->required();
-  cocoeval_app->add_option("--threads", cocoeval.threads, "Threads (default: one per core)")
-      ->check(CLI::PositiveNumber);
+  AddCocoEval(*app.add_subcommand("cocoeval", "COCO box AP/AR of a results file against ground truth"),
+              cocoeval);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (app.got_subcommand("train")) {
+      if (resume) return Train(ResumeSettings(train, fixed), true);
+      DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
+      return Train(train, false);
+    }
+    if (app.got_subcommand("eval")) return Eval(eval);
+    if (app.got_subcommand("predict")) return Predict(predict);
     return CocoEval(cocoeval);
-  } catch (const std::exception& e) {  // dflow::Error names the file and entry
+  } catch (const std::exception& e) {  // dflow::Error and filesystem errors name their paths
     std::cerr << "dflow-detect: " << e.what() << "\n";
     return 1;
   }
