@@ -1,45 +1,50 @@
 // dflow-detect: object detection over models/. Subcommands: cocoeval (COCO
-// box evaluation of a results file, as pycocotools prints it); see --help.
+// box evaluation of a results file, as pycocotools prints it) and convert
+// (a dataset between COCO, Pascal VOC and YOLO); see --help.
 #include <iostream>
-#include <string>
 
 #include <CLI/CLI.hpp>
 
-#include "graph/status.h"
-#include "models/data/coco.h"
-#include "models/metrics/coco_eval.h"
+#include "apps/detect/commands.h"
 
 namespace {
 
-struct CocoEvalSettings {
-  std::string gt, dt;
-  int threads = 0;
-};
+using namespace dflow::detect_app;
 
-// The 12-line summary, then the stats as one JSON line (the last on stdout).
-int CocoEval(const CocoEvalSettings& s) {
-  using namespace dflow::models;
-  DetectionDataset truth = ReadCocoInstances(s.gt);
-  std::vector<Detection> detections = ReadCocoResults(s.dt, truth);
-  CocoEvalResult result = EvaluateCoco(truth, detections, {.threads = s.threads});
-  std::cout << FormatCocoSummary(result.stats) << CocoStatsJson(result.stats) << std::endl;
-  return 0;
+void AddCocoEval(CLI::App& app, CocoEvalSettings& s) {
+  app.add_option("--gt", s.gt, "Ground truth: COCO instances JSON")->required();
+  app.add_option("--dt", s.dt, "Detections: COCO results JSON")->required();
+  app.add_option("--threads", s.threads, "Threads (default: one per core)")
+      ->check(CLI::PositiveNumber);
+}
+
+void AddConvert(CLI::App& app, ConvertSettings& s) {
+  app.add_option("--data", s.data,
+                 "Dataset folder: annotations.json (COCO), Annotations/ (VOC) or labels/ (YOLO)")
+      ->required();
+  app.add_option("--out", s.out, "New or empty folder to write the converted dataset to")
+      ->required();
+  app.add_option("--format", s.format, "Format to write")
+      ->required()
+      ->check(CLI::IsMember({"coco", "voc", "yolo"}));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("dflow-detect: object detection (evaluation of COCO results files)");
+  CLI::App app("dflow-detect: object detection (evaluation, dataset formats)");
   app.require_subcommand(1);
   CocoEvalSettings cocoeval;
   CLI::App* cocoeval_app =
       app.add_subcommand("cocoeval", "COCO box AP/AR of a results file against ground truth");
-  cocoeval_app->add_option("--gt", cocoeval.gt, "Ground truth: COCO instances JSON")->required();
-  cocoeval_app->add_option("--dt", cocoeval.dt, "Detections: COCO results JSON")->required();
-  cocoeval_app->add_option("--threads", cocoeval.threads, "Threads (default: one per core)")
-      ->check(CLI::PositiveNumber);
+  AddCocoEval(*cocoeval_app, cocoeval);
+  ConvertSettings convert;
+  CLI::App* convert_app =
+      app.add_subcommand("convert", "Convert a detection dataset between COCO, VOC and YOLO");
+  AddConvert(*convert_app, convert);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (convert_app->parsed()) return Convert(convert);
     return CocoEval(cocoeval);
   } catch (const std::exception& e) {  // dflow::Error names the file and entry
     std::cerr << "dflow-detect: " << e.what() << "\n";

@@ -1,0 +1,23 @@
+// The subcommands of dflow-detect (apps/detect/main.cc parses the flags).
+#pragma once
+
+#include <string>
+
+namespace dflow::detect_app {
+
+struct CocoEvalSettings {
+  std::string gt, dt;
+  int threads = 0;
+};
+// The 12-line summary, then the stats as one JSON line (the last on stdout).
+int CocoEval(const CocoEvalSettings& settings);
+
+struct ConvertSettings {
+  std::string data;    // a COCO, VOC or YOLO folder (found from what it holds)
+  std::string out;     // a new or empty folder
+  std::string format;  // coco, voc or yolo
+};
+// Reads all of `data` before writing anything to `out`; prints one summary line.
+int Convert(const ConvertSettings& settings);
+
+}  // namespace dflow::detect_app
