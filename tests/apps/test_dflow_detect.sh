@@ -137,6 +137,7 @@ echo "2 0.5 0.5 0.1 0.1" > "$TMP/yolo/labels/b.txt"
 expect_error "labels/b.txt' line 1: class 2 is out of range" \
   "$EXE" convert --data "$TMP/yolo" --out "$TMP/bad_out" --format voc
 [[ ! -e $TMP/bad_out ]] || fail "convert wrote output for a bad dataset"
+compgen -G "$TMP/*.partial.*" > /dev/null && fail "convert left its staging folder behind"
 expect_error "is not a detection dataset" \
   "$EXE" convert --data "$TMP/coco/images" --out "$TMP/bad_out" --format voc
 expect_error "not an empty folder" "$EXE" convert --data "$TMP/coco" --out "$TMP/voc" --format yolo

@@ -15,15 +15,11 @@ using namespace dflow;
 using namespace dflow::models;
 using dflow::testing::ExpectError;
 using dflow::testing::ScratchDir;
+using dflow::testing::WriteDatasetFile;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-void WriteFile(const ScratchDir& dir, const std::string& name, const std::string& text) {
-  fs::create_directories(fs::path(dir / name).parent_path());
-  dflow::testing::WriteBytes(dir / name, text);
-}
 
 // An annotation of a 500x375 image whose <object>s are `objects`.
 std::string VocXml(const std::string& filename, const std::string& objects) {
@@ -47,11 +43,12 @@ std::string Box(const std::string& xmin, const std::string& ymin, const std::str
 
 // Two images written out of order: 000002 has a dog and a difficult person.
 void WriteSample(const ScratchDir& dir) {
-  WriteFile(dir, "Annotations/000002.xml",
-            VocXml("000002.jpg", VocObject("dog", Box("48", "240", "195", "371")) +
-                                     VocObject("person", Box("8", "12", "352", "375"), "1")));
-  WriteFile(dir, "Annotations/000001.xml",
-            VocXml("000001.jpg", VocObject("cat", Box("1", "1", "500", "375"))));
+  WriteDatasetFile(
+      dir / "Annotations/000002.xml",
+      VocXml("000002.jpg", VocObject("dog", Box("48", "240", "195", "371")) +
+                               VocObject("person", Box("8", "12", "352", "375"), "1")));
+  WriteDatasetFile(dir / "Annotations/000001.xml",
+                   VocXml("000001.jpg", VocObject("cat", Box("1", "1", "500", "375"))));
 }
 
 // Images 1..3 under `folder`, sorted names as the categories, objects in
@@ -88,7 +85,7 @@ TEST_CASE("voc dataset: exact boxes, difficult flags, sorted ids", "[voc]") {
 TEST_CASE("voc dataset: a split and a fixed class list", "[voc]") {
   ScratchDir dir("voc_split");
   WriteSample(dir);
-  WriteFile(dir, "ImageSets/Main/val.txt", "000002\n");
+  WriteDatasetFile(dir / "ImageSets/Main/val.txt", "000002\n");
   DetectionDataset d = ReadVocDataset(dir.path().string(), {"val", kVocClasses});
   REQUIRE(d.images.size() == 1);
   CHECK(d.images[0].file_name == "JPEGImages/000002.jpg");
@@ -100,7 +97,7 @@ TEST_CASE("voc dataset: a split and a fixed class list", "[voc]") {
         ReadVocDataset(dir.path().string(), {"", {"dog", "person"}});
       },
       Code::kInvalidArgument, {"000001.xml", "object[0]", "class 'cat'", "class list"});
-  WriteFile(dir, "ImageSets/Main/test.txt", "000001\n000009\n");
+  WriteDatasetFile(dir / "ImageSets/Main/test.txt", "000001\n000009\n");
   ExpectError(
       [&] {
         ReadVocDataset(dir.path().string(), {"test", {}});
@@ -122,7 +119,7 @@ TEST_CASE("voc dataset: COCO -> VOC -> COCO is exact", "[voc]") {
   // Through the converter: COCO folder -> VOC folder -> COCO folder, images copied.
   DetectionDataset coco = ConvertibleDataset("images");
   for (const DetectionImage& image : coco.images)
-    WriteFile(dir, "coco/" + image.file_name, "not decoded " + image.file_name);
+    WriteDatasetFile(dir / "coco/" + image.file_name, "not decoded " + image.file_name);
   WriteCocoInstances(dir / "coco/annotations.json", coco);
   WriteDetectionDataset(dir / "voc", LoadDetectionDataset(dir / "coco"), DetectionFormat::kVoc,
                         dir / "coco");
@@ -165,7 +162,7 @@ TEST_CASE("voc dataset: bad files name the file and object", "[voc]") {
               {"has no Annotations/ folder"});
   auto expect_bad = [&](const std::string& xml, const std::vector<std::string>& parts) {
     fs::remove_all(dir / "Annotations");
-    WriteFile(dir, "Annotations/bad.xml", xml);
+    WriteDatasetFile(dir / "Annotations/bad.xml", xml);
     std::vector<std::string> all = parts;
     all.push_back("bad.xml");
     ExpectError([&] { ReadVocDataset(dir.path().string()); }, Code::kInvalidArgument, all);

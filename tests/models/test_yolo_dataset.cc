@@ -17,15 +17,11 @@ using namespace dflow;
 using namespace dflow::models;
 using dflow::testing::ExpectError;
 using dflow::testing::ScratchDir;
+using dflow::testing::WriteDatasetFile;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-void WriteFile(const ScratchDir& dir, const std::string& name, const std::string& text) {
-  fs::create_directories(fs::path(dir / name).parent_path());
-  dflow::testing::WriteBytes(dir / name, text);
-}
 
 void WriteImage(const ScratchDir& dir, const std::string& name, int64_t width, int64_t height) {
   fs::create_directories(fs::path(dir / name).parent_path());
@@ -51,10 +47,10 @@ TEST_CASE("yolo dataset: boxes from normalised labels and image headers", "[yolo
   WriteImage(dir, "images/a.png", 40, 20);
   WriteImage(dir, "images/b.png", 10, 10);  // no label file: no objects
   WriteImage(dir, "images/c.PNG", 8, 4);
-  WriteFile(dir, "images/notes.txt", "not an image: ignored");
-  WriteFile(dir, "labels/a.txt", "1 0.5 0.5 0.5 0.5\r\n0 0.125 0.25 0.25 0.5\n\n");
-  WriteFile(dir, "labels/c.txt", "");
-  WriteFile(dir, "obj.names", "bird\r\ncar\n");
+  WriteDatasetFile(dir / "images/notes.txt", "not an image: ignored");
+  WriteDatasetFile(dir / "labels/a.txt", "1 0.5 0.5 0.5 0.5\r\n0 0.125 0.25 0.25 0.5\n\n");
+  WriteDatasetFile(dir / "labels/c.txt", "");
+  WriteDatasetFile(dir / "obj.names", "bird\r\ncar\n");
   DetectionDataset d = ReadYoloDataset(dir.path().string());
   CHECK(d.images == std::vector<DetectionImage>{{1, "images/a.png", 40, 20},
                                                 {2, "images/b.png", 10, 10},
@@ -64,7 +60,7 @@ TEST_CASE("yolo dataset: boxes from normalised labels and image headers", "[yolo
         std::vector<DetectionObject>{{1, 1, 2, {10, 5, 20, 10}, 200, false, false},
                                      {2, 1, 1, {0, 0, 10, 10}, 100, false, false}});
   // classes.txt wins over obj.names.
-  WriteFile(dir, "classes.txt", "cat\ndog\n");
+  WriteDatasetFile(dir / "classes.txt", "cat\ndog\n");
   CHECK(ReadYoloDataset(dir.path().string()).categories[1].name == "dog");
 }
 
@@ -95,15 +91,15 @@ TEST_CASE("yolo dataset: bad files name the file and line", "[yolo]") {
   ScratchDir dir("yolo_bad");
   ExpectError([&] { ReadYoloDataset(dir.path().string()); }, Code::kNotFound,
               {"neither classes.txt nor obj.names"});
-  WriteFile(dir, "classes.txt", "bird\n\ncar\n");
+  WriteDatasetFile(dir / "classes.txt", "bird\n\ncar\n");
   ExpectError([&] { ReadYoloDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"classes.txt' line 2", "empty class name"});
-  WriteFile(dir, "classes.txt", "bird\ncar\n");
+  WriteDatasetFile(dir / "classes.txt", "bird\ncar\n");
   ExpectError([&] { ReadYoloDataset(dir.path().string()); }, Code::kNotFound,
               {"has no images/ folder"});
   WriteImage(dir, "images/a.png", 4, 4);
   auto expect_bad = [&](const std::string& labels, const std::vector<std::string>& parts) {
-    WriteFile(dir, "labels/a.txt", labels);
+    WriteDatasetFile(dir / "labels/a.txt", labels);
     std::vector<std::string> all = parts;
     all.push_back("a.txt' line ");
     ExpectError([&] { ReadYoloDataset(dir.path().string()); }, Code::kInvalidArgument, all);
@@ -117,8 +113,8 @@ TEST_CASE("yolo dataset: bad files name the file and line", "[yolo]") {
   expect_bad("0 1.5 0.5 0.5 0.5\n", {"line 1", "cx = 1.5 is outside [0, 1]"});
   expect_bad("0 0.5 0.5 0.5 -0.1\n", {"line 1", "h = -0.1 is outside [0, 1]"});
   expect_bad("0 0.5 0.5 nan 0.5\n", {"line 1", "'nan' is not a finite number"});
-  WriteFile(dir, "labels/a.txt", "0 0.5 0.5 0.5 0.5\n");
-  WriteFile(dir, "labels/b.txt", "0 0.5 0.5 0.5 0.5\n");
+  WriteDatasetFile(dir / "labels/a.txt", "0 0.5 0.5 0.5 0.5\n");
+  WriteDatasetFile(dir / "labels/b.txt", "0 0.5 0.5 0.5 0.5\n");
   ExpectError([&] { ReadYoloDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"b.txt' has no image in images/"});
   fs::remove(dir / "labels/b.txt");
