@@ -11,7 +11,8 @@ int Convert(const ConvertSettings& s) {
   using namespace dflow::models;
   DetectionFormat to = ParseDetectionFormat(s.format);
   DetectionFormat from = DetectDetectionFormat(s.data);
-  DetectionDataset dataset = LoadDetectionDataset(s.data);
+  VocReadOptions voc{s.split, s.voc_classes ? kVocClasses : std::vector<std::string>{}};
+  DetectionDataset dataset = LoadDetectionDataset(s.data, voc);
   WriteDetectionDataset(s.out, dataset, to, s.data);
   std::cout << "converted " << DetectionFormatName(from) << " '" << s.data << "' to "
             << DetectionFormatName(to) << " '" << s.out << "': " << dataset.images.size()

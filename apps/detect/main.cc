@@ -27,6 +27,11 @@ void AddConvert(CLI::App& app, ConvertSettings& s) {
   app.add_option("--format", s.format, "Format to write")
       ->required()
       ->check(CLI::IsMember({"coco", "voc", "yolo"}));
+  app.add_option("--split", s.split,
+                 "VOC source: read only the images listed in ImageSets/Main/SPLIT.txt");
+  app.add_flag("--voc-classes", s.voc_classes,
+               "VOC source: VOC's 20 classes as categories 1..20 in the benchmark's order "
+               "(default: the names found, sorted)");
 }
 
 }  // namespace

@@ -97,12 +97,16 @@ DetectionFormat DetectDetectionFormat(const std::string& dir) {
        " (COCO), Annotations/ (Pascal VOC), labels/ (YOLO)");
 }
 
-DetectionDataset LoadDetectionDataset(const std::string& dir) {
-  switch (DetectDetectionFormat(dir)) {
+DetectionDataset LoadDetectionDataset(const std::string& dir, const VocReadOptions& voc) {
+  DetectionFormat format = DetectDetectionFormat(dir);
+  if (format != DetectionFormat::kVoc && (!voc.split.empty() || !voc.classes.empty()))
+    Fail(Code::kInvalidArgument, "a split or class list applies to Pascal VOC folders, but '",
+         dir, "' is a ", DetectionFormatName(format), " dataset");
+  switch (format) {
     case DetectionFormat::kCoco:
       return ReadCocoInstances((fs::path(dir) / kCocoFile).string());
     case DetectionFormat::kVoc:
-      return ReadVocDataset(dir);
+      return ReadVocDataset(dir, voc);
     case DetectionFormat::kYolo:
       return ReadYoloDataset(dir);
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/data/detection_dataset.h"
+#include "models/data/voc.h"
 
 namespace dflow::models {
 
@@ -19,8 +20,9 @@ const char* DetectionFormatName(DetectionFormat format);
 // in that order. kNotFound lists what it looked for.
 DetectionFormat DetectDetectionFormat(const std::string& dir);
 // Reads DIR in the format it holds (see coco.h, voc.h, yolo.h); file names
-// are relative to DIR.
-DetectionDataset LoadDetectionDataset(const std::string& dir);
+// are relative to DIR. `voc` (a split, a class list) applies to VOC folders
+// only: kInvalidArgument when it is set for another format.
+DetectionDataset LoadDetectionDataset(const std::string& dir, const VocReadOptions& voc = {});
 
 // Writes `dataset`, whose images lie under `source_dir`, into DIR in
 // `format`: each image is copied to the format's image folder (images/ for

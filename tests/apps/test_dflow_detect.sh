@@ -126,6 +126,10 @@ convert "$TMP/coco" "$TMP/voc" voc
 [[ -f $TMP/voc/Annotations/a.xml && -f $TMP/voc/JPEGImages/b.png ]] || fail "VOC layout"
 grep -qF "<xmin>30</xmin>" "$TMP/voc/Annotations/b.xml" || fail "VOC pixels are 1-based"
 convert "$TMP/voc" "$TMP/voc_coco" coco
+mkdir -p "$TMP/voc/ImageSets/Main" && echo b > "$TMP/voc/ImageSets/Main/val.txt"
+"$EXE" convert --data "$TMP/voc" --out "$TMP/voc_val" --format yolo --split val --voc-classes |
+  grep -qF "1 images, 1 objects, 20 classes" || fail "convert --split val --voc-classes"
+[[ $(sed -n 7p "$TMP/voc_val/classes.txt") == car ]] || fail "VOC's class order"
 same_coco "$TMP/voc_coco/annotations.json" "$TMP/coco/annotations.json" 0
 convert "$TMP/coco" "$TMP/yolo" yolo
 [[ $(cat "$TMP/yolo/classes.txt") == $'bird\ncar' ]] || fail "YOLO classes.txt"

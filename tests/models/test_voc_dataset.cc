@@ -86,28 +86,22 @@ TEST_CASE("voc dataset: a split and a fixed class list", "[voc]") {
   ScratchDir dir("voc_split");
   WriteSample(dir);
   WriteDatasetFile(dir / "ImageSets/Main/val.txt", "000002\n");
-  DetectionDataset d = ReadVocDataset(dir.path().string(), {"val", kVocClasses});
+  auto read = [&](const VocReadOptions& options) {
+    return ReadVocDataset(dir.path().string(), options);
+  };
+  DetectionDataset d = read({"val", kVocClasses});
   REQUIRE(d.images.size() == 1);
   CHECK(d.images[0].file_name == "JPEGImages/000002.jpg");
   CHECK(d.categories.size() == 20);
   CHECK(d.annotations[0].category_id == 12);  // dog
   CHECK(d.categories[11].name == "dog");
-  ExpectError(
-      [&] {
-        ReadVocDataset(dir.path().string(), {"", {"dog", "person"}});
-      },
-      Code::kInvalidArgument, {"000001.xml", "object[0]", "class 'cat'", "class list"});
+  CHECK(LoadDetectionDataset(dir.path().string(), {"val", {}}) == read({"val", {}}));
+  ExpectError([&] { read({"", {"dog", "person"}}); }, Code::kInvalidArgument,
+              {"000001.xml", "object[0]", "class 'cat'", "class list"});
   WriteDatasetFile(dir / "ImageSets/Main/test.txt", "000001\n000009\n");
-  ExpectError(
-      [&] {
-        ReadVocDataset(dir.path().string(), {"test", {}});
-      },
-      Code::kNotFound, {"test.txt", "'000009'", "000009.xml"});
-  ExpectError(
-      [&] {
-        ReadVocDataset(dir.path().string(), {"train", {}});
-      },
-      Code::kNotFound, {"train.txt"});
+  ExpectError([&] { read({"test", {}}); }, Code::kNotFound,
+              {"test.txt", "'000009'", "000009.xml"});
+  ExpectError([&] { read({"train", {}}); }, Code::kNotFound, {"train.txt"});
 }
 
 TEST_CASE("voc dataset: COCO -> VOC -> COCO is exact", "[voc]") {
@@ -130,9 +124,10 @@ TEST_CASE("voc dataset: COCO -> VOC -> COCO is exact", "[voc]") {
   WriteDetectionDataset(dir / "back", LoadDetectionDataset(dir / "voc"), DetectionFormat::kCoco,
                         dir / "voc");
   CHECK(LoadDetectionDataset(dir / "back") == coco);
-  ExpectError(
-      [&] { WriteDetectionDataset(dir / "back", coco, DetectionFormat::kVoc, dir / "coco"); },
-      Code::kAlreadyExists, {"back", "not an empty folder"});
+  ExpectError([&] { LoadDetectionDataset(dir / "back", {"val", {}}); }, Code::kInvalidArgument,
+              {"applies to Pascal VOC folders", "back' is a coco dataset"});
+  ExpectError([&] { WriteDetectionDataset(dir / "back", coco, DetectionFormat::kVoc, ""); },
+              Code::kAlreadyExists, {"back", "not an empty folder"});
 }
 
 TEST_CASE("voc dataset: images that would share a file are refused before writing", "[voc]") {
