@@ -1,10 +1,10 @@
 // dflow-detect cocoeval: COCO box evaluation of a results file, printed as
 // pycocotools prints it, then the stats as one JSON line (the last on stdout).
-#include <filesystem>
 #include <iostream>
 
 #include "apps/detect/commands.h"
 #include "models/data/coco.h"
+#include "models/data/detection_formats.h"
 #include "models/metrics/coco_eval.h"
 
 namespace dflow::detect_app {
@@ -18,7 +18,7 @@ int CocoEval(const CocoEvalSettings& s) {
 }
 
 models::DetectionDataset LoadDataset(const std::string& dir) {
-  return models::ReadCocoInstances((std::filesystem::path(dir) / "annotations.json").string());
+  return models::LoadDetectionDataset(dir);
 }
 
 }  // namespace dflow::detect_app

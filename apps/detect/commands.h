@@ -11,7 +11,8 @@
 namespace dflow::detect_app {
 
 // A dataset directory: DIR/annotations.json (COCO instances, file names
-// relative to DIR).
+// relative to DIR), a Pascal VOC folder (Annotations/) or a YOLO folder
+// (labels/); models/data/detection_formats.h.
 models::DetectionDataset LoadDataset(const std::string& dir);
 
 struct CocoEvalSettings {
@@ -45,5 +46,16 @@ struct PredictSettings {
   std::string device;
 };
 int Predict(const PredictSettings& settings);
+
+struct ConvertSettings {
+  std::string data;    // a COCO, VOC or YOLO folder (found from what it holds)
+  std::string out;     // a new or empty folder
+  std::string format;  // coco, voc or yolo
+  // A VOC source only: the split to read, and VOC's 20 classes as the categories.
+  std::string split;
+  bool voc_classes = false;
+};
+// Reads all of `data` before writing anything to `out`; prints one summary line.
+int Convert(const ConvertSettings& settings);
 
 }  // namespace dflow::detect_app

@@ -1,6 +1,6 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 as
 // seed 000) from datasets to trained detectors, metrics and boxed images.
-// Subcommands: train, eval, predict, cocoeval (see --help).
+// Subcommands: train, eval, predict, cocoeval, convert (see --help).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -23,9 +23,25 @@ void AddCocoEval(CLI::App& app, CocoEvalSettings& s) {
   app.add_option("--threads", s.threads, "Threads (default: one per core)")->check(CLI::PositiveNumber);
 }
 
+void AddConvert(CLI::App& app, ConvertSettings& s) {
+  app.add_option("--data", s.data,
+                 "Dataset folder: annotations.json (COCO), Annotations/ (VOC) or labels/ (YOLO)")
+      ->required();
+  app.add_option("--out", s.out, "New or empty folder to write the converted dataset to")
+      ->required();
+  app.add_option("--format", s.format, "Format to write")
+      ->required()
+      ->check(CLI::IsMember({"coco", "voc", "yolo"}));
+  app.add_option("--split", s.split,
+                 "VOC source: read only the images listed in ImageSets/Main/SPLIT.txt");
+  app.add_flag("--voc-classes", s.voc_classes,
+               "VOC source: VOC's 20 classes as categories 1..20 in the benchmark's order "
+               "(default: the names found, sorted)");
+}
+
 // The options that fix a run; --resume takes them from RUN/config.json.
 std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
-  app.add_option("--data", s.data, "Dataset directory (annotations.json)");
+  app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO");
   app.add_option("--out", s.out, "Run directory: config.json and checkpoints/")->required();
   app.add_option("--steps", s.steps, "Training steps")->check(CLI::PositiveNumber);
   app.add_option("--epochs", s.epochs, "Training epochs (when --steps is not given)")
@@ -64,7 +80,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
 }
 
 void AddEval(CLI::App& app, EvalSettings& s) {
-  app.add_option("--data", s.data, "Dataset directory (annotations.json)")->required();
+  app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO")->required();
   app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
       ->required();
   app.add_option("--results", s.results, "Write the detections as a COCO results file");
@@ -121,6 +137,9 @@ int main(int argc, char** argv) {
   CocoEvalSettings cocoeval;
   AddCocoEval(*app.add_subcommand("cocoeval", "COCO box AP/AR of a results file against ground truth"),
               cocoeval);
+  ConvertSettings convert;
+  AddConvert(*app.add_subcommand("convert", "Convert a detection dataset between COCO, VOC and YOLO"),
+             convert);
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("train")) {
@@ -130,6 +149,7 @@ int main(int argc, char** argv) {
     }
     if (app.got_subcommand("eval")) return Eval(eval);
     if (app.got_subcommand("predict")) return Predict(predict);
+    if (app.got_subcommand("convert")) return Convert(convert);
     return CocoEval(cocoeval);
   } catch (const std::exception& e) {  // dflow::Error and filesystem errors name their paths
     std::cerr << "dflow-detect: " << e.what() << "\n";

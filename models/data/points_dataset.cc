@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "graph/file.h"
+#include "models/data/text_numbers.h"
 
 namespace dflow::models {
 namespace {
@@ -41,19 +42,6 @@ Annotations ReadJson(const std::string& path) {
   return out;
 }
 
-double ParseCoordinate(const std::string& text, const std::string& where) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value))
-    Fail(Code::kInvalidArgument, where, ": '", text, "' is not a finite number");
-  return value;
-}
-
 Annotations ReadCsv(const std::string& path) {
   std::istringstream in(ReadFileToString(path));
   std::string line;
@@ -70,7 +58,7 @@ Annotations ReadCsv(const std::string& path) {
       Fail(Code::kInvalidArgument, where, ": expected 'image,x,y', got '", line, "'");
     std::vector<Point>& list = out[fields[0]];
     if (fields[1].empty() && fields[2].empty()) continue;  // an image without points
-    list.push_back({ParseCoordinate(fields[1], where), ParseCoordinate(fields[2], where)});
+    list.push_back({ParseFiniteNumber(fields[1], where), ParseFiniteNumber(fields[2], where)});
   }
   return out;
 }

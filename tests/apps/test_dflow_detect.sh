@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# dflow-detect cocoeval end to end on hand-made files: the 12-line summary,
-# the JSON last line with hand-computed values, and bad input refused with the
-# file and entry named, a non-zero exit and no crash.
+# dflow-detect end to end on hand-made files. cocoeval: the 12-line summary,
+# the JSON last line with hand-computed values. convert: COCO -> VOC -> COCO
+# exactly and COCO -> YOLO -> COCO within float precision. Bad input refused
+# with the file and entry named, a non-zero exit and no crash.
 # Usage: test_dflow_detect.sh PATH/TO/dflow-detect
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-detect}
@@ -74,4 +75,76 @@ expect_error "images[1] (id 2): negative size 640x-480" \
   "$EXE" cocoeval --gt "$TMP/bad_gt.json" --dt "$TMP/dt.json"
 expect_error "missing.json" "$EXE" cocoeval --gt "$TMP/missing.json" --dt "$TMP/dt.json"
 "$EXE" cocoeval --gt "$TMP/gt.json" > /dev/null 2>&1 && fail "accepted a missing --dt"
+
+# convert: two images (tiny PNGs, whose headers YOLO reads), three objects.
+mkdir -p "$TMP/coco/images"
+python3 - "$TMP/coco/images" <<'PY'
+import struct, sys, zlib
+def png(path, width, height):
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    rows = b"".join(b"\0" + b"\0" * 3 * width for _ in range(height))
+    with open(path, "wb") as f:
+        header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) +
+                chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+png(sys.argv[1] + "/a.png", 64, 48)
+png(sys.argv[1] + "/b.png", 30, 20)
+PY
+cat > "$TMP/coco/annotations.json" <<'JSON'
+{"images": [{"id": 1, "file_name": "images/a.png", "width": 64, "height": 48},
+            {"id": 2, "file_name": "images/b.png", "width": 30, "height": 20}],
+ "annotations": [
+   {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 64, 48], "area": 3072, "iscrowd": 0},
+   {"id": 2, "image_id": 1, "category_id": 2, "bbox": [3, 4, 10, 5], "area": 50, "iscrowd": 0},
+   {"id": 3, "image_id": 2, "category_id": 2, "bbox": [29, 19, 1, 1], "area": 1, "iscrowd": 0}],
+ "categories": [{"id": 1, "name": "bird"}, {"id": 2, "name": "car"}]}
+JSON
+convert() {
+  "$EXE" convert --data "$1" --out "$2" --format "$3" > "$TMP/out.txt" 2> "$TMP/err.txt" ||
+    { cat "$TMP/out.txt" "$TMP/err.txt"; fail "convert $1 -> $3"; }
+  cat "$TMP/out.txt"
+  grep -qF "2 images, 3 objects, 2 classes" "$TMP/out.txt" || fail "summary of $1 -> $3"
+}
+# same_coco A B TOLERANCE: the two instances files hold the same dataset.
+same_coco() {
+  python3 - "$1" "$2" "$3" <<'PY' || fail "$1 and $2 differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+tol = float(sys.argv[3])
+assert a["images"] == b["images"] and a["categories"] == b["categories"], (a, b)
+assert len(a["annotations"]) == len(b["annotations"])
+for x, y in zip(a["annotations"], b["annotations"]):
+    for k in ("id", "image_id", "category_id", "iscrowd"):
+        assert x[k] == y[k], (x, y)
+    for u, v in zip(x["bbox"] + [x["area"]], y["bbox"] + [y["area"]]):
+        assert abs(u - v) <= tol * max(1, abs(v)), (x, y)
+PY
+}
+convert "$TMP/coco" "$TMP/voc" voc
+[[ -f $TMP/voc/Annotations/a.xml && -f $TMP/voc/JPEGImages/b.png ]] || fail "VOC layout"
+grep -qF "<xmin>30</xmin>" "$TMP/voc/Annotations/b.xml" || fail "VOC pixels are 1-based"
+convert "$TMP/voc" "$TMP/voc_coco" coco
+mkdir -p "$TMP/voc/ImageSets/Main" && echo b > "$TMP/voc/ImageSets/Main/val.txt"
+"$EXE" convert --data "$TMP/voc" --out "$TMP/voc_val" --format yolo --split val --voc-classes |
+  grep -qF "1 images, 1 objects, 20 classes" || fail "convert --split val --voc-classes"
+[[ $(sed -n 7p "$TMP/voc_val/classes.txt") == car ]] || fail "VOC's class order"
+same_coco "$TMP/voc_coco/annotations.json" "$TMP/coco/annotations.json" 0
+convert "$TMP/coco" "$TMP/yolo" yolo
+[[ $(cat "$TMP/yolo/classes.txt") == $'bird\ncar' ]] || fail "YOLO classes.txt"
+convert "$TMP/yolo" "$TMP/yolo_coco" coco
+same_coco "$TMP/yolo_coco/annotations.json" "$TMP/coco/annotations.json" 1e-6
+
+# Bad input: named, exit 1, nothing written.
+echo "2 0.5 0.5 0.1 0.1" > "$TMP/yolo/labels/b.txt"
+expect_error "labels/b.txt' line 1: class 2 is out of range" \
+  "$EXE" convert --data "$TMP/yolo" --out "$TMP/bad_out" --format voc
+[[ ! -e $TMP/bad_out ]] || fail "convert wrote output for a bad dataset"
+compgen -G "$TMP/*.partial.*" > /dev/null && fail "convert left its staging folder behind"
+expect_error "is not a detection dataset" \
+  "$EXE" convert --data "$TMP/coco/images" --out "$TMP/bad_out" --format voc
+expect_error "not an empty folder" "$EXE" convert --data "$TMP/coco" --out "$TMP/voc" --format yolo
+"$EXE" convert --data "$TMP/coco" --out "$TMP/x" --format xml > /dev/null 2>&1 &&
+  fail "accepted an unknown format"
 echo "dflow-detect: all checks passed"

@@ -1,6 +1,11 @@
-// Small hand-made detection datasets for the COCO and VOC evaluation tests.
+// Small hand-made detection datasets for the COCO and VOC evaluation tests,
+// and files of hand-made dataset folders for the format tests.
 #pragma once
 
+#include <filesystem>
+#include <string>
+
+#include "graph/file.h"
 #include "models/data/detection_dataset.h"
 
 namespace dflow::testing {
@@ -21,6 +26,12 @@ inline void AddObject(models::DetectionDataset& truth, int64_t image, int64_t ca
   int64_t id = int64_t(truth.annotations.size()) + 1;
   truth.annotations.push_back(
       {id, image, category, box, area < 0 ? box[2] * box[3] : area, crowd, difficult});
+}
+
+// Writes `text` to `path`, creating the folders on the way (Annotations/, labels/).
+inline void WriteDatasetFile(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  WriteFileAtomic(path, text);
 }
 
 }  // namespace dflow::testing
