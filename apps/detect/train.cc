@@ -2,6 +2,7 @@
 // periodic atomic checkpoints, exact resume and RUN/config.json.
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -143,6 +144,7 @@ struct TrainLoop {
 }  // namespace
 
 int Train(TrainSettings settings, bool resume) {
+  CheckSessionDevice(settings.device);  // before the run directory is written
   bool exists = fs::exists(ConfigPath(settings.out));
   DFLOW_REQUIRE(resume || !exists, "train: ", settings.out,
                 " already holds a run; pass --resume to continue it or choose another --out");

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# dflow-detect end to end on a tiny generated dataset: train with
+# checkpoints, resume exactly, eval (COCO table, VOC table, last line JSON),
+# predict (boxes drawn, COCO results, CSV), and bad input that must fail
+# clearly without writing anything half-way.
+# Usage: test_dflow_detect_train.sh PATH/TO/dflow-detect
+set -u
+source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
+EXE=${1:?usage: $0 PATH/TO/dflow-detect}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# expect_error "what must appear" CMD...: CMD must fail and say it.
+expect_error() {
+  local want=$1
+  shift
+  if "$@" > "$TMP/err.txt" 2>&1; then cat "$TMP/err.txt"; fail "accepted: $*"; fi
+  grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
+}
+
+"$EXE" generate --out "$TMP/data" --images 12 --size 96x80 --classes 2 --seed 3 > /dev/null ||
+  fail "generate"
+"$EXE" generate --out "$TMP/test" --images 4 --size 96x96 --classes 2 --seed 4 > /dev/null ||
+  fail "generate test"
+
+# A small network and batches keep it fast; one thread keeps it deterministic.
+train=(--data "$TMP/data" --size 64 --width 0.25 --batch 4 --threads 1 --checkpoint-every 2 --keep 10)
+"$EXE" train "${train[@]}" --out "$TMP/full" --steps 6 > "$TMP/full.txt" || { cat "$TMP/full.txt"; fail "train"; }
+cat "$TMP/full.txt"
+for f in config.json checkpoints/model-2.safetensors checkpoints/model-6.safetensors; do
+  [[ -s $TMP/full/$f ]] || fail "train did not write $f"
+done
+grep -q "img/s" "$TMP/full.txt" || fail "no progress line"
+grep -q '"class_names"' "$TMP/full/config.json" || fail "config.json has no class names"
+
+# A run that crashed after its step-4 checkpoint, resumed, ends with the same
+# weights as the run that never stopped.
+cp -r "$TMP/full" "$TMP/resumed"
+rewind_checkpoint "$TMP/resumed" 6 4
+"$EXE" train --out "$TMP/resumed" --resume --threads 1 > "$TMP/resume.txt" ||
+  { cat "$TMP/resume.txt"; fail "resume"; }
+grep -q "at step 4" "$TMP/resume.txt" || { cat "$TMP/resume.txt"; fail "resume did not start at step 4"; }
+cmp "$TMP/full/checkpoints/model-6.safetensors" "$TMP/resumed/checkpoints/model-6.safetensors" ||
+  fail "resumed run differs from the uninterrupted one"
+expect_error "already holds a run" "$EXE" train "${train[@]}" --out "$TMP/full" --steps 2
+expect_error "--size" "$EXE" train --out "$TMP/full" --resume --size 96
+expect_error "TPU" "$EXE" train "${train[@]}" --out "$TMP/on-tpu" --steps 1 --device /device:TPU:0
+[[ ! -e $TMP/on-tpu ]] || fail "a refused device left a run directory"
+
+# eval: the tables, a results file, and the JSON as the last line.
+"$EXE" eval --data "$TMP/test" --checkpoint "$TMP/full" --results "$TMP/results.json" \
+  > "$TMP/eval.txt" || { cat "$TMP/eval.txt"; fail "eval"; }
+grep -q "Average Precision" "$TMP/eval.txt" || fail "eval printed no COCO summary"
+grep -q "mAP" "$TMP/eval.txt" || fail "eval printed no VOC table"
+tail -n 1 "$TMP/eval.txt" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+for key in ("AP", "AP50", "voc07_map", "per_class"): assert key in r, key
+assert len(r["per_class"]) == 2, r["per_class"]
+' || fail "eval's last line is not the summary JSON"
+# The results file is read back by cocoeval against the same ground truth.
+"$EXE" cocoeval --gt "$TMP/test/annotations.json" --dt "$TMP/results.json" > /dev/null ||
+  fail "eval's results file is not a COCO results file"
+
+# predict: PNGs with boxes, COCO results and CSV; two inputs with one file
+# name get an image each.
+mkdir -p "$TMP/other"
+cp "$TMP/test/images/scene_00000.png" "$TMP/other/"
+"$EXE" predict --checkpoint "$TMP/full" --score 0 --out "$TMP/drawn" --json "$TMP/pred.json" \
+  --csv "$TMP/pred.csv" "$TMP/test/images" "$TMP/other/scene_00000.png" > "$TMP/predict.txt" ||
+  { cat "$TMP/predict.txt"; fail "predict"; }
+[[ $(ls "$TMP/drawn" | wc -l) == 5 ]] || { ls "$TMP/drawn"; fail "predict did not draw 5 images"; }
+[[ -s $TMP/drawn/scene_00000_2_boxes.png ]] || fail "a second input of one name overwrote the first"
+head -n 1 "$TMP/pred.csv" | grep -q "image,class,score" || fail "no CSV header"
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert isinstance(r, list) and r and "bbox" in r[0]' \
+  "$TMP/pred.json" || fail "predict --json is not a list of COCO results"
+
+# Bad input: named, and nothing written.
+cp -r "$TMP/data" "$TMP/corrupt"
+echo "not a png" > "$TMP/corrupt/images/scene_00001.png"
+expect_error "scene_00001.png" "$EXE" train --data "$TMP/corrupt" --out "$TMP/corrupt-run" --size 64 \
+  --width 0.25 --batch 4 --steps 4
+expect_error "scene_00001.png" "$EXE" predict --checkpoint "$TMP/full" --out "$TMP/bad-out" \
+  "$TMP/corrupt/images/scene_00001.png"
+[[ ! -e $TMP/bad-out ]] || fail "predict on a bad image wrote its output directory"
+"$EXE" generate --out "$TMP/three" --images 4 --size 96x96 --classes 3 --seed 5 > /dev/null
+expect_error "is not one of the run's 2 classes" "$EXE" eval --data "$TMP/three" --checkpoint "$TMP/full"
+"$EXE" train --data "$TMP/three" --out "$TMP/run3" --size 64 --width 0.25 --batch 4 --steps 1 \
+  --threads 1 > /dev/null || fail "train on three classes"
+cp "$TMP/run3/config.json" "$TMP/full/config.json"
+expect_error "does not hold the ssd-mobilenet network" "$EXE" eval --data "$TMP/test" \
+  --checkpoint "$TMP/full"
+echo "dflow-detect train/eval/predict: all checks passed"
