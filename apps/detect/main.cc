@@ -1,10 +1,12 @@
 // dflow-detect: object detection over models/. Subcommands: cocoeval (COCO
-// box evaluation of a results file, as pycocotools prints it); see --help.
+// box evaluation of a results file, as pycocotools prints it), generate
+// (synthetic scenes, apps/detect/generate.h); see --help.
 #include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "apps/detect/generate.h"
 #include "graph/status.h"
 #include "models/data/coco.h"
 #include "models/metrics/coco_eval.h"
@@ -29,7 +31,7 @@ int CocoEval(const CocoEvalSettings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("dflow-detect: object detection (evaluation of COCO results files)");
+  CLI::App app("dflow-detect: object detection (COCO evaluation, synthetic data)");
   app.require_subcommand(1);
   CocoEvalSettings cocoeval;
   CLI::App* cocoeval_app =
@@ -38,8 +40,11 @@ int main(int argc, char** argv) {
   cocoeval_app->add_option("--dt", cocoeval.dt, "Detections: COCO results JSON")->required();
   cocoeval_app->add_option("--threads", cocoeval.threads, "Threads (default: one per core)")
       ->check(CLI::PositiveNumber);
+  dflow::detect_app::GenerateSettings generate;
+  dflow::detect_app::AddGenerateCommand(app, generate);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (app.got_subcommand("generate")) return dflow::detect_app::Generate(generate);
     return CocoEval(cocoeval);
   } catch (const std::exception& e) {  // dflow::Error names the file and entry
     std::cerr << "dflow-detect: " << e.what() << "\n";
