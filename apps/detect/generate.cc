@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "graph/status.h"
 #include "models/data/coco.h"
@@ -43,9 +44,11 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
   generate->add_option("--out", s.out, "Directory for images/ and annotations.json")->required();
   generate->add_option("--images", s.images, "Number of images")->check(CLI::PositiveNumber);
   generate->add_option("--size", s.size, "Image size, WIDTHxHEIGHT")->capture_default_str();
-  generate->add_option("--classes", scene.num_classes,
+  CLI::Option* classes =
+      generate
+          ->add_option("--classes", scene.num_classes,
                        "Classes, 1-8: circle square triangle diamond ring cross star hexagon")
-      ->capture_default_str();
+          ->capture_default_str();
   generate->add_option("--seed", scene.seed, "Seed: another seed gives held-out data");
   generate->add_option("--min-objects", scene.min_objects, "Fewest objects per image")
       ->capture_default_str();
@@ -60,18 +63,29 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
       ->capture_default_str();
   generate->add_flag("!--plain", scene.textured, "Plain gradient backgrounds, no texture");
   generate->add_flag("!--no-distractors", scene.distractors, "Leave out lines, dots and blotches");
+  CLI::Option* sprites = generate->add_option(
+      "--sprites", s.sprites, "IDX file of sprites [count, height, width], drawn instead of shapes");
+  CLI::Option* labels = generate->add_option(
+      "--sprite-labels", s.sprite_labels, "IDX file of their labels [count]: class = label + 1");
+  sprites->needs(labels)->excludes(classes);
+  labels->needs(sprites);
 }
 
 int Generate(GenerateSettings s) {
   ParseSize(s.size, s.scene);
-  models::CheckSceneOptions(s.scene);  // before anything is written
+  std::optional<models::SpriteSet> sprites;
+  if (!s.sprites.empty()) sprites = models::ReadSprites(s.sprites, s.sprite_labels);
+  models::CheckSceneOptions(s.scene, sprites ? &*sprites : nullptr);  // before anything is written
   const fs::path out(s.out), annotations = out / "annotations.json";
   fs::create_directories(out / "images");
   fs::remove(annotations);  // a stale file would describe other images
   models::DetectionDataset dataset;
-  dataset.categories = models::SceneCategories(s.scene.num_classes);
+  dataset.categories = sprites ? models::SpriteCategories(*sprites)
+                               : models::SceneCategories(s.scene.num_classes);
   for (int64_t i = 0; i < s.images; ++i) {
-    models::Scene scene = models::GenerateScene(s.scene, static_cast<uint64_t>(i));
+    const auto index = static_cast<uint64_t>(i);
+    models::Scene scene = sprites ? models::GenerateScene(s.scene, *sprites, index)
+                                  : models::GenerateScene(s.scene, index);
     const std::string name = ImageName(i);
     models::WritePng((out / name).string(), scene.image);
     dataset.images.push_back({i + 1, name, s.scene.width, s.scene.height});

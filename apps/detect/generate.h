@@ -16,6 +16,7 @@ struct GenerateSettings {
   int64_t images = 100;
   std::string size = "320x320";  // WIDTHxHEIGHT, into scene.width and scene.height
   models::SceneOptions scene;
+  std::string sprites, sprite_labels;  // IDX files; empty: the shapes
 };
 
 // Adds the `generate` subcommand and its options to `app`.

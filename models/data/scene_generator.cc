@@ -4,6 +4,7 @@
 #include "models/data/scene_generator.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "graph/status.h"
@@ -45,6 +46,37 @@ std::optional<ShapeMask> RandomShape(ShapeKind kind, const SceneOptions& o, int6
   return std::nullopt;
 }
 
+// A sprite whose box's longer side is min_size..max_size, or none.
+std::optional<ShapeMask> RandomSprite(const SpriteSet& sprites, int64_t index,
+                                      const SceneOptions& o, int64_t max_size,
+                                      SeededRandom& random) {
+  const int64_t size = RandomIn(random, o.min_size, max_size);
+  ShapeMask mask = RasterizeSprite(sprites.images, index, size, o.antialias);
+  const int64_t longer = std::max(mask.box.width(), mask.box.height());
+  if (mask.pixels == 0 || longer < o.min_size || longer > max_size) return std::nullopt;
+  return mask;
+}
+
+// The category of a new object and a way to draw random instances of it.
+struct ObjectClass {
+  int64_t category_id;
+  std::function<std::optional<ShapeMask>()> draw;
+};
+
+ObjectClass RandomObjectClass(const SceneOptions& o, int64_t max_size, const SpriteSet* sprites,
+                              SeededRandom& random) {
+  if (sprites) {
+    const auto index = static_cast<int64_t>(random.Below(sprites->labels.size()));
+    return {sprites->labels[static_cast<size_t>(index)] + 1,
+            [&o, &random, sprites, max_size, index] {
+              return RandomSprite(*sprites, index, o, max_size, random);
+            }};
+  }
+  const auto kind = static_cast<ShapeKind>(random.Below(static_cast<uint64_t>(o.num_classes)));
+  return {static_cast<int64_t>(kind) + 1,
+          [&o, &random, max_size, kind] { return RandomShape(kind, o, max_size, random); }};
+}
+
 // A colour for a shape in `box` unlike the background there and unlike
 // every object it may touch (two shapes of one colour would merge).
 Rgb ShapeColor(const PixelBox& box, const Canvas& canvas, const SceneLayout& layout,
@@ -55,14 +87,13 @@ Rgb ShapeColor(const PixelBox& box, const Canvas& canvas, const SceneLayout& lay
   return ContrastingColor(avoid, random);
 }
 
-// Draws one object of a random class where it hides too little of the
+// Draws one object of `object`'s class where it hides too little of the
 // earlier ones; false when no try fitted (the object is dropped). `colors`
 // holds each placed object's colour.
-bool PlaceObject(const SceneOptions& o, int64_t max_size, Canvas& canvas, SceneLayout& layout,
-                 std::vector<Rgb>& colors, SeededRandom& random) {
-  const auto kind = static_cast<ShapeKind>(random.Below(static_cast<uint64_t>(o.num_classes)));
+bool PlaceObject(const ObjectClass& object, const SceneOptions& o, Canvas& canvas,
+                 SceneLayout& layout, std::vector<Rgb>& colors, SeededRandom& random) {
   for (int shape_try = 0; shape_try < kShapeTries; ++shape_try) {
-    const std::optional<ShapeMask> mask = RandomShape(kind, o, max_size, random);
+    const std::optional<ShapeMask> mask = object.draw();
     if (!mask) continue;
     const PixelBox& b = mask->box;
     for (int position_try = 0; position_try < kPositionTries; ++position_try) {
@@ -73,7 +104,7 @@ bool PlaceObject(const SceneOptions& o, int64_t max_size, Canvas& canvas, SceneL
       const PixelBox where{x + b.x0, y + b.y0, x + b.x1, y + b.y1};
       colors.push_back(ShapeColor(where, canvas, layout, colors, random));
       PaintShape(canvas, *mask, x, y, colors.back());
-      layout.Add(*mask, x, y, static_cast<int64_t>(kind) + 1);
+      layout.Add(*mask, x, y, object.category_id);
       return true;
     }
   }
@@ -86,11 +117,11 @@ int64_t SceneMaxSize(const SceneOptions& o) {
   return o.max_size > 0 ? o.max_size : std::min(o.height, o.width) / 2;
 }
 
-void CheckSceneOptions(const SceneOptions& o) {
+void CheckSceneOptions(const SceneOptions& o, const SpriteSet* sprites) {
   DFLOW_REQUIRE(o.height >= 16 && o.width >= 16 && o.height <= kMaxSide && o.width <= kMaxSide,
                 "scene options: size ", o.width, "x", o.height, " outside 16x16 .. ", kMaxSide, "x",
                 kMaxSide);
-  DFLOW_REQUIRE(o.num_classes >= 1 && o.num_classes <= kNumShapeKinds,
+  DFLOW_REQUIRE(sprites || (o.num_classes >= 1 && o.num_classes <= kNumShapeKinds),
                 "scene options: num_classes ", o.num_classes, " outside 1..", kNumShapeKinds,
                 " (one class per shape: circle .. hexagon)");
   DFLOW_REQUIRE(o.min_objects >= 0 && o.min_objects <= o.max_objects &&
@@ -110,8 +141,10 @@ void CheckSceneOptions(const SceneOptions& o) {
                 " outside 0..1");
 }
 
-Scene GenerateScene(const SceneOptions& o, uint64_t index) {
-  CheckSceneOptions(o);
+namespace {
+
+Scene Generate(const SceneOptions& o, const SpriteSet* sprites, uint64_t index) {
+  CheckSceneOptions(o, sprites);
   const int64_t max_size = SceneMaxSize(o);
   SeededRandom random(SeededRandom::Combine({o.seed, index}));
   Canvas canvas(o.height, o.width);
@@ -120,9 +153,21 @@ Scene GenerateScene(const SceneOptions& o, uint64_t index) {
   SceneLayout layout(o.height, o.width, o.occlusion, o.min_size);
   std::vector<Rgb> colors;
   for (int64_t i = 0, n = RandomIn(random, o.min_objects, o.max_objects); i < n; ++i)
-    PlaceObject(o, max_size, canvas, layout, colors, random);
+    PlaceObject(RandomObjectClass(o, max_size, sprites, random), o, canvas, layout, colors,
+                random);
   AddGrain(canvas, kGrain, random);
   return {std::move(canvas.image()), layout.Instances(), layout.Objects()};
+}
+
+}  // namespace
+
+Scene GenerateScene(const SceneOptions& options, uint64_t index) {
+  return Generate(options, nullptr, index);
+}
+
+Scene GenerateScene(const SceneOptions& options, const SpriteSet& sprites, uint64_t index) {
+  DFLOW_REQUIRE(!sprites.labels.empty(), "GenerateScene: no sprites");
+  return Generate(options, &sprites, index);
 }
 
 std::vector<DetectionCategory> SceneCategories(int num_classes) {

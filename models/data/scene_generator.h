@@ -4,10 +4,12 @@
 // clutter, so that detectors can be trained and tested in minutes on a CPU.
 // Each scene is a pure function of (options, index), byte for byte on every
 // platform (integer arithmetic only), so held-out data is just another seed.
+// Sprites from IDX files (e.g. MNIST digits) can stand in for the shapes.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -49,12 +51,30 @@ struct Scene {
   std::vector<SceneObject> objects;  // in drawing order, later ones on top
 };
 
-// Throws kInvalidArgument naming the option and its bounds.
-void CheckSceneOptions(const SceneOptions& options);
+// Sprites drawn instead of the shapes: sprite i is of category labels[i] + 1,
+// cropped to its non-zero pixels, scaled so that its longer side is
+// min_size..max_size (a "1" stays narrow), tinted with a random colour
+// where bright and owning the pixels of at least half brightness.
+struct SpriteSet {
+  Tensor images;                // uint8 [count, height, width], 0: transparent
+  std::vector<int64_t> labels;  // count labels, each 0..255
+  int num_classes() const;      // the largest label + 1
+};
+// An IDX image file [count, height, width] and an IDX label file [count]
+// (idx.h). Throws naming the file when one is malformed, of another rank, or
+// the counts differ.
+SpriteSet ReadSprites(const std::string& images_path, const std::string& labels_path);
+// categories 1..num_classes named by their labels ("0", "1", ...).
+std::vector<DetectionCategory> SpriteCategories(const SpriteSet& sprites);
+
+// Throws kInvalidArgument naming the option and its bounds. With sprites,
+// num_classes is not used (the labels are the classes).
+void CheckSceneOptions(const SceneOptions& options, const SpriteSet* sprites = nullptr);
 // `options.max_size`, or its default when 0.
 int64_t SceneMaxSize(const SceneOptions& options);
 
 Scene GenerateScene(const SceneOptions& options, uint64_t index);
+Scene GenerateScene(const SceneOptions& options, const SpriteSet& sprites, uint64_t index);
 
 // categories 1..num_classes with the shapes' names, for a COCO file.
 std::vector<DetectionCategory> SceneCategories(int num_classes);

@@ -36,7 +36,9 @@ bool SceneLayout::Fits(const ShapeMask& mask, int64_t x, int64_t y) const {
     const int64_t hidden = p.full - (p.visible - covered[id]);
     if (static_cast<double>(hidden) > occlusion_ * static_cast<double>(p.full)) return false;
     const PixelBox box = VisibleBox(id, mask, x, y);
-    if (box.width() < min_size_ || box.height() < min_size_) return false;
+    if (box.width() < std::min(min_size_, p.region.width()) ||
+        box.height() < std::min(min_size_, p.region.height()))
+      return false;
   }
   return true;
 }

@@ -1,7 +1,8 @@
 // Which object owns each pixel of a synthetic scene (scene_generator.h), and
 // the rule that keeps every labelled object recognisable: a new object may
-// not cover more than `occlusion` of an earlier one's pixels, nor shrink its
-// visible box below `min_size`. Internal to models/data (not installed).
+// not cover more than `occlusion` of an earlier one's pixels, nor shrink a
+// side of its visible box below `min_size` (or below the side it had
+// uncovered, for a narrow sprite). Internal to models/data (not installed).
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "graph/tensor.h"
 #include "models/data/seeded_random.h"
 
 namespace dflow::models::scenes {
@@ -70,5 +71,9 @@ struct ShapeMask {
 };
 
 ShapeMask RasterizeShape(const ShapeGeometry& geometry, bool antialias);
+// Sprite `index` of uint8 [count, height, width] `images`, cropped to its
+// non-zero pixels and scaled bilinearly so that the crop's longer side is
+// `size`; pixels of at least half brightness are inside.
+ShapeMask RasterizeSprite(const Tensor& images, int64_t index, int64_t size, bool antialias);
 
 }  // namespace dflow::models::scenes

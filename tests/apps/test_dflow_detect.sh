@@ -114,6 +114,34 @@ gen --out "$TMP/other" --seed 5 > /dev/null || fail "generate with another seed"
 cmp -s "$TMP/scenes/images/scene_00000.png" "$TMP/other/images/scene_00000.png" &&
   fail "another seed, the same image"
 
+# Sprites from IDX files (MNIST's format): the labels are the classes.
+python3 - "$TMP" <<'PY' || fail "writing sprite files"
+import struct, sys
+def idx(path, dims, values):
+    open(path, "wb").write(bytes([0, 0, 8, len(dims)]) + struct.pack(">%dI" % len(dims), *dims)
+                            + bytes(values))
+block = [255 if 1 <= y < 9 and 1 <= x < 9 else 0 for y in range(10) for x in range(10)]
+bar = [255 if 1 <= y < 9 and 4 <= x < 6 else 0 for y in range(10) for x in range(10)]
+idx(sys.argv[1] + "/sprites.idx", [2, 10, 10], block + bar)
+idx(sys.argv[1] + "/labels.idx", [2], [0, 1])
+idx(sys.argv[1] + "/short.idx", [2, 10, 10], block)
+PY
+"$EXE" generate --out "$TMP/sprites" --images 3 --size 96x80 --sprites "$TMP/sprites.idx" \
+  --sprite-labels "$TMP/labels.idx" > "$TMP/out.txt" 2> "$TMP/err.txt" ||
+  { cat "$TMP/out.txt" "$TMP/err.txt"; fail "generate with sprites"; }
+grep -qE '^wrote 3 images of 96x80 with [0-9]+ objects of 2 classes' "$TMP/out.txt" ||
+  fail "generate's summary line with sprites"
+python3 -c '
+import json, sys
+gt = json.load(open(sys.argv[1]))
+assert [c["name"] for c in gt["categories"]] == ["0", "1"], gt["categories"]
+assert gt["annotations"] and all(a["category_id"] in (1, 2) for a in gt["annotations"])
+' "$TMP/sprites/annotations.json" || fail "sprite annotations"
+expect_error "short.idx' has 100 bytes of values where its dimensions [2,10,10] need 200" \
+  "$EXE" generate --out "$TMP/bad" --sprites "$TMP/short.idx" --sprite-labels "$TMP/labels.idx"
+"$EXE" generate --out "$TMP/bad" --sprites "$TMP/sprites.idx" > /dev/null 2>&1 &&
+  fail "generate accepted --sprites without --sprite-labels"
+
 # Bad options: named, exit 1, nothing written.
 expect_error "min_size 30 > max_size 20" \
   "$EXE" generate --out "$TMP/bad" --min-size 30 --max-size 20
