@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "graph/status.h"
+#include "graph/thread_pool.h"
 #include "models/data/coco.h"
 #include "models/data/image.h"
 
@@ -33,6 +34,26 @@ std::string ImageName(int64_t index) {
   char name[40];
   std::snprintf(name, sizeof name, "images/scene_%05lld.png", static_cast<long long>(index));
   return name;
+}
+
+// Generates and writes every image, `threads` at a time (PNG encoding
+// costs more than drawing); returns each image's objects, by index, so that
+// the dataset does not depend on the thread count.
+std::vector<std::vector<models::SceneObject>> WriteImages(const GenerateSettings& s,
+                                                          const models::SpriteSet* sprites) {
+  std::vector<std::vector<models::SceneObject>> objects(static_cast<size_t>(s.images));
+  ThreadPool pool(s.threads > 0 ? s.threads : ThreadPool::DefaultNumThreads(), "generate");
+  constexpr int64_t kCostPerImage = 1 << 20;  // enough for one image per block
+  pool.ParallelFor(s.images, kCostPerImage, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const auto index = static_cast<uint64_t>(i);
+      models::Scene scene = sprites ? models::GenerateScene(s.scene, *sprites, index)
+                                    : models::GenerateScene(s.scene, index);
+      models::WritePng((fs::path(s.out) / ImageName(i)).string(), scene.image);
+      objects[static_cast<size_t>(i)] = std::move(scene.objects);
+    }
+  });
+  return objects;
 }
 
 }  // namespace
@@ -68,6 +89,8 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
   CLI::Option* labels = generate->add_option(
       "--sprite-labels", s.sprite_labels, "IDX file of their labels [count]: class = label + 1");
   sprites->needs(labels)->excludes(classes);
+  generate->add_option("--threads", s.threads, "Threads (default: one per core)")
+      ->check(CLI::PositiveNumber);
   labels->needs(sprites);
 }
 
@@ -79,17 +102,13 @@ int Generate(GenerateSettings s) {
   const fs::path out(s.out), annotations = out / "annotations.json";
   fs::create_directories(out / "images");
   fs::remove(annotations);  // a stale file would describe other images
+  const auto objects = WriteImages(s, sprites ? &*sprites : nullptr);
   models::DetectionDataset dataset;
   dataset.categories = sprites ? models::SpriteCategories(*sprites)
                                : models::SceneCategories(s.scene.num_classes);
   for (int64_t i = 0; i < s.images; ++i) {
-    const auto index = static_cast<uint64_t>(i);
-    models::Scene scene = sprites ? models::GenerateScene(s.scene, *sprites, index)
-                                  : models::GenerateScene(s.scene, index);
-    const std::string name = ImageName(i);
-    models::WritePng((out / name).string(), scene.image);
-    dataset.images.push_back({i + 1, name, s.scene.width, s.scene.height});
-    for (const models::SceneObject& object : scene.objects)
+    dataset.images.push_back({i + 1, ImageName(i), s.scene.width, s.scene.height});
+    for (const models::SceneObject& object : objects[static_cast<size_t>(i)])
       dataset.annotations.push_back({.id = static_cast<int64_t>(dataset.annotations.size()) + 1,
                                      .image_id = i + 1,
                                      .category_id = object.category_id,

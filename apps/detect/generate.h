@@ -17,6 +17,7 @@ struct GenerateSettings {
   std::string size = "320x320";  // WIDTHxHEIGHT, into scene.width and scene.height
   models::SceneOptions scene;
   std::string sprites, sprite_labels;  // IDX files; empty: the shapes
+  int threads = 0;                     // 0: one per core
 };
 
 // Adds the `generate` subcommand and its options to `app`.
