@@ -111,6 +111,22 @@ bool PlaceObject(const ObjectClass& object, const SceneOptions& o, Canvas& canva
   return false;
 }
 
+Scene Generate(const SceneOptions& o, const SpriteSet* sprites, uint64_t index) {
+  CheckSceneOptions(o, sprites);
+  const int64_t max_size = SceneMaxSize(o);
+  SeededRandom random(SeededRandom::Combine({o.seed, index}));
+  Canvas canvas(o.height, o.width);
+  PaintBackground(canvas, o.textured, random);
+  if (o.distractors) PaintDistractors(canvas, o.min_size, max_size, random);
+  SceneLayout layout(o.height, o.width, o.occlusion, o.min_size);
+  std::vector<Rgb> colors;
+  for (int64_t i = 0, n = RandomIn(random, o.min_objects, o.max_objects); i < n; ++i)
+    PlaceObject(RandomObjectClass(o, max_size, sprites, random), o, canvas, layout, colors,
+                random);
+  AddGrain(canvas, kGrain, random);
+  return {std::move(canvas.image()), layout.Instances(), layout.Objects()};
+}
+
 }  // namespace
 
 int64_t SceneMaxSize(const SceneOptions& o) {
@@ -140,26 +156,6 @@ void CheckSceneOptions(const SceneOptions& o, const SpriteSet* sprites) {
   DFLOW_REQUIRE(o.occlusion >= 0 && o.occlusion <= 1, "scene options: occlusion ", o.occlusion,
                 " outside 0..1");
 }
-
-namespace {
-
-Scene Generate(const SceneOptions& o, const SpriteSet* sprites, uint64_t index) {
-  CheckSceneOptions(o, sprites);
-  const int64_t max_size = SceneMaxSize(o);
-  SeededRandom random(SeededRandom::Combine({o.seed, index}));
-  Canvas canvas(o.height, o.width);
-  PaintBackground(canvas, o.textured, random);
-  if (o.distractors) PaintDistractors(canvas, o.min_size, max_size, random);
-  SceneLayout layout(o.height, o.width, o.occlusion, o.min_size);
-  std::vector<Rgb> colors;
-  for (int64_t i = 0, n = RandomIn(random, o.min_objects, o.max_objects); i < n; ++i)
-    PlaceObject(RandomObjectClass(o, max_size, sprites, random), o, canvas, layout, colors,
-                random);
-  AddGrain(canvas, kGrain, random);
-  return {std::move(canvas.image()), layout.Instances(), layout.Objects()};
-}
-
-}  // namespace
 
 Scene GenerateScene(const SceneOptions& options, uint64_t index) {
   return Generate(options, nullptr, index);
