@@ -3,6 +3,8 @@
 // options, the occlusion bound checked against the instance map, and bad
 // options refused by name.
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -110,6 +112,30 @@ TEST_CASE("no labelled object is hidden beyond the occlusion bound", "[scenes]")
   options.occlusion = 0;
   for (uint64_t index = 0; index < 5; ++index)
     for (const SceneObject& o : GenerateScene(options, index).objects) CHECK(o.area == o.full_area);
+}
+
+TEST_CASE("an object's colour does not give its class away", "[scenes]") {
+  // The mean colour of each class's visible pixels, over many scenes: near
+  // mid-grey for every class when colours are drawn independently of class.
+  SceneOptions options{.height = 96, .width = 96, .num_classes = 4, .min_objects = 3,
+                       .max_objects = 6, .max_size = 32, .seed = 11};
+  std::vector<std::array<double, 4>> sums(5, {0, 0, 0, 0});  // r, g, b, pixels per class
+  for (uint64_t index = 0; index < 80; ++index) {
+    Scene scene = GenerateScene(options, index);
+    const uint8_t* rgb = scene.image.data<uint8_t>();
+    const int32_t* ids = scene.instances.data<int32_t>();
+    for (int64_t p = 0; p < 96 * 96; ++p) {
+      if (ids[p] == 0) continue;
+      auto& sum = sums[static_cast<size_t>(scene.objects[ids[p] - 1].category_id)];
+      for (int c = 0; c < 3; ++c) sum[c] += rgb[3 * p + c];
+      sum[3] += 1;
+    }
+  }
+  for (int k = 1; k <= 4; ++k)
+    for (int c = 0; c < 3; ++c) {
+      INFO("class " << k << " channel " << c);
+      CHECK(std::abs(sums[k][c] / sums[k][3] - 127.5) < 30);
+    }
 }
 
 TEST_CASE("every option is usable: plain, without clutter, aliased, one class", "[scenes]") {
