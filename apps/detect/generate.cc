@@ -63,14 +63,17 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
       "generate", "Write synthetic detection scenes (shapes on clutter) and their COCO file");
   models::SceneOptions& scene = s.scene;
   generate->add_option("--out", s.out, "Directory for images/ and annotations.json")->required();
-  generate->add_option("--images", s.images, "Number of images")->check(CLI::PositiveNumber);
+  generate->add_option("--images", s.images, "Number of images")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   generate->add_option("--size", s.size, "Image size, WIDTHxHEIGHT")->capture_default_str();
   CLI::Option* classes =
       generate
           ->add_option("--classes", scene.num_classes,
                        "Classes, 1-8: circle square triangle diamond ring cross star hexagon")
           ->capture_default_str();
-  generate->add_option("--seed", scene.seed, "Seed: another seed gives held-out data");
+  generate->add_option("--seed", scene.seed, "Seed: another seed gives held-out data")
+      ->capture_default_str();
   generate->add_option("--min-objects", scene.min_objects, "Fewest objects per image")
       ->capture_default_str();
   generate->add_option("--max-objects", scene.max_objects, "Most objects per image")
