@@ -1,11 +1,12 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 as
 // seed 000) from datasets to trained detectors, metrics and boxed images.
-// Subcommands: train, eval, predict, cocoeval, convert (see --help).
+// Subcommands: train, eval, predict, cocoeval, convert, generate (see --help).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/detect/commands.h"
+#include "apps/detect/generate.h"
 #include "graph/status.h"
 
 namespace {
@@ -140,6 +141,8 @@ int main(int argc, char** argv) {
   ConvertSettings convert;
   AddConvert(*app.add_subcommand("convert", "Convert a detection dataset between COCO, VOC and YOLO"),
              convert);
+  GenerateSettings generate;
+  AddGenerateCommand(app, generate);
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("train")) {
@@ -150,6 +153,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("eval")) return Eval(eval);
     if (app.got_subcommand("predict")) return Predict(predict);
     if (app.got_subcommand("convert")) return Convert(convert);
+    if (app.got_subcommand("generate")) return Generate(generate);
     return CocoEval(cocoeval);
   } catch (const std::exception& e) {  // dflow::Error and filesystem errors name their paths
     std::cerr << "dflow-detect: " << e.what() << "\n";

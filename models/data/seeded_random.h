@@ -4,6 +4,7 @@
 // and std::shuffle are implementation-defined, so they are not used here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>

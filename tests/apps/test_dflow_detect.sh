@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# dflow-detect end to end on hand-made files. cocoeval: the 12-line summary,
-# the JSON last line with hand-computed values. convert: COCO -> VOC -> COCO
-# exactly and COCO -> YOLO -> COCO within float precision. Bad input refused
-# with the file and entry named, a non-zero exit and no crash.
+# dflow-detect's data commands end to end. cocoeval on hand-made files: the
+# 12-line summary, the JSON last line with hand-computed values. convert:
+# COCO -> VOC -> COCO exactly and COCO -> YOLO -> COCO within float
+# precision. Bad input refused with the file and entry named, a non-zero exit
+# and no crash. generate: a synthetic dataset whose annotations cocoeval
+# reads back (perfect detections score AP 1), the same bytes again from the
+# same seed on more threads, sprites from IDX files, and bad options.
 # Usage: test_dflow_detect.sh PATH/TO/dflow-detect
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-detect}
@@ -147,4 +150,75 @@ expect_error "is not a detection dataset" \
 expect_error "not an empty folder" "$EXE" convert --data "$TMP/coco" --out "$TMP/voc" --format yolo
 "$EXE" convert --data "$TMP/coco" --out "$TMP/x" --format xml > /dev/null 2>&1 &&
   fail "accepted an unknown format"
+# generate: images, then annotations.json naming them relative to --out.
+gen() { "$EXE" generate --images 6 --size 96x80 --classes 3 --max-objects 4 --max-size 40 "$@"; }
+gen --out "$TMP/scenes" --seed 4 --threads 1 > "$TMP/out.txt" 2> "$TMP/err.txt" ||
+  { cat "$TMP/out.txt" "$TMP/err.txt"; fail "generate"; }
+cat "$TMP/out.txt"
+grep -qE '^wrote 6 images of 96x80 with [0-9]+ objects of 3 classes' "$TMP/out.txt" ||
+  fail "generate's summary line"
+python3 - "$TMP/scenes" "$TMP/perfect.json" <<'PY' || fail "generated annotations"
+import json, os, sys
+root, out = sys.argv[1], sys.argv[2]
+gt = json.load(open(os.path.join(root, "annotations.json")))
+assert [c["name"] for c in gt["categories"]] == ["circle", "square", "triangle"], gt["categories"]
+assert len(gt["images"]) == 6 and gt["annotations"], "no objects"
+for image in gt["images"]:
+    assert image["file_name"] == "images/scene_%05d.png" % (image["id"] - 1), image
+    assert os.path.getsize(os.path.join(root, image["file_name"])) > 0
+for a in gt["annotations"]:
+    x, y, w, h = a["bbox"]
+    assert 0 <= x and 0 <= y and x + w <= 96 and y + h <= 80 and 12 <= min(w, h), a
+    assert 0 < a["area"] <= w * h and 1 <= a["category_id"] <= 3, a
+json.dump([{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": a["bbox"],
+            "score": 1.0} for a in gt["annotations"]], open(out, "w"))
+PY
+"$EXE" cocoeval --gt "$TMP/scenes/annotations.json" --dt "$TMP/perfect.json" > "$TMP/out.txt" \
+  2> "$TMP/err.txt" || { cat "$TMP/out.txt" "$TMP/err.txt"; fail "cocoeval of generated data"; }
+tail -n 1 "$TMP/out.txt" | python3 -c '
+import json, sys
+s = json.loads(sys.stdin.read())
+assert s["AP"] == s["AP50"] == s["AP75"] == 1.0, s
+' || fail "perfect detections of generated scenes do not score AP 1"
+gen --out "$TMP/again" --seed 4 --threads 3 > /dev/null || fail "generate again"
+diff -r "$TMP/scenes" "$TMP/again" > /dev/null || fail "same seed, other files (3 threads, not 1)"
+gen --out "$TMP/other" --seed 5 > /dev/null || fail "generate with another seed"
+cmp -s "$TMP/scenes/images/scene_00000.png" "$TMP/other/images/scene_00000.png" &&
+  fail "another seed, the same image"
+
+# Sprites from IDX files (MNIST's format): the labels are the classes.
+python3 - "$TMP" <<'PY' || fail "writing sprite files"
+import struct, sys
+def idx(path, dims, values):
+    open(path, "wb").write(bytes([0, 0, 8, len(dims)]) + struct.pack(">%dI" % len(dims), *dims)
+                            + bytes(values))
+block = [255 if 1 <= y < 9 and 1 <= x < 9 else 0 for y in range(10) for x in range(10)]
+bar = [255 if 1 <= y < 9 and 4 <= x < 6 else 0 for y in range(10) for x in range(10)]
+idx(sys.argv[1] + "/sprites.idx", [2, 10, 10], block + bar)
+idx(sys.argv[1] + "/labels.idx", [2], [0, 1])
+idx(sys.argv[1] + "/short.idx", [2, 10, 10], block)
+PY
+"$EXE" generate --out "$TMP/sprites" --images 3 --size 96x80 --sprites "$TMP/sprites.idx" \
+  --sprite-labels "$TMP/labels.idx" > "$TMP/out.txt" 2> "$TMP/err.txt" ||
+  { cat "$TMP/out.txt" "$TMP/err.txt"; fail "generate with sprites"; }
+grep -qE '^wrote 3 images of 96x80 with [0-9]+ objects of 2 classes' "$TMP/out.txt" ||
+  fail "generate's summary line with sprites"
+python3 -c '
+import json, sys
+gt = json.load(open(sys.argv[1]))
+assert [c["name"] for c in gt["categories"]] == ["0", "1"], gt["categories"]
+assert gt["annotations"] and all(a["category_id"] in (1, 2) for a in gt["annotations"])
+' "$TMP/sprites/annotations.json" || fail "sprite annotations"
+expect_error "short.idx' has 100 bytes of values where its dimensions [2,10,10] need 200" \
+  "$EXE" generate --out "$TMP/bad" --sprites "$TMP/short.idx" --sprite-labels "$TMP/labels.idx"
+"$EXE" generate --out "$TMP/bad" --sprites "$TMP/sprites.idx" > /dev/null 2>&1 &&
+  fail "generate accepted --sprites without --sprite-labels"
+
+# Bad options: named, exit 1, nothing written.
+expect_error "min_size 30 > max_size 20" \
+  "$EXE" generate --out "$TMP/bad" --min-size 30 --max-size 20
+expect_error "num_classes 9 outside 1..8" "$EXE" generate --out "$TMP/bad" --classes 9
+expect_error "--size '96' is not WIDTHxHEIGHT" "$EXE" generate --out "$TMP/bad" --size 96
+[[ ! -e $TMP/bad ]] || fail "generate wrote into --out despite bad options"
+"$EXE" generate --images 1 > /dev/null 2>&1 && fail "generate accepted a missing --out"
 echo "dflow-detect: all checks passed"
