@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/common/resume_options.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/generate.h"
 #include "graph/status.h"
@@ -105,10 +106,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
 // With --resume the run's own settings apply: only --steps/--epochs (a
 // longer run) and the resource options may be given.
 TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::Option*>& fixed) {
-  for (CLI::Option* option : fixed)
-    if (option->count() > 0)
-      dflow::Fail(dflow::Code::kInvalidArgument, "train --resume: ", option->get_name(),
-                  " is fixed by ", ConfigPath(given.out), "; leave it out");
+  dflow::apps::RefuseFixedOptions(fixed, given.out);
   TrainSettings s = ReadConfig(given.out);
   s.out = given.out;
   if (given.steps > 0 || given.epochs > 0) s.steps = given.steps, s.epochs = given.epochs;

@@ -8,16 +8,7 @@ set -u
 source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
 EXE=${1:?usage: $0 PATH/TO/dflow-count PATH/TO/spiral_mlp}
 SPIRAL=${2:?usage: $0 PATH/TO/dflow-count PATH/TO/spiral_mlp}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# expect_error "what must appear" CMD...: CMD must fail and say it.
-expect_error() {
-  local want=$1
-  shift
-  if "$@" > "$TMP/err.txt" 2>&1; then cat "$TMP/err.txt"; fail "accepted: $*"; fi
-  grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
-}
+source "$(dirname "$(readlink -f "$0")")/app_checks.sh"
 
 "$EXE" generate --out "$TMP/data" --images 6 --width 72 --height 40 --max-flowers 6 --seed 3 ||
   fail "generate"

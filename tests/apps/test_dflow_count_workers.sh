@@ -11,15 +11,7 @@
 # Usage: test_dflow_count_workers.sh PATH/TO/dflow-count
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-count}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_error() {
-  local want=$1
-  shift
-  if timeout 60 "$@" > "$TMP/err.txt" 2>&1; then cat "$TMP/err.txt"; fail "accepted: $*"; fi
-  grep -qF -- "$want" "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "no message naming '$want': $*"; }
-}
+source "$(dirname "$(readlink -f "$0")")/app_checks.sh"
 # Below the ephemeral range (32768..), where the links' own sockets could take our ports.
 PORT=$((20000 + RANDOM % 10000))
 source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
