@@ -14,9 +14,6 @@
 // turns the conv rewrites off, --latency-only skips training and batches:
 //   bench_models --model mbv1ssd --size 300 --latency-only --freeze --conv-rewrites off
 //   bench_models --model mbv1ssd --batch 4 --size 300 --threads 2 --profile 3
-#include <sys/resource.h>
-
-#include <chrono>
 #include <functional>
 #include <iostream>
 
@@ -24,6 +21,7 @@
 
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
+#include "bench/timing.h"
 #include "graph/freeze.h"
 #include "graph/run_metadata.h"
 #include "graph/session.h"
@@ -35,6 +33,7 @@
 namespace {
 
 using namespace dflow;
+using bench::Timed;
 
 struct Settings {
   std::string model = "countnet";
@@ -136,26 +135,6 @@ void Profile(const Bench& b, int steps, const std::string& what) {
             << TraceSummary(MeanOfSteps(traced), 400);
 }
 
-// The process's CPU time (user + system, all threads) in seconds.
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-// Seconds per call after two warm-up calls, as torch_models.py's timed();
-// cpu_s (if given) gets the CPU seconds per call, which a loaded machine
-// inflates much less than the wall time (the pool's threads sleep, never spin).
-double Timed(const std::function<void()>& fn, int n, double* cpu_s = nullptr) {
-  for (int i = 0; i < 2; ++i) fn();
-  double cpu_start = CpuSeconds();
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) fn();
-  if (cpu_s) *cpu_s = (CpuSeconds() - cpu_start) / n;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
-}
-
 // Batch-1 latency only: {"model", "size", "threads", "freeze", "conv_rewrites", "latency_ms"}.
 void RunLatency(const Settings& s) {
   Bench single;
@@ -182,15 +161,13 @@ void Run(const Settings& s) {
   double infer_s = Timed(infer.step, s.steps);
   Build(single, s, 1, false);
   double latency_s = Timed(single.step, 3 * s.steps);
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
   std::cout << "{\"model\": \"" << s.model << "\", \"batch\": " << s.batch << ", \"size\": " << s.size
             << ", \"threads\": " << s.threads << ", \"params\": " << params
             << ", \"train_img_per_s\": " << s.batch / train_s
             << ", \"infer_img_per_s\": " << s.batch / infer_s
             << ", \"latency_ms\": " << latency_s * 1000
             << ", \"train_cpu_ms_per_step\": " << train_cpu_s * 1000
-            << ", \"peak_rss_mb\": " << usage.ru_maxrss / 1024.0 << "}" << std::endl;
+            << ", \"peak_rss_mb\": " << bench::PeakRssMb() << "}" << std::endl;
 }
 
 }  // namespace
