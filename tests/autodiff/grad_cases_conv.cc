@@ -23,6 +23,12 @@ void AddConvCases(std::vector<GradCase>& c) {
                conv({.strides = {1, 2, 1, 1}, .padding = "EXPLICIT",
                      .explicit_paddings = {0, 0, 1, 2, 0, 1, 0, 0}})});
   c.push_back({"Conv2D", {{1, 4, 4, 3}, {1, 1, 3, 2}}, conv({})});  // pointwise GEMM
+  // MobileNet's depthwise layers: multiplier 1 with 16 channels (the
+  // vectorised kernels), stride 2 and 1, one pixel of padding on every side.
+  ops::Conv2DAttrs padded_one{.padding = "EXPLICIT", .explicit_paddings = {0, 0, 1, 1, 1, 1, 0, 0}};
+  c.push_back({"Conv2D", {{2, 7, 7, 16}, {3, 3, 1, 16}}, conv(padded_one)});
+  padded_one.strides = {1, 2, 2, 1};
+  c.push_back({"Conv2D", {{2, 7, 7, 16}, {3, 3, 1, 16}}, conv(padded_one)});
   // Backprop ops: the sizes are Consts; dy has the conv's output shape.
   ops::Conv2DAttrs strided{.strides = {1, 2, 2, 1}};
   c.push_back({"Conv2DBackpropInput", {{3, 3, 2, 3}, {1, 3, 3, 3}},
