@@ -62,7 +62,9 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
           ->check(CLI::PositiveNumber),
       app.add_option("--warmup", s.warmup_steps, "Warm-up steps (default: 5% of the run, at most 300)")
           ->check(CLI::NonNegativeNumber),
-      app.add_flag("!--no-augment", s.augment, "Resize only: no photometric, expand, crop or flip"),
+      app.add_option("--augment", s.augment,
+                     "ssd: photometric, expand, IoU crop, flip; light: photometric and flip; none")
+          ->check(CLI::IsMember({"ssd", "light", "none"})),
       app.add_option("--freeze", s.freeze, "Keep these variables as initialised: backbone")
           ->check(CLI::IsMember({"backbone"})),
       app.add_option("--init-from", s.init_from, "Checkpoint to take the backbone's weights from"),

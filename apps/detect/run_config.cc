@@ -48,6 +48,8 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
   TrainSettings s = apps::FieldsFromJson<TrainSettings>(json, source, kForEachField);
   DFLOW_REQUIRE(s.model == kSsdMobileNet, source, ": unknown model \"", s.model,
                 "\" (this dflow-detect knows ", kSsdMobileNet, ")");
+  DFLOW_REQUIRE(s.augment == "ssd" || s.augment == "light" || s.augment == "none", source,
+                ": \"augment\" must be ssd, light or none, got \"", s.augment, "\"");
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",
                 s.class_names.size(), " class_names but ", s.category_ids.size(), " category_ids");
   return s;

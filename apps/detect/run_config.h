@@ -30,7 +30,10 @@ struct TrainSettings {
   int64_t batch = 8;
   double learning_rate = 1e-3;   // Adam; linear warm-up, then cosine decay to 5%
   int64_t warmup_steps = -1;     // -1: 5% of the run, at most 300
-  bool augment = true;           // SSD's photometric, expand, crop, flip
+  // ssd: SSD's photometric distortion, expand, IoU crop and flip; light:
+  // photometric and flip only (the objects keep their size: for short runs
+  // on plentiful data); none: resize only.
+  std::string augment = "ssd";
   std::string freeze;            // "backbone": its variables are not trained
   std::string init_from;         // a checkpoint whose backbone starts the run
   std::string init_map;          // JSON {our variable name: name in init_from}

@@ -51,7 +51,11 @@ models::DetectionPipelineOptions PipelineOptionsFor(const TrainSettings& s, cons
   models::DetectionPipelineOptions o;
   o.image_size = s.size;
   o.batch_size = s.batch;
-  o.augment = s.augment;
+  o.augment = s.augment != "none";
+  if (s.augment == "light") {
+    o.augment_options.expand_probability = 0;
+    o.augment_options.crop = false;
+  }
   o.num_parallel_calls = s.decode_threads;
   o.prefetch_batches = s.prefetch;
   o.seed = s.seed;
