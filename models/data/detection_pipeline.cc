@@ -47,8 +47,10 @@ void CheckOptions(const DetectionPipelineOptions& o) {
 }
 
 // Appends the annotation's box (clipped by at most kBoxSlack) and label to
-// its image's record; kInvalidArgument when it lies outside the image.
-void AddObject(const DetectionObject& a, int32_t label, ImageRecord& r) {
+// its image's record; kInvalidArgument when it lies outside the image, or,
+// for training (`require_area`), has no width or height (as torchvision's
+// detectors refuse such targets: no anchor can match them).
+void AddObject(const DetectionObject& a, int32_t label, bool require_area, ImageRecord& r) {
   const auto [x, y, w, h] = a.bbox;
   const bool inside = std::isfinite(x + y + w + h) && w >= 0 && h >= 0 && x >= -kBoxSlack &&
                       y >= -kBoxSlack && x + w <= r.width + kBoxSlack &&
@@ -56,13 +58,17 @@ void AddObject(const DetectionObject& a, int32_t label, ImageRecord& r) {
   DFLOW_REQUIRE(inside, "DetectionPipeline: annotation ", a.id, " of image '", r.path,
                 "' has box [x ", x, ", y ", y, ", w ", w, ", h ", h, "] outside the image's ",
                 r.width, "x", r.height, " pixels");
+  DFLOW_REQUIRE(!require_area || (w > 0 && h > 0), "DetectionPipeline: annotation ", a.id,
+                " of image '", r.path, "' has a box of zero width or height [x ", x, ", y ", y,
+                ", w ", w, ", h ", h, "]; a detector cannot be trained on it");
   auto clip = [](double v, int64_t hi) { return static_cast<float>(std::clamp<double>(v, 0, hi)); };
   for (float v : {clip(y, r.height), clip(x, r.width), clip(y + h, r.height), clip(x + w, r.width)})
     r.boxes.push_back(v);
   r.labels.push_back(label);
 }
 
-std::vector<ImageRecord> IndexDataset(const DetectionDataset& d, const std::string& root) {
+std::vector<ImageRecord> IndexDataset(const DetectionDataset& d, const std::string& root,
+                                      bool require_area) {
   DFLOW_REQUIRE(!d.images.empty(), "DetectionPipeline: the dataset has no images");
   std::vector<ImageRecord> records;
   std::map<int64_t, size_t> record_of_id;
@@ -85,7 +91,7 @@ std::vector<ImageRecord> IndexDataset(const DetectionDataset& d, const std::stri
     DFLOW_REQUIRE(label != label_of_category.end(), "DetectionPipeline: annotation ", a.id,
                   " of image '", records[record->second].path, "' has category ", a.category_id,
                   ", which the dataset does not have");
-    if (!a.iscrowd) AddObject(a, label->second, records[record->second]);
+    if (!a.iscrowd) AddObject(a, label->second, require_area, records[record->second]);
   }
   return records;
 }
@@ -181,7 +187,8 @@ int64_t DetectionPipeline::State::Prepare(DetectionBatch& batch, int64_t slot,
 DetectionPipeline::DetectionPipeline(DetectionDataset dataset, std::string root,
                                      DetectionPipelineOptions options) {
   CheckOptions(options);
-  state_ = std::make_unique<State>(IndexDataset(dataset, root), std::move(options));
+  const bool training = static_cast<bool>(options.encode);
+  state_ = std::make_unique<State>(IndexDataset(dataset, root, training), std::move(options));
   State* state = state_.get();
   state->queue.Start([state](int64_t step) { return state->MakeBatch(step); },
                      state->options.start_step, state->schedule.EndStep(state->options.repeat));

@@ -275,9 +275,21 @@ TEST_CASE("detection pipeline: bad datasets and options are named errors", "[det
         o.encode = [](const detection::GroundTruth&) { return detection::MatchResult{}; };
       },
       {"num_anchors"});
+  // A box without area cannot be trained on (evaluation keeps it: it is
+  // simply never found).
+  auto no_targets = [](const detection::GroundTruth&) { return detection::MatchResult{}; };
+  expect(
+      [&](O& o, D& x) {
+        o.encode = no_targets, o.num_anchors = 3;
+        x.annotations[0].bbox = {2, 2, 0, 5};
+      },
+      {"annotation 1", "image0.png", "zero width or height"});
+  D flat = d;
+  flat.annotations[0].bbox = {2, 2, 5, 0};
   DetectionPipelineOptions o;
   o.batch_size = 1;
-  o.encode = [](const detection::GroundTruth&) { return detection::MatchResult{}; };
+  CHECK_NOTHROW(DetectionPipeline(flat, root, o));
+  o.encode = no_targets;
   o.num_anchors = 3;
   DetectionPipeline wrong_targets(d, root, o);
   ExpectError([&] { wrong_targets.Next(); }, Code::kInvalidArgument,
