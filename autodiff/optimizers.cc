@@ -101,6 +101,21 @@ Node* Optimizer::Minimize(const Scope& scope, const Output& loss, std::vector<Ou
   return ApplyGradients(scope, ComputeGradients(scope, loss, std::move(var_list)));
 }
 
+FedGradients Optimizer::MinimizeWithFedGradients(const Scope& scope, const Output& loss,
+                                                std::vector<Output> var_list) {
+  FedGradients fed;
+  std::vector<GradAndVar> applied;
+  for (const GradAndVar& g : ComputeGradients(scope, loss, std::move(var_list))) {
+    DFLOW_REQUIRE(g.grad.node(), name_, ": no gradient of '", loss.name(), "' reaches ", g.var.node()->name());
+    fed.gradients.push_back(g.grad);
+    fed.feeds.push_back(ops::Placeholder(scope.WithOpName(g.var.node()->name() + "/mean_gradient"),
+                                         g.var.dtype(), g.var.shape()));
+    applied.push_back({fed.feeds.back(), g.var});
+  }
+  fed.apply = ApplyGradients(scope, applied);
+  return fed;
+}
+
 Output Optimizer::Slot(const Scope& scope, const Output& var, const std::string& slot) const {
   const Shape& shape = var.shape();
   DFLOW_REQUIRE(shape.IsFullyDefined(), name_, ": variable '", var.name(), "' has shape ",

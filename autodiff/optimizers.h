@@ -35,6 +35,14 @@ std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope,
                                                        const std::vector<Output>& grads,
                                                        double clip_norm);
 
+// Data-parallel training (dist/training/data_parallel.h): each worker fetches
+// `gradients`, and `apply` updates the variables from `feeds`, one
+// placeholder "<var>/mean_gradient" per variable for the workers' mean.
+struct FedGradients {
+  std::vector<Output> gradients, feeds;  // in the variables' order
+  Node* apply = nullptr;
+};
+
 struct OptimizerOptions {
   // L2 penalty added to each gradient: grad + weight_decay * var (AdamW
   // instead decays the weights directly; see AdamWOptimizer).
@@ -57,6 +65,10 @@ class Optimizer {
   // returns a NoOp "train" that runs them all.
   Node* ApplyGradients(const Scope& scope, const std::vector<GradAndVar>& grads_and_vars);
   Node* Minimize(const Scope& scope, const Output& loss, std::vector<Output> var_list = {});
+  // Minimize split at the gradients, which the caller averages over the
+  // workers; throws naming a variable no gradient reaches.
+  FedGradients MinimizeWithFedGradients(const Scope& scope, const Output& loss,
+                                        std::vector<Output> var_list = {});
 
   const std::string& name() const { return name_; }
 

@@ -46,15 +46,10 @@ DensityCounter BuildDensityCounter(const Scope& s, const DensityCounterOptions& 
   if (!options.fed_gradients) {
     m.train = adam.Minimize(s, m.loss, m.variables);
   } else {
-    std::vector<autodiff::GradAndVar> fed;
-    for (const autodiff::GradAndVar& g : adam.ComputeGradients(s, m.loss, m.variables)) {
-      DFLOW_REQUIRE(g.grad.node(), "BuildDensityCounter: no gradient reaches ", g.var.node()->name());
-      m.gradients.push_back(g.grad);
-      m.gradient_feeds.push_back(ops::Placeholder(s.WithOpName(g.var.node()->name() + "/mean_gradient"),
-                                                  g.var.dtype(), g.var.shape()));
-      fed.push_back({m.gradient_feeds.back(), g.var});
-    }
-    m.train = adam.ApplyGradients(s, fed);
+    autodiff::FedGradients fed = adam.MinimizeWithFedGradients(s, m.loss, m.variables);
+    m.gradients = fed.gradients;
+    m.gradient_feeds = fed.feeds;
+    m.train = fed.apply;
   }
   m.init = ops::GlobalVariablesInitializer(s.WithOpName("init"));
   return m;

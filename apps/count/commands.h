@@ -22,9 +22,6 @@ int Generate(const GenerateSettings& settings);
 // `resume`: continue RUN from its config.json and latest checkpoint; only
 // `steps`/`epochs` (a longer run) may be given with it.
 int Train(TrainSettings settings, bool resume);
-// Throws when --device names a GPU for data-parallel training (workers or
-// parameter servers): that runs on the CPU only.
-void RequireCpuWhenDistributed(const TrainSettings& settings);
 
 struct EvalSettings {
   std::string data;

@@ -6,7 +6,7 @@
 
 #include "apps/common/resume_options.h"
 #include "apps/count/commands.h"
-#include "apps/count/workers.h"
+#include "apps/common/workers.h"
 #include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
 
@@ -61,18 +61,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
       ->check(CLI::PositiveNumber);
   app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
-  app.add_option("--workers", s.workers,
-                 "Data-parallel workers, one process each, started by dflow launch; --batch is per worker")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--strategy", s.strategy,
-                 "How the workers combine gradients: ring (all-reduce) or ps (parameter servers)");
-  app.add_option("--ps", s.ps, "With --strategy ps: parameter-server processes (default 1)")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--ps-mode", s.ps_mode, "With --strategy ps: sync (mean of all workers per step) or async");
-  app.add_option("--codec", s.codec, "With --strategy ring: gradients on the wire, none, fp16 or 1bit (error feedback)")
-      ->check(CLI::IsMember({"none", "fp16", "1bit"}));
-  app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
-      ->check(CLI::Range(1, 65535));
+  dflow::apps::AddDataParallelOptions(app, s.parallel);
   return fixed;
 }
 
@@ -111,12 +100,7 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
   s.prefetch = given.prefetch;
   s.checkpoint_every = given.checkpoint_every;
   s.keep = given.keep;
-  s.workers = given.workers;
-  s.strategy = given.strategy;
-  s.ps = given.ps;
-  s.ps_mode = given.ps_mode;
-  s.codec = given.codec;
-  s.base_port = given.base_port;
+  s.parallel = given.parallel;
   return s;
 }
 
@@ -141,9 +125,9 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("generate")) return Generate(generate);
     if (app.got_subcommand("train")) {
-      if (ShouldLaunchWorkers(train)) {
-        RequireCpuWhenDistributed(train);
-        LaunchWorkers(train, argc, argv);
+      if (dflow::apps::ShouldLaunchWorkers(train.parallel)) {
+        dflow::apps::RequireCpuWhenDistributed(train.device);
+        dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
       if (resume) return Train(ResumeSettings(train, fixed), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");

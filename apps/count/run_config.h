@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/run_files.h"
+#include "apps/common/workers.h"
 
 namespace dflow::count_app {
 
@@ -35,14 +36,7 @@ struct TrainSettings {
   int64_t checkpoint_every = 50;  // steps
   int keep = 3;                   // checkpoints kept
   uint64_t seed = 1;
-  // Data parallelism (apps/count/workers.h); not recorded: a run may be
-  // resumed with other resources.
-  int workers = 1;           // > 1 without DFLOW_CLUSTER: start them with dflow launch
-  std::string strategy;      // empty: DFLOW_STRATEGY, else ring
-  int ps = 0;                // strategy ps: parameter-server tasks; 0: not given (1)
-  std::string ps_mode;       // strategy ps: sync or async; empty: sync
-  std::string codec;         // strategy ring: none, fp16 or 1bit; empty: none
-  int base_port = 0;         // dflow launch --base-port; 0: its default
+  apps::DataParallelSettings parallel;  // apps/common/workers.h; not recorded
   // Derived when the run starts, recorded for eval's baseline.
   int64_t total_steps = 0;
   int64_t batches_per_epoch = 0;

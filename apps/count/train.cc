@@ -8,7 +8,7 @@
 
 #include "apps/count/commands.h"
 #include "apps/count/training.h"
-#include "apps/count/workers.h"
+#include "apps/common/workers.h"
 #include "dist/training/data_parallel.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"
@@ -41,12 +41,12 @@ struct TrainLoop {
   std::vector<Tensor> Step(const models::Batch& batch) const {
     FeedList feeds = {{model.images, batch.images}, {model.target, batch.density}};
     if (!strategy) return session.Run(feeds, {model.loss, model.counts}, {model.train});
-    // Backprop order (last layer first), as the specs: the first buckets fill first.
-    dist::ReplicatedStep names{.gradients = {model.gradients.rbegin(), model.gradients.rend()},
-                               .gradient_feeds = {model.gradient_feeds.rbegin(), model.gradient_feeds.rend()},
+    dist::ReplicatedStep names{.gradients = {model.gradients.begin(), model.gradients.end()},
+                               .gradient_feeds = {model.gradient_feeds.begin(), model.gradient_feeds.end()},
                                .apply = {model.train},
-                               .extra_fetches = {model.loss, model.counts}};
-    return dist::RunDataParallelStep(session, *strategy, names, feeds);
+                               .extra_fetches = {model.loss, model.counts},
+                               .local_targets = {}};
+    return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
   }
 
   // Runs steps start+1 .. total; returns the last step done.
@@ -82,23 +82,15 @@ struct TrainLoop {
 
 }  // namespace
 
-// Data-parallel workers read and write the variables they hold directly,
-// which is written and tested for host memory only (commands.h).
-void RequireCpuWhenDistributed(const TrainSettings& settings) {
-  if (settings.device.empty() || DeviceName::Parse(settings.device).type == "CPU") return;
-  Fail(Code::kInvalidArgument, "train: --device ", settings.device,
-       " is for single-process training; data-parallel workers run on the CPU");
-}
-
 int Train(TrainSettings settings, bool resume) {
   CheckSessionDevice(settings.device);  // before the run directory is written
-  if (UsesParameterServers(settings)) {
-    RequireCpuWhenDistributed(settings);
+  if (apps::UsesParameterServers(settings.parallel)) {
+    apps::RequireCpuWhenDistributed(settings.device);
     return TrainWithParameterServers(std::move(settings), resume);
   }
   // With workers, only the chief (worker 0) writes the run directory.
-  std::optional<dist::ClusterSpec> cluster = TrainingCluster(settings);
-  if (cluster) RequireCpuWhenDistributed(settings);
+  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel);
+  if (cluster) apps::RequireCpuWhenDistributed(settings.device);
   const int worker = cluster ? cluster->self()->index : 0;
   const int workers = cluster ? cluster->num_tasks("worker") : 1;
   PreparedRun run = PrepareRun(settings, resume, worker, workers);
@@ -116,14 +108,7 @@ int Train(TrainSettings settings, bool resume) {
   session_options.device = settings.device;
   Session session(scope, session_options);
   std::unique_ptr<dist::DataParallelStrategy> strategy;
-  if (cluster) {
-    std::vector<dist::GradientSpec> specs;
-    for (auto v = model.variables.rbegin(); v != model.variables.rend(); ++v)  // backprop order
-      specs.push_back({v->node()->name(), v->dtype(), v->shape()});
-    dist::StrategyOptions options;
-    options.codec = dist::ParseCodecKind(settings.codec.empty() ? "none" : settings.codec);
-    strategy = dist::MakeDataParallelStrategy(StrategyName(settings), *cluster, std::move(specs), options);
-  }
+  if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, model.variables);
   int64_t start = 0;
   if (resume && worker == 0) {
     saver.Restore(session, *latest);

@@ -10,7 +10,7 @@
 
 #include "apps/count/training.h"
 #include "autodiff/optimizers.h"
-#include "apps/count/workers.h"
+#include "apps/common/workers.h"
 #include "dist/training/ps_training.h"
 #include "models/checkpoint.h"
 
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 dist::PsMode PsModeOf(const TrainSettings& settings) {
-  return PsModeName(settings) == "async" ? dist::PsMode::kAsync : dist::PsMode::kSync;
+  return apps::PsModeName(settings.parallel) == "async" ? dist::PsMode::kAsync : dist::PsMode::kSync;
 }
 
 // One worker's training: its shard's batches in, progress and the chief's
@@ -117,8 +117,8 @@ class PsTrainer {
 };
 
 void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
-  TrainingCluster(settings);  // checks --workers against the cluster
-  DFLOW_REQUIRE(settings.ps == 0 || settings.ps == task.num_ps(), "train: --ps ", settings.ps,
+  apps::TrainingCluster(settings.parallel);  // checks --workers against the cluster
+  DFLOW_REQUIRE(settings.parallel.ps == 0 || settings.parallel.ps == task.num_ps(), "train: --ps ", settings.parallel.ps,
                 " but DFLOW_CLUSTER lists ", task.num_ps(), " ps tasks");
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
   Scope scope = Scope::NewRootScope();
@@ -136,11 +136,6 @@ void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) 
 }
 
 }  // namespace
-
-bool UsesParameterServers(const TrainSettings& settings) {
-  const char* cluster = std::getenv("DFLOW_CLUSTER");
-  return cluster != nullptr && *cluster != '\0' && StrategyName(settings) == "ps";
-}
 
 // Ctrl-C: `dflow launch` passes the signal to every task and the ps tasks
 // stop serving at once, so no final checkpoint can be read from them: the

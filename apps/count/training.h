@@ -52,7 +52,6 @@ void PrintSummary(bool stopped, int64_t step, const Progress& progress, double i
 // `--strategy ps` under a cluster (dflow launch sets DFLOW_CLUSTER): a ps
 // task serves the variables, a worker trains its shard through a
 // dist::PsWorker. Returns the process's exit code (apps/count/train_ps.cc).
-bool UsesParameterServers(const TrainSettings& settings);
 int TrainWithParameterServers(TrainSettings settings, bool resume);
 
 }  // namespace dflow::count_app

@@ -59,7 +59,7 @@ std::vector<Tensor> RunDataParallelStep(Session& session, DataParallelStrategy& 
   overlap.on_fetch_ready = [&](size_t index, const Tensor& value) {
     if (index < num_gradients) strategy.GradientReady(static_cast<int>(index), value);
   };
-  std::vector<Tensor> fetched = session.Run(feeds, fetches, {}, overlap);
+  std::vector<Tensor> fetched = session.Run(feeds, fetches, step.local_targets, overlap);
   std::vector<Tensor> mean = strategy.AverageReadyGradients();
   FeedList apply_feeds;
   for (size_t i = 0; i < num_gradients; ++i) apply_feeds.push_back({step.gradient_feeds[i], std::move(mean[i])});

@@ -84,6 +84,9 @@ struct ReplicatedStep {
   std::vector<TensorName> gradient_feeds;  // fed: the averaged gradients, same order
   std::vector<TensorName> apply;           // run with the feeds: the optimizer's update
   std::vector<TensorName> extra_fetches;   // fetched with the gradients (a loss)
+  // Run with the gradients, on this worker's batch alone: updates that are
+  // not averaged (batch-norm moving statistics).
+  std::vector<TensorName> local_targets;
 };
 
 // Computes this worker's gradients on `feeds`, averages them through

@@ -1,7 +1,9 @@
-#include "apps/count/workers.h"
+// Data-parallel training in the apps; see workers.h.
+#include "apps/common/workers.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -9,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/training/data_parallel.h"
+#include "graph/device.h"
 #include "graph/status.h"
 
-namespace dflow::count_app {
+namespace dflow::apps {
 namespace {
 
 namespace fs = std::filesystem;
@@ -31,20 +33,35 @@ std::string DflowExecutable() {
 
 }  // namespace
 
-bool ShouldLaunchWorkers(const TrainSettings& settings) {
+void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
+  app.add_option("--workers", s.workers,
+                 "Data-parallel workers, one process each, started by dflow launch; --batch is per worker")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--strategy", s.strategy,
+                 "How the workers combine gradients: ring (all-reduce) or ps (parameter servers)");
+  app.add_option("--ps", s.ps, "With --strategy ps: parameter-server processes (default 1)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ps-mode", s.ps_mode, "With --strategy ps: sync (mean of all workers per step) or async");
+  app.add_option("--codec", s.codec, "With --strategy ring: gradients on the wire, none, fp16 or 1bit (error feedback)")
+      ->check(CLI::IsMember({"none", "fp16", "1bit"}));
+  app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
+      ->check(CLI::Range(1, 65535));
+}
+
+bool ShouldLaunchWorkers(const DataParallelSettings& settings) {
   const char* cluster = std::getenv("DFLOW_CLUSTER");
   return settings.workers > 1 && (cluster == nullptr || *cluster == '\0');
 }
 
-std::string StrategyName(const TrainSettings& settings) {
+std::string StrategyName(const DataParallelSettings& settings) {
   if (!settings.strategy.empty()) return settings.strategy;
   const char* from_launcher = std::getenv("DFLOW_STRATEGY");
   return from_launcher && *from_launcher ? from_launcher : "ring";
 }
 
-std::string PsModeName(const TrainSettings& settings) { return settings.ps_mode.empty() ? "sync" : settings.ps_mode; }
+std::string PsModeName(const DataParallelSettings& settings) { return settings.ps_mode.empty() ? "sync" : settings.ps_mode; }
 
-void CheckStrategy(const TrainSettings& settings) {
+void CheckStrategy(const DataParallelSettings& settings) {
   const std::string strategy = StrategyName(settings);
   if (strategy != "ps") {
     dist::RequireStrategy(strategy);
@@ -58,7 +75,7 @@ void CheckStrategy(const TrainSettings& settings) {
   DFLOW_REQUIRE(mode == "sync" || mode == "async", "train: --ps-mode must be sync or async, got '", mode, "'");
 }
 
-void LaunchWorkers(const TrainSettings& settings, int argc, char** argv) {
+void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv) {
   const std::string strategy = StrategyName(settings);
   CheckStrategy(settings);
   std::error_code error;
@@ -78,7 +95,7 @@ void LaunchWorkers(const TrainSettings& settings, int argc, char** argv) {
        "' to start the workers: ", std::strerror(errno));
 }
 
-std::optional<dist::ClusterSpec> TrainingCluster(const TrainSettings& settings) {
+std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings) {
   std::optional<dist::ClusterSpec> cluster = dist::ClusterSpec::FromEnvironment();
   if (!cluster) return std::nullopt;
   const int workers = cluster->num_tasks("worker");
@@ -91,4 +108,32 @@ std::optional<dist::ClusterSpec> TrainingCluster(const TrainSettings& settings) 
   return cluster;
 }
 
-}  // namespace dflow::count_app
+bool UsesParameterServers(const DataParallelSettings& settings) {
+  const char* cluster = std::getenv("DFLOW_CLUSTER");
+  return cluster != nullptr && *cluster != '\0' && StrategyName(settings) == "ps";
+}
+
+void RequireCpuWhenDistributed(const std::string& device) {
+  if (device.empty() || DeviceName::Parse(device).type == "CPU") return;
+  Fail(Code::kInvalidArgument, "train: --device ", device,
+       " is for single-process training; data-parallel workers run on the CPU");
+}
+
+std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSettings& settings,
+                                                         const dist::ClusterSpec& cluster,
+                                                         const std::vector<Output>& variables) {
+  std::vector<dist::GradientSpec> specs;
+  for (auto v = variables.rbegin(); v != variables.rend(); ++v)
+    specs.push_back({v->node()->name(), v->dtype(), v->shape()});
+  dist::StrategyOptions options;
+  options.codec = dist::ParseCodecKind(settings.codec.empty() ? "none" : settings.codec);
+  return dist::MakeDataParallelStrategy(StrategyName(settings), cluster, std::move(specs), options);
+}
+
+dist::ReplicatedStep InBackpropOrder(dist::ReplicatedStep step) {
+  std::reverse(step.gradients.begin(), step.gradients.end());
+  std::reverse(step.gradient_feeds.begin(), step.gradient_feeds.end());
+  return step;
+}
+
+}  // namespace dflow::apps

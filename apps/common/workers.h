@@ -1,0 +1,68 @@
+// Data-parallel `train --workers N --strategy ring|ps` in the apps
+// (dflow-count, dflow-detect): a run with N > 1 and no cluster re-executes
+// itself through `dflow launch`; a process that DFLOW_CLUSTER makes a worker
+// trains its own shard with the others.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "dist/cluster.h"
+#include "dist/training/data_parallel.h"
+
+namespace dflow::apps {
+
+// Not recorded in a run's config.json: a run may be resumed with other resources.
+struct DataParallelSettings {
+  int workers = 1;       // > 1 without DFLOW_CLUSTER: start them with dflow launch
+  std::string strategy;  // empty: DFLOW_STRATEGY, else ring
+  int ps = 0;            // strategy ps: parameter-server tasks; 0: not given (1)
+  std::string ps_mode;   // strategy ps: sync or async; empty: sync
+  std::string codec;     // strategy ring: none, fp16 or 1bit; empty: none
+  int base_port = 0;     // dflow launch --base-port; 0: its default
+};
+
+// --workers, --strategy, --ps, --ps-mode, --codec and --base-port.
+void AddDataParallelOptions(CLI::App& app, DataParallelSettings& settings);
+
+// True when this process should start the workers instead of training:
+// --workers > 1 and DFLOW_CLUSTER unset.
+bool ShouldLaunchWorkers(const DataParallelSettings& settings);
+// Replaces this process by `dflow launch -n N [--ps P] --strategy S --
+// THIS_PROGRAM ARGS...` (the dflow next to this executable, else on PATH); returns only
+// on failure, by throwing. Checks the strategy first.
+[[noreturn]] void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv);
+
+// The cluster this worker belongs to, from DFLOW_CLUSTER; nullopt for a
+// single-process run. Throws when --workers disagrees with the cluster, or
+// the cluster does not name this process as a worker.
+std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings);
+// --strategy, else DFLOW_STRATEGY, else "ring".
+std::string StrategyName(const DataParallelSettings& settings);
+// --ps-mode, else "sync".
+std::string PsModeName(const DataParallelSettings& settings);
+// Throws kInvalidArgument for an unknown strategy or ps mode,
+// or --ps/--ps-mode with a strategy other than ps.
+void CheckStrategy(const DataParallelSettings& settings);
+// True under a cluster with strategy ps (the process is a ps task or a worker of one).
+bool UsesParameterServers(const DataParallelSettings& settings);
+// Throws when --device names a GPU for data-parallel training: workers read
+// and write the variables they hold directly, written and tested for host
+// memory only.
+void RequireCpuWhenDistributed(const std::string& device);
+
+// The all-reduce strategy of `cluster` for the gradients of `variables`,
+// which it takes in backprop order (last layer first: the first buckets
+// fill first), as InBackpropOrder's step hands them over.
+std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSettings& settings,
+                                                         const dist::ClusterSpec& cluster,
+                                                         const std::vector<Output>& variables);
+// `step` with its gradients and gradient feeds (given in the variables'
+// order) reversed, to match MakeStrategy's specs.
+dist::ReplicatedStep InBackpropOrder(dist::ReplicatedStep step);
+
+}  // namespace dflow::apps
