@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 namespace dflow::apps {
 namespace {
 
@@ -69,6 +71,21 @@ std::string Progress::Line(int64_t step) const {
 
 void Progress::Finish() {
   if (terminal_) std::cout << "\n";
+}
+
+void PrintSummary(bool stopped, int64_t step, const Progress& progress, double input_wait_fraction,
+                  const std::optional<std::string>& checkpoint) {
+  std::cout << (stopped ? "stopped" : "finished") << " at step " << step << ": "
+            << progress.images_per_second() << " img/s, waited for input "
+            << 100 * input_wait_fraction << "% of the time\n";
+  nlohmann::json summary = {{"step", step},
+                            {"img_per_s", progress.images_per_second()},
+                            {"input_wait_fraction", input_wait_fraction}};
+  if (checkpoint) {
+    std::cout << "checkpoint " << *checkpoint << "\n";
+    summary["checkpoint"] = *checkpoint;
+  }
+  std::cout << summary.dump() << "\n";
 }
 
 }  // namespace dflow::apps

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,5 +33,10 @@ class Progress {
   Metrics averages_;  // exponential moving averages
   bool seen_ = false;
 };
+
+// The end of a run: "finished|stopped at step N: ..." and the summary JSON
+// (with the checkpoint when `checkpoint` is set: the chief's, with workers).
+void PrintSummary(bool stopped, int64_t step, const Progress& progress, double input_wait_fraction,
+                  const std::optional<std::string>& checkpoint);
 
 }  // namespace dflow::apps

@@ -108,6 +108,10 @@ std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& set
   return cluster;
 }
 
+int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster) { return cluster ? cluster->self()->index : 0; }
+
+int NumWorkers(const std::optional<dist::ClusterSpec>& cluster) { return cluster ? cluster->num_tasks("worker") : 1; }
+
 bool UsesParameterServers(const DataParallelSettings& settings) {
   const char* cluster = std::getenv("DFLOW_CLUSTER");
   return cluster != nullptr && *cluster != '\0' && StrategyName(settings) == "ps";

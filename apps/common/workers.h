@@ -41,6 +41,9 @@ bool ShouldLaunchWorkers(const DataParallelSettings& settings);
 // single-process run. Throws when --workers disagrees with the cluster, or
 // the cluster does not name this process as a worker.
 std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings);
+// This process's worker index and the number of workers: 0 and 1 without a cluster.
+int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster);
+int NumWorkers(const std::optional<dist::ClusterSpec>& cluster);
 // --strategy, else DFLOW_STRATEGY, else "ring".
 std::string StrategyName(const DataParallelSettings& settings);
 // --ps-mode, else "sync".

@@ -91,8 +91,7 @@ int Train(TrainSettings settings, bool resume) {
   // With workers, only the chief (worker 0) writes the run directory.
   std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel);
   if (cluster) apps::RequireCpuWhenDistributed(settings.device);
-  const int worker = cluster ? cluster->self()->index : 0;
-  const int workers = cluster ? cluster->num_tasks("worker") : 1;
+  const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
   PreparedRun run = PrepareRun(settings, resume, worker, workers);
   const std::optional<std::string>& latest = run.latest;
   std::unique_ptr<models::InputPipeline>& pipeline = run.pipeline;

@@ -4,8 +4,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include "models/checkpoint.h"
 
 namespace dflow::count_app {
@@ -103,21 +101,6 @@ void PrintPlan(const TrainSettings& settings) {
             << settings.batches_per_epoch << " batches of " << settings.batch
             << " per epoch) for " << settings.total_steps << " steps"
             << (settings.device.empty() ? "" : " on " + settings.device) << "\n";
-}
-
-void PrintSummary(bool stopped, int64_t step, const Progress& progress, double input_wait_fraction,
-                  const std::optional<std::string>& checkpoint) {
-  std::cout << (stopped ? "stopped" : "finished") << " at step " << step << ": "
-            << progress.images_per_second() << " img/s, waited for input "
-            << 100 * input_wait_fraction << "% of the time\n";
-  nlohmann::json summary = {{"step", step},
-                            {"img_per_s", progress.images_per_second()},
-                            {"input_wait_fraction", input_wait_fraction}};
-  if (checkpoint) {
-    std::cout << "checkpoint " << *checkpoint << "\n";
-    summary["checkpoint"] = *checkpoint;
-  }
-  std::cout << summary.dump() << "\n";
 }
 
 }  // namespace dflow::count_app

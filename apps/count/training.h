@@ -18,6 +18,7 @@
 namespace dflow::count_app {
 
 using apps::Progress;
+using apps::PrintSummary;
 
 std::string CheckpointDir(const TrainSettings& settings);
 
@@ -44,10 +45,6 @@ double BatchMae(const Tensor& predicted, const std::vector<double>& truth);
 
 // "training on T tiles of SxS from I images (...) for N steps".
 void PrintPlan(const TrainSettings& settings);
-// The end of a run: "finished|stopped at step N: ..." and the summary JSON
-// (with the checkpoint when `checkpoint` is set, the chief's).
-void PrintSummary(bool stopped, int64_t step, const Progress& progress, double input_wait_fraction,
-                  const std::optional<std::string>& checkpoint);
 
 // `--strategy ps` under a cluster (dflow launch sets DFLOW_CLUSTER): a ps
 // task serves the variables, a worker trains its shard through a

@@ -48,7 +48,7 @@ models::detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool trainin
   return options;
 }
 
-std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s) {
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, bool fed_gradients) {
   auto g = std::make_unique<DetectorGraph>();
   Scope& scope = g->scope;
   scope.graph().set_seed(static_cast<int64_t>(s.seed));
@@ -58,9 +58,16 @@ std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s) {
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);
   autodiff::AdamOptimizer adam(g->learning_rate);
-  std::vector<Output> step(g->net.batch_norm_updates);
-  step.emplace_back(adam.Minimize(scope, g->loss.loss, g->trained));
-  g->train = ops::NoOp(scope.WithControlDependencies(step).WithOpName("train"));
+  if (fed_gradients) {
+    autodiff::FedGradients fed = adam.MinimizeWithFedGradients(scope, g->loss.loss, g->trained);
+    g->gradients = fed.gradients;
+    g->gradient_feeds = fed.feeds;
+    g->train = fed.apply;
+  } else {
+    std::vector<Output> step(g->net.batch_norm_updates);
+    step.emplace_back(adam.Minimize(scope, g->loss.loss, g->trained));
+    g->train = ops::NoOp(scope.WithControlDependencies(step).WithOpName("train"));
+  }
   g->init = ops::GlobalVariablesInitializer(scope.WithOpName("init"));
   return g;
 }

@@ -23,7 +23,11 @@ struct DetectorGraph {
   models::detection::SsdLoss loss;              // training graphs
   models::detection::SsdDetections detections;  // inference graphs
   Output global_step, learning_rate;            // training graphs
-  Node* train = nullptr;                        // one optimizer step and the batch-norm updates
+  // One optimizer step and the batch-norm updates; with fed gradients the
+  // optimizer step alone, reading `gradient_feeds` (each worker runs
+  // net.batch_norm_updates with its own `gradients`).
+  Node* train = nullptr;
+  std::vector<Output> gradients, gradient_feeds;  // fed gradients: one per `trained` variable
   Node* init = nullptr;                         // every variable's initialiser
   std::vector<Output> trained;                  // the variables the optimizer updates
 };
@@ -31,8 +35,10 @@ struct DetectorGraph {
 models::detection::SsdOptions SsdOptionsFor(const TrainSettings& settings, bool training);
 
 // The training graph; with --freeze backbone the backbone's variables are
-// left out of the optimizer's list (no gradients, no slots).
-std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings);
+// left out of the optimizer's list (no gradients, no slots). With
+// `fed_gradients` (data-parallel workers), `train` applies the gradients fed
+// to `gradient_feeds` (their mean over the workers) instead of computing them.
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings, bool fed_gradients = false);
 
 struct InferenceOptions {
   float score_threshold = 0.01f;  // eval keeps low scores (AP integrates over them)

@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/resume_options.h"
+#include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/generate.h"
+#include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
 
 namespace {
@@ -80,6 +82,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
       ->check(CLI::PositiveNumber);
   app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
+  dflow::apps::AddDataParallelOptions(app, s.parallel);
   return fixed;
 }
 
@@ -118,12 +121,14 @@ TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::
   s.prefetch = given.prefetch;
   s.checkpoint_every = given.checkpoint_every;
   s.keep = given.keep;
+  s.parallel = given.parallel;
   return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  dflow::dist::KeepFreedMemoryForReceives();  // data-parallel training receives tensors
   CLI::App app("dflow-detect: object detection (SSD on MobileNetV1) from datasets to boxes");
   app.require_subcommand(1);
   TrainSettings train;
@@ -146,6 +151,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("train")) {
+      if (dflow::apps::ShouldLaunchWorkers(train.parallel)) {
+        dflow::apps::RequireCpuWhenDistributed(train.device);
+        dflow::apps::LaunchWorkers(train.parallel, argc, argv);
+      }
       if (resume) return Train(ResumeSettings(train, fixed), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);

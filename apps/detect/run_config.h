@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/run_files.h"
+#include "apps/common/workers.h"
 
 namespace dflow::detect_app {
 
@@ -46,6 +47,7 @@ struct TrainSettings {
   // Where the graph runs: empty for the CPU. Not recorded: a run may be
   // resumed on another device.
   std::string device;
+  apps::DataParallelSettings parallel;  // apps/common/workers.h; not recorded
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;
