@@ -15,6 +15,7 @@ source "$(dirname "$(readlink -f "$0")")/app_checks.sh"
 # Below the ephemeral range (32768..), where the links' own sockets could take our ports.
 PORT=$((20000 + RANDOM % 10000))
 source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
+source "$(dirname "$(readlink -f "$0")")/worker_checks.sh"
 
 "$EXE" generate --out "$TMP/data" --images 8 --width 72 --height 40 --max-flowers 6 --seed 3 > /dev/null ||
   fail "generate"
@@ -26,53 +27,26 @@ timeout 60 "$EXE" train "${train[@]}" --out "$TMP/single" --steps 2 > "$TMP/sing
 
 timeout 60 "$EXE" train "${train[@]}" --out "$TMP/full" --steps 4 --workers 2 --strategy ring \
   --base-port $PORT > "$TMP/full.txt" 2>&1 || { cat "$TMP/full.txt"; fail "train --workers 2"; }
-grep -q "^\[worker:0\] step 4/4" "$TMP/full.txt" && grep -q "^\[worker:1\] step 4/4" "$TMP/full.txt" ||
-  { cat "$TMP/full.txt"; fail "not two workers under dflow launch"; }
-grep -q "^\[worker:0\] checkpoint .*model-4.safetensors" "$TMP/full.txt" || fail "the chief wrote no final checkpoint"
-grep -q "^\[worker:1\] checkpoint" "$TMP/full.txt" && fail "worker 1 wrote a checkpoint"
-for f in config.json checkpoints/model-2.safetensors checkpoints/model-4.safetensors; do
-  [[ -s $TMP/full/$f ]] || fail "train --workers 2 did not write $f"
-done
-# Each worker reads half of the tiles: an epoch has half the batches.
-single=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batches_per_epoch'])" "$TMP/single/config.json")
-sharded=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batches_per_epoch'])" "$TMP/full/config.json")
-(( sharded * 2 == single || sharded * 2 == single - 1 )) ||
-  fail "batches per epoch: $sharded per worker of 2, $single for one worker"
+expect_two_workers "train --workers 2" "$TMP/full.txt" "$TMP/full" 4
+expect_half_epoch "$TMP/single" "$TMP/full"
 
 # Resumed from step 2 by two workers: the uninterrupted run's bits.
 cp -r "$TMP/full" "$TMP/resumed"
 rewind_checkpoint "$TMP/resumed" 4 2
 timeout 60 "$EXE" train --out "$TMP/resumed" --resume --threads 1 --workers 2 --base-port $((PORT + 10)) \
   > "$TMP/resume.txt" 2>&1 || { cat "$TMP/resume.txt"; fail "resume with 2 workers"; }
-grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/resume.txt" ||
-  { cat "$TMP/resume.txt"; fail "worker 1 did not resume at step 2"; }
-cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/resumed/checkpoints/model-4.safetensors" ||
-  fail "the resumed 2-worker run differs from the uninterrupted one"
+expect_resumed_bits ring "$TMP/resume.txt" "$TMP/full" "$TMP/resumed" 4
 
 # Ctrl-C (SIGINT to the launcher, which dflow-count became): every worker
 # stops at the same step and the chief saves it.
-timeout 60 "$EXE" train "${train[@]}" --out "$TMP/stopped" --steps 100000 --workers 2 \
-  --base-port $((PORT + 20)) > "$TMP/stopped.txt" 2>&1 &
-launcher=$!
-for _ in $(seq 200); do grep -q "^\[worker:1\] step" "$TMP/stopped.txt" && break; sleep 0.1; done
-kill -INT $launcher
-wait $launcher
-grep -q "interrupted by signal 2" "$TMP/stopped.txt" || { cat "$TMP/stopped.txt"; fail "the launcher did not stop"; }
-step0=$(sed -n 's/^\[worker:0\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
-step1=$(sed -n 's/^\[worker:1\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
-[[ -n $step0 && $step0 == "$step1" ]] || { cat "$TMP/stopped.txt"; fail "workers stopped at steps '$step0' and '$step1'"; }
-[[ -s $TMP/stopped/checkpoints/model-$step0.safetensors ]] || fail "the chief did not save step $step0"
+expect_ctrl_c_stops "$TMP/stopped.txt" "$TMP/stopped" timeout 60 "$EXE" train "${train[@]}" \
+  --out "$TMP/stopped" --steps 100000 --workers 2 --base-port $((PORT + 20))
 
 # --strategy ps: 2 workers and 1 parameter server under dflow launch, sync.
 timeout 60 "$EXE" train "${train[@]}" --out "$TMP/ps" --steps 4 --workers 2 --strategy ps \
   --base-port $((PORT + 30)) > "$TMP/ps.txt" 2>&1 || { cat "$TMP/ps.txt"; fail "train --strategy ps"; }
-grep -q "^\[ps:0\] ps task .* serving" "$TMP/ps.txt" && grep -q "^\[worker:0\] step 4/4" "$TMP/ps.txt" &&
-  grep -q "^\[worker:1\] step 4/4" "$TMP/ps.txt" || { cat "$TMP/ps.txt"; fail "not 2 workers and a ps"; }
-grep -q "^\[worker:0\] checkpoint .*model-4.safetensors" "$TMP/ps.txt" || fail "ps: the chief wrote no final checkpoint"
-grep -q "^\[worker:1\] checkpoint" "$TMP/ps.txt" && fail "ps: worker 1 wrote a checkpoint"
-for f in config.json checkpoints/model-2.safetensors checkpoints/model-4.safetensors; do
-  [[ -s $TMP/ps/$f ]] || fail "train --strategy ps did not write $f"
-done
+grep -q "^\[ps:0\] ps task .* serving" "$TMP/ps.txt" || { cat "$TMP/ps.txt"; fail "no ps task"; }
+expect_two_workers "train --strategy ps" "$TMP/ps.txt" "$TMP/ps" 4
 # One thread per task: every sum in one order, so sync ps and ring agree bit for bit.
 cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/ps/checkpoints/model-4.safetensors" ||
   fail "sync ps and ring end at step 4 with different variables"
@@ -84,10 +58,7 @@ cp -r "$TMP/ps" "$TMP/ps-resumed"
 rewind_checkpoint "$TMP/ps-resumed" 4 2
 timeout 60 "$EXE" train --out "$TMP/ps-resumed" --resume --threads 1 --workers 2 --strategy ps \
   --base-port $((PORT + 40)) > "$TMP/ps-resume.txt" 2>&1 || { cat "$TMP/ps-resume.txt"; fail "ps resume"; }
-grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/ps-resume.txt" ||
-  { cat "$TMP/ps-resume.txt"; fail "ps: worker 1 did not resume at step 2"; }
-cmp "$TMP/ps/checkpoints/model-4.safetensors" "$TMP/ps-resumed/checkpoints/model-4.safetensors" ||
-  fail "the resumed ps run differs from the uninterrupted one"
+expect_resumed_bits ps "$TMP/ps-resume.txt" "$TMP/ps" "$TMP/ps-resumed" 4
 
 # Async with 2 ps tasks: the chief saves the global step it ends at.
 timeout 60 "$EXE" train "${train[@]}" --out "$TMP/ps-async" --steps 4 --workers 2 --strategy ps --ps 2 \

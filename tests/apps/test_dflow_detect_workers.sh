@@ -10,6 +10,7 @@ set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-detect}
 source "$(dirname "$(readlink -f "$0")")/app_checks.sh"
 source "$(dirname "$(readlink -f "$0")")/rewind_checkpoint.sh"
+source "$(dirname "$(readlink -f "$0")")/worker_checks.sh"
 # Below the ephemeral range (32768..), where the links' own sockets could take our ports.
 PORT=$((20000 + RANDOM % 10000))
 
@@ -23,43 +24,19 @@ timeout 120 "$EXE" train "${train[@]}" --out "$TMP/single" --steps 1 > "$TMP/sin
 
 timeout 120 "$EXE" train "${train[@]}" --out "$TMP/full" --steps 4 --workers 2 --strategy ring \
   --base-port $PORT > "$TMP/full.txt" 2>&1 || { cat "$TMP/full.txt"; fail "train --workers 2"; }
-grep -q "^\[worker:0\] step 4/4" "$TMP/full.txt" && grep -q "^\[worker:1\] step 4/4" "$TMP/full.txt" ||
-  { cat "$TMP/full.txt"; fail "not two workers under dflow launch"; }
-grep -q "^\[worker:0\] checkpoint .*model-4.safetensors" "$TMP/full.txt" || fail "the chief wrote no final checkpoint"
-grep -q "^\[worker:1\] checkpoint" "$TMP/full.txt" && fail "worker 1 wrote a checkpoint"
-for f in config.json checkpoints/model-2.safetensors checkpoints/model-4.safetensors; do
-  [[ -s $TMP/full/$f ]] || fail "train --workers 2 did not write $f"
-done
-# Each worker reads half of the images: an epoch has half the batches.
-batches() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['batches_per_epoch'])" "$1"; }
-single=$(batches "$TMP/single/config.json")
-sharded=$(batches "$TMP/full/config.json")
-(( sharded * 2 == single || sharded * 2 == single - 1 )) ||
-  fail "batches per epoch: $sharded per worker of 2, $single for one worker"
+expect_two_workers "train --workers 2" "$TMP/full.txt" "$TMP/full" 4
+expect_half_epoch "$TMP/single" "$TMP/full"
 
 # Resumed from step 2 by two workers: the uninterrupted run's bits.
 cp -r "$TMP/full" "$TMP/resumed"
 rewind_checkpoint "$TMP/resumed" 4 2
 timeout 120 "$EXE" train --out "$TMP/resumed" --resume --threads 1 --workers 2 --base-port $((PORT + 10)) \
   > "$TMP/resume.txt" 2>&1 || { cat "$TMP/resume.txt"; fail "resume with 2 workers"; }
-grep -q "^\[worker:1\] resuming the chief's checkpoint at step 2" "$TMP/resume.txt" ||
-  { cat "$TMP/resume.txt"; fail "worker 1 did not resume at step 2"; }
-cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/resumed/checkpoints/model-4.safetensors" ||
-  fail "the resumed 2-worker run differs from the uninterrupted one"
+expect_resumed_bits ring "$TMP/resume.txt" "$TMP/full" "$TMP/resumed" 4
 
-# Ctrl-C (SIGINT to the launcher, which dflow-detect became): every worker
-# stops at the same step and the chief saves it.
-timeout 60 "$EXE" train "${train[@]}" --out "$TMP/stopped" --steps 100000 --workers 2 \
-  --base-port $((PORT + 20)) > "$TMP/stopped.txt" 2>&1 &
-launcher=$!
-for _ in $(seq 200); do grep -q "^\[worker:1\] step" "$TMP/stopped.txt" && break; sleep 0.1; done
-kill -INT $launcher
-wait $launcher
-grep -q "interrupted by signal 2" "$TMP/stopped.txt" || { cat "$TMP/stopped.txt"; fail "the launcher did not stop"; }
-step0=$(sed -n 's/^\[worker:0\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
-step1=$(sed -n 's/^\[worker:1\] stopped at step \([0-9]*\):.*/\1/p' "$TMP/stopped.txt")
-[[ -n $step0 && $step0 == "$step1" ]] || { cat "$TMP/stopped.txt"; fail "workers stopped at steps '$step0' and '$step1'"; }
-[[ -s $TMP/stopped/checkpoints/model-$step0.safetensors ]] || fail "the chief did not save step $step0"
+# Ctrl-C (SIGINT to the launcher, which dflow-detect became).
+expect_ctrl_c_stops "$TMP/stopped.txt" "$TMP/stopped" timeout 60 "$EXE" train "${train[@]}" \
+  --out "$TMP/stopped" --steps 100000 --workers 2 --base-port $((PORT + 20))
 
 expect_error "--ps and --ps-mode go with --strategy ps" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-ring" --steps 2 --workers 2 --strategy ring --ps 2
