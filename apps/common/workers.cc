@@ -117,6 +117,11 @@ bool UsesParameterServers(const DataParallelSettings& settings) {
   return cluster != nullptr && *cluster != '\0' && StrategyName(settings) == "ps";
 }
 
+void RequireParameterServers(const DataParallelSettings& settings, const dist::PsTask& task) {
+  DFLOW_REQUIRE(settings.ps == 0 || settings.ps == task.num_ps(), "train: --ps ", settings.ps,
+                " but DFLOW_CLUSTER lists ", task.num_ps(), " ps tasks");
+}
+
 void RequireCpuWhenDistributed(const std::string& device) {
   if (device.empty() || DeviceName::Parse(device).type == "CPU") return;
   Fail(Code::kInvalidArgument, "train: --device ", device,

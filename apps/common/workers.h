@@ -13,6 +13,7 @@
 
 #include "dist/cluster.h"
 #include "dist/training/data_parallel.h"
+#include "dist/training/ps_training.h"
 
 namespace dflow::apps {
 
@@ -53,6 +54,8 @@ std::string PsModeName(const DataParallelSettings& settings);
 void CheckStrategy(const DataParallelSettings& settings);
 // True under a cluster with strategy ps (the process is a ps task or a worker of one).
 bool UsesParameterServers(const DataParallelSettings& settings);
+// Throws when --ps disagrees with the ps tasks of the cluster.
+void RequireParameterServers(const DataParallelSettings& settings, const dist::PsTask& task);
 // Throws when --device names a GPU for data-parallel training: workers read
 // and write the variables they hold directly, written and tested for host
 // memory only.

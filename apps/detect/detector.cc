@@ -48,7 +48,7 @@ models::detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool trainin
   return options;
 }
 
-std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, bool fed_gradients) {
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainOp train_op) {
   auto g = std::make_unique<DetectorGraph>();
   Scope& scope = g->scope;
   scope.graph().set_seed(static_cast<int64_t>(s.seed));
@@ -57,8 +57,9 @@ std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, bool f
   g->trained = TrainedVariables(s, g->net);
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);
+  if (train_op == TrainOp::kNone) return g;
   autodiff::AdamOptimizer adam(g->learning_rate);
-  if (fed_gradients) {
+  if (train_op == TrainOp::kFedGradients) {
     autodiff::FedGradients fed = adam.MinimizeWithFedGradients(scope, g->loss.loss, g->trained);
     g->gradients = fed.gradients;
     g->gradient_feeds = fed.feeds;

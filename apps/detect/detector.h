@@ -34,11 +34,17 @@ struct DetectorGraph {
 
 models::detection::SsdOptions SsdOptionsFor(const TrainSettings& settings, bool training);
 
+// What a training graph's `train` does.
+enum class TrainOp {
+  kMinimize,      // one process: computes the gradients and applies them
+  kFedGradients,  // ring workers: applies the gradients fed to `gradient_feeds` (their mean)
+  kNone,          // parameter servers: no optimizer, no `init` (dist::PsWorker adds them)
+};
+
 // The training graph; with --freeze backbone the backbone's variables are
-// left out of the optimizer's list (no gradients, no slots). With
-// `fed_gradients` (data-parallel workers), `train` applies the gradients fed
-// to `gradient_feeds` (their mean over the workers) instead of computing them.
-std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings, bool fed_gradients = false);
+// left out of the optimizer's list (no gradients, no slots).
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings,
+                                                  TrainOp train_op = TrainOp::kMinimize);
 
 struct InferenceOptions {
   float score_threshold = 0.01f;  // eval keeps low scores (AP integrates over them)

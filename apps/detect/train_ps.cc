@@ -1,0 +1,88 @@
+// dflow-detect train --strategy ps: parameter-server training of the SSD
+// detector (apps/common/ps_trainer.h). The ps tasks hold the variables and
+// apply Adam's updates; each worker builds the same graph, reads its own
+// shard and pushes its gradients; the chief alone runs the batch-norm
+// updates, so the moving statistics are its own, as under ring all-reduce,
+// and writes the checkpoints. See docs/detection.md.
+#include <filesystem>
+
+#include "apps/common/ps_trainer.h"
+#include "apps/common/workers.h"
+#include "apps/detect/training.h"
+#include "autodiff/optimizers.h"
+
+namespace dflow::detect_app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// This worker's shard of images, with their matched box and class targets.
+class DetectionInput : public apps::PsInput {
+ public:
+  DetectionInput(const TrainSettings& settings, const DetectorGraph& graph, const dist::PsTask& task,
+                 PreparedRun& run)
+      : settings_(settings), graph_(graph), task_(task), run_(run) {}
+
+  void Open(int64_t shard_step) override {
+    if (shard_step == 0) pipeline_ = std::move(run_.pipeline);
+    else pipeline_ = OpenPipeline(settings_, run_, shard_step, task_.task.index, task_.num_workers());
+    PrintPlan(settings_, graph_);
+  }
+  FeedList Next() override {
+    batch_ = *pipeline_->Next();
+    return BatchFeeds(graph_, batch_);
+  }
+  int64_t images() const override { return batch_.images.shape().dim(0); }
+  apps::Progress::Metrics Metrics(const std::vector<Tensor>& fetched) const override {
+    return LossMetrics(fetched);
+  }
+
+ private:
+  const TrainSettings& settings_;
+  const DetectorGraph& graph_;
+  const dist::PsTask& task_;
+  PreparedRun& run_;
+  std::unique_ptr<models::DetectionPipeline> pipeline_;
+  models::DetectionBatch batch_;
+};
+
+void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
+  apps::TrainingCluster(settings.parallel);  // checks --workers against the cluster
+  apps::RequireParameterServers(settings.parallel, task);
+  PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
+  std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(settings, TrainOp::kNone);
+  const DetectorGraph& g = *graph;
+  autodiff::AdamOptimizer adam(g.learning_rate);
+  const dist::PsMode mode = apps::PsModeOf(apps::PsModeName(settings.parallel));
+  dist::PsWorker worker(g.scope, adam.ComputeGradients(g.scope, g.loss.loss, g.trained), adam, task,
+                        {.mode = mode, .num_steps = settings.total_steps,
+                         .num_threads = settings.threads, .bind = ""});
+  Saver saver(g.scope, worker.variables(), SaverOptions{.max_to_keep = settings.keep});
+  if (resume) worker.RestoreWith([&](Session& session) { saver.Restore(session, *run.latest); });
+  else if (!settings.init_from.empty()) worker.RestoreWith([&](Session& session) { InitBackbone(session, g, settings); });
+  std::vector<TensorName> fetches = LossFetches(g);
+  if (task.is_chief()) fetches.insert(fetches.end(), g.net.batch_norm_updates.begin(), g.net.batch_norm_updates.end());
+  DetectionInput input(settings, g, task, run);
+  apps::RunPsLoop(worker, saver, task,
+                  {.mode = mode,
+                   .total_steps = settings.total_steps,
+                   .checkpoint_every = settings.checkpoint_every,
+                   .progress_every = 20,
+                   .checkpoint_prefix = (fs::path(CheckpointDir(settings)) / "model").string(),
+                   .resume_from = resume ? run.latest : std::nullopt,
+                   .global_step = g.global_step,
+                   .fetches = fetches},
+                  input);
+}
+
+}  // namespace
+
+// Ctrl-C: the ps tasks stop serving at once, so the run resumes from the
+// chief's last periodic checkpoint (as dflow-count's).
+int TrainWithParameterServers(TrainSettings settings, bool resume) {
+  // --threads for the ps tasks too: with 1, every sum runs in one order.
+  return dist::RunPsTask([&](const dist::PsTask& task) { TrainWorker(settings, resume, task); },
+                         settings.threads);
+}
+
+}  // namespace dflow::detect_app

@@ -1,0 +1,57 @@
+// What dflow-detect's training paths share (apps/detect/train.cc: one
+// process or ring all-reduce; train_ps.cc: parameter servers): the run
+// directory's checks, the dataset and each worker's input shard, the feeds
+// and metrics of a step, and the lines a run prints at its start.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/common/progress.h"
+#include "apps/detect/detector.h"
+#include "models/data/detection_pipeline.h"
+
+namespace dflow::detect_app {
+
+std::string CheckpointDir(const TrainSettings& settings);
+
+// What a training process knows before it builds the graph.
+struct PreparedRun {
+  models::DetectionDataset data;
+  Tensor anchors;                          // the SSD default boxes the pipeline matches against
+  std::optional<std::string> latest;        // newest checkpoint; set when resuming
+  std::unique_ptr<models::DetectionPipeline> pipeline;  // worker's shard from step 0
+};
+// Checks --out and --resume against the run directory (with workers, the
+// chief may have written config.json already), reads the dataset and records
+// its classes, plans a new run (batches per epoch, total steps) and lets
+// worker 0 alone write config.json. The pipeline checks every image and box
+// before the run directory is written.
+PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int workers);
+
+// Worker `shard` of `shards` reads its shard of the images from `start_step`
+// batches in; every shard makes the same number of batches (drop_remainder),
+// so the workers stay in step.
+std::unique_ptr<models::DetectionPipeline> OpenPipeline(const TrainSettings& settings, const PreparedRun& run,
+                                                        int64_t start_step, int shard, int shards);
+
+// --init-from: the backbone's variables from another checkpoint, renamed by --map.
+void InitBackbone(Session& session, const DetectorGraph& graph, const TrainSettings& settings);
+
+// A batch's feeds, and the progress metrics of the fetches {loss, box, class}.
+FeedList BatchFeeds(const DetectorGraph& graph, const models::DetectionBatch& batch);
+std::vector<TensorName> LossFetches(const DetectorGraph& graph);
+apps::Progress::Metrics LossMetrics(const std::vector<Tensor>& fetched);
+
+// "training ssd-mobilenet SxS (...) on I images ... for N steps".
+void PrintPlan(const TrainSettings& settings, const DetectorGraph& graph);
+
+// `--strategy ps` under a cluster: a ps task serves the variables, a worker
+// trains its shard through a dist::PsWorker. Returns the process's exit
+// code (apps/detect/train_ps.cc).
+int TrainWithParameterServers(TrainSettings settings, bool resume);
+
+}  // namespace dflow::detect_app
