@@ -3,8 +3,9 @@
 # workers through `dflow launch` (found beside it), each worker reads its own
 # shard, the chief alone writes config.json and checkpoints, a ring run
 # resumed from the step-2 checkpoint ends with the uninterrupted run's bits,
-# Ctrl-C stops both workers at the same step, and bad combinations fail
-# clearly. Every run is under `timeout`.
+# Ctrl-C stops both workers at the same step, sync ps (1 ps task) ends with
+# ring's bits and resumes exactly, and bad combinations fail clearly. Every
+# run is under `timeout`.
 # Usage: test_dflow_detect_workers.sh PATH/TO/dflow-detect
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-detect}
@@ -38,6 +39,25 @@ expect_resumed_bits ring "$TMP/resume.txt" "$TMP/full" "$TMP/resumed" 4
 expect_ctrl_c_stops "$TMP/stopped.txt" "$TMP/stopped" timeout 60 "$EXE" train "${train[@]}" \
   --out "$TMP/stopped" --steps 100000 --workers 2 --base-port $((PORT + 20))
 
+# --strategy ps: 2 workers and 1 parameter server, sync. One thread per
+# task: every sum in one order, so sync ps and ring agree bit for bit (the
+# chief alone updates the batch-norm statistics on the ps, as ring keeps the chief's).
+timeout 120 "$EXE" train "${train[@]}" --out "$TMP/ps" --steps 4 --workers 2 --strategy ps \
+  --base-port $((PORT + 30)) > "$TMP/ps.txt" 2>&1 || { cat "$TMP/ps.txt"; fail "train --strategy ps"; }
+grep -q "^\[ps:0\] ps task .* serving" "$TMP/ps.txt" || { cat "$TMP/ps.txt"; fail "no ps task"; }
+expect_two_workers "train --strategy ps" "$TMP/ps.txt" "$TMP/ps" 4
+cmp "$TMP/full/checkpoints/model-4.safetensors" "$TMP/ps/checkpoints/model-4.safetensors" ||
+  fail "sync ps and ring end at step 4 with different variables"
+
+# Resumed from the ps run's step-2 checkpoint: its bits at step 4.
+cp -r "$TMP/ps" "$TMP/ps-resumed"
+rewind_checkpoint "$TMP/ps-resumed" 4 2
+timeout 120 "$EXE" train --out "$TMP/ps-resumed" --resume --threads 1 --workers 2 --strategy ps \
+  --base-port $((PORT + 40)) > "$TMP/ps-resume.txt" 2>&1 || { cat "$TMP/ps-resume.txt"; fail "ps resume"; }
+expect_resumed_bits ps "$TMP/ps-resume.txt" "$TMP/ps" "$TMP/ps-resumed" 4
+
+expect_error "--codec 1bit goes with --strategy ring" \
+  "$EXE" train "${train[@]}" --out "$TMP/ps-codec" --steps 2 --workers 2 --strategy ps --codec 1bit
 expect_error "--ps and --ps-mode go with --strategy ps" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-ring" --steps 2 --workers 2 --strategy ring --ps 2
 expect_error "unknown data-parallel strategy 'star'" \
@@ -47,5 +67,5 @@ expect_error "data-parallel workers run on the CPU" \
 cluster='{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":0}}'
 DFLOW_CLUSTER=$cluster expect_error "--workers 2 but DFLOW_CLUSTER lists 3 workers" \
   "$EXE" train "${train[@]}" --out "$TMP/mismatch" --steps 2 --workers 2
-for d in ps-ring star gpu mismatch; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
+for d in ps-codec ps-ring star gpu mismatch; do [[ -e $TMP/$d ]] && fail "a refused run wrote $TMP/$d"; done
 echo "dflow-detect --workers: all checks passed"
