@@ -2,23 +2,27 @@
 #include "apps/common/ps_trainer.h"
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+
+#include "autodiff/optimizers.h"
 
 namespace dflow::apps {
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // One worker's training: its shard's batches in, progress and the chief's
 // checkpoints out.
 class PsTrainer {
  public:
-  PsTrainer(dist::PsWorker& worker, const Saver& saver, const dist::PsTask& task, const PsLoopOptions& options,
-            PsInput& input)
-      : worker_(worker), saver_(saver), task_(task), options_(options), input_(input) {}
+  PsTrainer(dist::PsWorker& worker, const Saver& saver, const dist::PsTask& task, const PsGraph& graph,
+            const PsLoopOptions& options, PsInput& input)
+      : worker_(worker), saver_(saver), task_(task), graph_(graph), options_(options), input_(input) {}
 
   void Train() {
-    worker_.Train([this](int64_t step) { return Batch(step); }, options_.fetches,
+    worker_.Train([this](int64_t step) { return Batch(step); }, graph_.fetches,
                   [this](const dist::PsStepResult& step) { OnStep(step); }, [this] { OnFinished(); });
   }
 
@@ -37,7 +41,7 @@ class PsTrainer {
   }
 
   void Start(int64_t step) {
-    const bool async = options_.mode == dist::PsMode::kAsync;
+    const bool async = PsModeName(options_.parallel) == "async";
     const bool resume = options_.resume_from.has_value();
     int64_t start = step;
     if (async) start = resume ? GlobalStep() : 0;
@@ -71,16 +75,17 @@ class PsTrainer {
     if (progress_) PrintSummary(false, step_, *progress_, seconds > 0 ? waiting_ / seconds : 0, path);
   }
 
-  int64_t GlobalStep() { return worker_.session().Run({options_.global_step})[0].scalar<int64_t>(); }
+  int64_t GlobalStep() { return worker_.session().Run({graph_.global_step})[0].scalar<int64_t>(); }
 
   std::string Checkpoint() {
     if (!task_.is_chief()) return "";
-    return saver_.Save(worker_.session(), options_.checkpoint_prefix, GlobalStep());
+    return saver_.Save(worker_.session(), (fs::path(options_.checkpoint_dir) / "model").string(), GlobalStep());
   }
 
   dist::PsWorker& worker_;
   const Saver& saver_;
   const dist::PsTask& task_;
+  const PsGraph& graph_;
   const PsLoopOptions& options_;
   PsInput& input_;
   std::optional<Progress> progress_;
@@ -92,13 +97,17 @@ class PsTrainer {
 
 }  // namespace
 
-dist::PsMode PsModeOf(const std::string& name) {
-  return name == "async" ? dist::PsMode::kAsync : dist::PsMode::kSync;
-}
-
-void RunPsLoop(dist::PsWorker& worker, const Saver& saver, const dist::PsTask& task,
-               const PsLoopOptions& options, PsInput& input) {
-  PsTrainer(worker, saver, task, options, input).Train();
+void TrainPsWorker(const dist::PsTask& task, const PsGraph& graph, const PsLoopOptions& options, PsInput& input) {
+  autodiff::AdamOptimizer adam(graph.learning_rate);
+  const dist::PsMode mode = PsModeName(options.parallel) == "async" ? dist::PsMode::kAsync : dist::PsMode::kSync;
+  dist::PsWorker worker(graph.scope, adam.ComputeGradients(graph.scope, graph.loss, graph.variables), adam, task,
+                        {.mode = mode, .num_steps = options.total_steps, .num_threads = options.threads, .bind = ""});
+  Saver saver(graph.scope, worker.variables(), SaverOptions{.max_to_keep = options.keep});
+  if (options.resume_from)
+    worker.RestoreWith([&](Session& session) { saver.Restore(session, *options.resume_from); });
+  else if (options.initialise)
+    worker.RestoreWith(options.initialise);
+  PsTrainer(worker, saver, task, graph, options, input).Train();
 }
 
 }  // namespace dflow::apps

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/common/progress.h"
+#include "apps/common/workers.h"
 #include "dist/training/ps_training.h"
 #include "models/checkpoint.h"
 
@@ -28,21 +31,42 @@ class PsInput {
   virtual Progress::Metrics Metrics(const std::vector<Tensor>& fetched) const = 0;
 };
 
-struct PsLoopOptions {
-  dist::PsMode mode = dist::PsMode::kSync;
-  int64_t total_steps = 0, checkpoint_every = 0, progress_every = 10;
-  std::string checkpoint_prefix;          // RUN/checkpoints/model
-  std::optional<std::string> resume_from;  // the chief's checkpoint, when resuming
-  Output global_step;
-  std::vector<TensorName> fetches;  // what Metrics reads
+// What a ps worker trains: Adam at `learning_rate` on `loss` over `variables`.
+struct PsGraph {
+  const Scope& scope;
+  Output loss, learning_rate, global_step;
+  std::vector<Output> variables;
+  std::vector<TensorName> fetches;  // run with every step: what PsInput::Metrics reads, and more
 };
 
-// dist::PsMode of --ps-mode ("sync" or "async").
-dist::PsMode PsModeOf(const std::string& name);
+struct PsLoopOptions {
+  DataParallelSettings parallel;
+  int64_t total_steps = 0, checkpoint_every = 0, progress_every = 10;
+  int threads = 1, keep = 3;
+  std::string checkpoint_dir;              // RUN/checkpoints
+  std::optional<std::string> resume_from;  // the checkpoint the chief restores, when resuming
+  // A new run's extra initialisation by the chief (--init-from), or null.
+  std::function<void(Session& session)> initialise;
+};
 
-// Trains until the global step reaches total_steps; the chief saves every
-// checkpoint_every steps and at the end.
-void RunPsLoop(dist::PsWorker& worker, const Saver& saver, const dist::PsTask& task,
-               const PsLoopOptions& options, PsInput& input);
+// The options of an app's TrainSettings (its parallel, total_steps,
+// checkpoint_every, threads, keep and out).
+template <class Settings>
+PsLoopOptions PsLoopOptionsFor(const Settings& s, std::optional<std::string> resume_from, int64_t progress_every) {
+  return {.parallel = s.parallel,
+          .total_steps = s.total_steps,
+          .checkpoint_every = s.checkpoint_every,
+          .progress_every = progress_every,
+          .threads = s.threads,
+          .keep = s.keep,
+          .checkpoint_dir = (std::filesystem::path(s.out) / "checkpoints").string(),
+          .resume_from = std::move(resume_from),
+          .initialise = {}};
+}
+
+// Builds this worker's dist::PsWorker (its --threads, and sync or async by
+// --ps-mode) and trains until the global step reaches total_steps; the chief
+// saves every checkpoint_every steps and at the end.
+void TrainPsWorker(const dist::PsTask& task, const PsGraph& graph, const PsLoopOptions& options, PsInput& input);
 
 }  // namespace dflow::apps

@@ -95,7 +95,7 @@ void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv) 
        "' to start the workers: ", std::strerror(errno));
 }
 
-std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings) {
+std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings, const std::string& device) {
   std::optional<dist::ClusterSpec> cluster = dist::ClusterSpec::FromEnvironment();
   if (!cluster) return std::nullopt;
   const int workers = cluster->num_tasks("worker");
@@ -105,6 +105,7 @@ std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& set
   DFLOW_REQUIRE(settings.workers <= 1 || settings.workers == workers, "train: --workers ", settings.workers,
                 " but DFLOW_CLUSTER lists ", workers, " workers");
   CheckStrategy(settings);
+  RequireCpuWhenDistributed(device);
   return cluster;
 }
 
@@ -112,9 +113,11 @@ int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster) { return cluste
 
 int NumWorkers(const std::optional<dist::ClusterSpec>& cluster) { return cluster ? cluster->num_tasks("worker") : 1; }
 
-bool UsesParameterServers(const DataParallelSettings& settings) {
+bool UsesParameterServers(const DataParallelSettings& settings, const std::string& device) {
   const char* cluster = std::getenv("DFLOW_CLUSTER");
-  return cluster != nullptr && *cluster != '\0' && StrategyName(settings) == "ps";
+  if (cluster == nullptr || *cluster == '\0' || StrategyName(settings) != "ps") return false;
+  RequireCpuWhenDistributed(device);
+  return true;
 }
 
 void RequireParameterServers(const DataParallelSettings& settings, const dist::PsTask& task) {

@@ -39,9 +39,10 @@ bool ShouldLaunchWorkers(const DataParallelSettings& settings);
 [[noreturn]] void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv);
 
 // The cluster this worker belongs to, from DFLOW_CLUSTER; nullopt for a
-// single-process run. Throws when --workers disagrees with the cluster, or
-// the cluster does not name this process as a worker.
-std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings);
+// single-process run. Throws when --workers disagrees with the cluster, the
+// cluster does not name this process as a worker, or `device` (--device) is
+// not the CPU (RequireCpuWhenDistributed).
+std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings, const std::string& device);
 // This process's worker index and the number of workers: 0 and 1 without a cluster.
 int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster);
 int NumWorkers(const std::optional<dist::ClusterSpec>& cluster);
@@ -52,8 +53,9 @@ std::string PsModeName(const DataParallelSettings& settings);
 // Throws kInvalidArgument for an unknown strategy or ps mode,
 // or --ps/--ps-mode with a strategy other than ps.
 void CheckStrategy(const DataParallelSettings& settings);
-// True under a cluster with strategy ps (the process is a ps task or a worker of one).
-bool UsesParameterServers(const DataParallelSettings& settings);
+// True under a cluster with strategy ps (the process is a ps task or a
+// worker of one); then throws when `device` is not the CPU.
+bool UsesParameterServers(const DataParallelSettings& settings, const std::string& device);
 // Throws when --ps disagrees with the ps tasks of the cluster.
 void RequireParameterServers(const DataParallelSettings& settings, const dist::PsTask& task);
 // Throws when --device names a GPU for data-parallel training: workers read

@@ -84,13 +84,10 @@ struct TrainLoop {
 
 int Train(TrainSettings settings, bool resume) {
   CheckSessionDevice(settings.device);  // before the run directory is written
-  if (apps::UsesParameterServers(settings.parallel)) {
-    apps::RequireCpuWhenDistributed(settings.device);
+  if (apps::UsesParameterServers(settings.parallel, settings.device))
     return TrainWithParameterServers(std::move(settings), resume);
-  }
   // With workers, only the chief (worker 0) writes the run directory.
-  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel);
-  if (cluster) apps::RequireCpuWhenDistributed(settings.device);
+  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
   const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
   PreparedRun run = PrepareRun(settings, resume, worker, workers);
   const std::optional<std::string>& latest = run.latest;

@@ -4,17 +4,12 @@
 // through a dist::PsWorker (apps/common/ps_trainer.h); the chief (worker 0)
 // writes the checkpoints, reading the variables from the ps tasks. See
 // docs/counting.md.
-#include <filesystem>
-
 #include "apps/common/ps_trainer.h"
 #include "apps/common/workers.h"
 #include "apps/count/training.h"
-#include "autodiff/optimizers.h"
 
 namespace dflow::count_app {
 namespace {
-
-namespace fs = std::filesystem;
 
 // This worker's shard of tiles, with their density maps.
 class CountInput : public apps::PsInput {
@@ -50,7 +45,7 @@ class CountInput : public apps::PsInput {
 };
 
 void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
-  apps::TrainingCluster(settings.parallel);  // checks --workers against the cluster
+  apps::TrainingCluster(settings.parallel, settings.device);  // checks --workers against the cluster
   apps::RequireParameterServers(settings.parallel, task);
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
   Scope scope = Scope::NewRootScope();
@@ -58,24 +53,12 @@ void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) 
   models::DensityCounterOptions model_options = ModelOptions(settings);
   model_options.external_optimizer = true;
   models::DensityCounter model = models::BuildDensityCounter(scope, model_options);
-  autodiff::AdamOptimizer adam(model.learning_rate);
-  const dist::PsMode mode = apps::PsModeOf(apps::PsModeName(settings.parallel));
-  dist::PsWorker worker(scope, adam.ComputeGradients(scope, model.loss, model.variables), adam, task,
-                        {.mode = mode, .num_steps = settings.total_steps,
-                         .num_threads = settings.threads, .bind = ""});
-  Saver saver(scope, worker.variables(), SaverOptions{.max_to_keep = settings.keep});
-  if (resume) worker.RestoreWith([&](Session& session) { saver.Restore(session, *run.latest); });
   CountInput input(settings, model, task, run);
-  apps::RunPsLoop(worker, saver, task,
-                  {.mode = mode,
-                   .total_steps = settings.total_steps,
-                   .checkpoint_every = settings.checkpoint_every,
-                   .progress_every = 10,
-                   .checkpoint_prefix = (fs::path(CheckpointDir(settings)) / "model").string(),
-                   .resume_from = resume ? run.latest : std::nullopt,
-                   .global_step = model.global_step,
-                   .fetches = {model.loss, model.counts}},
-                  input);
+  apps::TrainPsWorker(task,
+                      {.scope = scope, .loss = model.loss, .learning_rate = model.learning_rate,
+                       .global_step = model.global_step, .variables = model.variables,
+                       .fetches = {model.loss, model.counts}},
+                      apps::PsLoopOptionsFor(settings, resume ? run.latest : std::nullopt, 10), input);
 }
 
 }  // namespace

@@ -106,12 +106,9 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
 
 int Train(TrainSettings settings, bool resume) {
   CheckSessionDevice(settings.device);  // before the run directory is written
-  if (apps::UsesParameterServers(settings.parallel)) {
-    apps::RequireCpuWhenDistributed(settings.device);
+  if (apps::UsesParameterServers(settings.parallel, settings.device))
     return TrainWithParameterServers(std::move(settings), resume);
-  }
-  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel);
-  if (cluster) apps::RequireCpuWhenDistributed(settings.device);
+  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
   const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
   PreparedRun run = PrepareRun(settings, resume, worker, workers);
   // The schedule reads total_steps.

@@ -4,17 +4,12 @@
 // shard and pushes its gradients; the chief alone runs the batch-norm
 // updates, so the moving statistics are its own, as under ring all-reduce,
 // and writes the checkpoints. See docs/detection.md.
-#include <filesystem>
-
 #include "apps/common/ps_trainer.h"
 #include "apps/common/workers.h"
 #include "apps/detect/training.h"
-#include "autodiff/optimizers.h"
 
 namespace dflow::detect_app {
 namespace {
-
-namespace fs = std::filesystem;
 
 // This worker's shard of images, with their matched box and class targets.
 class DetectionInput : public apps::PsInput {
@@ -47,32 +42,21 @@ class DetectionInput : public apps::PsInput {
 };
 
 void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
-  apps::TrainingCluster(settings.parallel);  // checks --workers against the cluster
+  apps::TrainingCluster(settings.parallel, settings.device);  // checks --workers against the cluster
   apps::RequireParameterServers(settings.parallel, task);
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
   std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(settings, TrainOp::kNone);
   const DetectorGraph& g = *graph;
-  autodiff::AdamOptimizer adam(g.learning_rate);
-  const dist::PsMode mode = apps::PsModeOf(apps::PsModeName(settings.parallel));
-  dist::PsWorker worker(g.scope, adam.ComputeGradients(g.scope, g.loss.loss, g.trained), adam, task,
-                        {.mode = mode, .num_steps = settings.total_steps,
-                         .num_threads = settings.threads, .bind = ""});
-  Saver saver(g.scope, worker.variables(), SaverOptions{.max_to_keep = settings.keep});
-  if (resume) worker.RestoreWith([&](Session& session) { saver.Restore(session, *run.latest); });
-  else if (!settings.init_from.empty()) worker.RestoreWith([&](Session& session) { InitBackbone(session, g, settings); });
+  // The chief alone runs the batch-norm updates (see the top of this file).
   std::vector<TensorName> fetches = LossFetches(g);
   if (task.is_chief()) fetches.insert(fetches.end(), g.net.batch_norm_updates.begin(), g.net.batch_norm_updates.end());
+  apps::PsLoopOptions options = apps::PsLoopOptionsFor(settings, resume ? run.latest : std::nullopt, 20);
+  if (!settings.init_from.empty()) options.initialise = [&](Session& session) { InitBackbone(session, g, settings); };
   DetectionInput input(settings, g, task, run);
-  apps::RunPsLoop(worker, saver, task,
-                  {.mode = mode,
-                   .total_steps = settings.total_steps,
-                   .checkpoint_every = settings.checkpoint_every,
-                   .progress_every = 20,
-                   .checkpoint_prefix = (fs::path(CheckpointDir(settings)) / "model").string(),
-                   .resume_from = resume ? run.latest : std::nullopt,
-                   .global_step = g.global_step,
-                   .fetches = fetches},
-                  input);
+  apps::TrainPsWorker(task,
+                      {.scope = g.scope, .loss = g.loss.loss, .learning_rate = g.learning_rate,
+                       .global_step = g.global_step, .variables = g.trained, .fetches = fetches},
+                      options, input);
 }
 
 }  // namespace

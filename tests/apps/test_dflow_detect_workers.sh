@@ -4,8 +4,8 @@
 # shard, the chief alone writes config.json and checkpoints, a ring run
 # resumed from the step-2 checkpoint ends with the uninterrupted run's bits,
 # Ctrl-C stops both workers at the same step, sync ps (1 ps task) ends with
-# ring's bits and resumes exactly, and bad combinations fail clearly. Every
-# run is under `timeout`.
+# ring's bits and resumes exactly, async ps with 2 ps tasks finishes, and bad
+# combinations fail clearly. Every run is under `timeout`.
 # Usage: test_dflow_detect_workers.sh PATH/TO/dflow-detect
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-detect}
@@ -55,6 +55,15 @@ rewind_checkpoint "$TMP/ps-resumed" 4 2
 timeout 120 "$EXE" train --out "$TMP/ps-resumed" --resume --threads 1 --workers 2 --strategy ps \
   --base-port $((PORT + 40)) > "$TMP/ps-resume.txt" 2>&1 || { cat "$TMP/ps-resume.txt"; fail "ps resume"; }
 expect_resumed_bits ps "$TMP/ps-resume.txt" "$TMP/ps" "$TMP/ps-resumed" 4
+
+timeout 60 "$EXE" eval --data "$TMP/data" --checkpoint "$TMP/ps" --threads 1 > /dev/null || fail "eval of the ps run's checkpoint"
+
+# Async with 2 ps tasks: the chief saves the global step it ends at.
+timeout 120 "$EXE" train "${train[@]}" --out "$TMP/ps-async" --steps 4 --workers 2 --strategy ps --ps 2 \
+  --ps-mode async --base-port $((PORT + 50)) > "$TMP/ps-async.txt" 2>&1 ||
+  { cat "$TMP/ps-async.txt"; fail "train --ps 2 --ps-mode async"; }
+grep -q "^\[worker:0\] checkpoint .*model-[0-9]*.safetensors" "$TMP/ps-async.txt" ||
+  { cat "$TMP/ps-async.txt"; fail "async: the chief wrote no final checkpoint"; }
 
 expect_error "--codec 1bit goes with --strategy ring" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-codec" --steps 2 --workers 2 --strategy ps --codec 1bit
