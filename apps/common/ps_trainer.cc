@@ -48,7 +48,7 @@ class PsTrainer {
     if (resume)
       std::cout << "resuming " << (task_.is_chief() ? *options_.resume_from : "the chief's checkpoint")
                 << " at step " << start << "\n";
-    input_.Open(async ? start / task_.num_workers() : start);
+    input_.Open(async ? start / task_.num_workers() : start, task_.task.index, task_.num_workers());
     progress_.emplace(start, options_.total_steps, options_.progress_every);
   }
 

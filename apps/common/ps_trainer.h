@@ -22,8 +22,9 @@ namespace dflow::apps {
 class PsInput {
  public:
   virtual ~PsInput() = default;
-  // Opens this worker's shard `shard_step` batches in and prints the plan.
-  virtual void Open(int64_t shard_step) = 0;
+  // Opens shard `shard` of `shards` (this worker's) `shard_step` batches in
+  // and prints the plan.
+  virtual void Open(int64_t shard_step, int shard, int shards) = 0;
   // The feeds of the next batch.
   virtual FeedList Next() = 0;
   // The images of the last batch and its progress metrics from the step's fetches.

@@ -120,7 +120,8 @@ bool UsesParameterServers(const DataParallelSettings& settings, const std::strin
   return true;
 }
 
-void RequireParameterServers(const DataParallelSettings& settings, const dist::PsTask& task) {
+void CheckPsWorker(const DataParallelSettings& settings, const std::string& device, const dist::PsTask& task) {
+  TrainingCluster(settings, device);
   DFLOW_REQUIRE(settings.ps == 0 || settings.ps == task.num_ps(), "train: --ps ", settings.ps,
                 " but DFLOW_CLUSTER lists ", task.num_ps(), " ps tasks");
 }

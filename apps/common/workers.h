@@ -56,8 +56,9 @@ void CheckStrategy(const DataParallelSettings& settings);
 // True under a cluster with strategy ps (the process is a ps task or a
 // worker of one); then throws when `device` is not the CPU.
 bool UsesParameterServers(const DataParallelSettings& settings, const std::string& device);
-// Throws when --ps disagrees with the ps tasks of the cluster.
-void RequireParameterServers(const DataParallelSettings& settings, const dist::PsTask& task);
+// A ps worker's TrainingCluster: also throws when --ps disagrees with the
+// cluster's ps tasks.
+void CheckPsWorker(const DataParallelSettings& settings, const std::string& device, const dist::PsTask& task);
 // Throws when --device names a GPU for data-parallel training: workers read
 // and write the variables they hold directly, written and tested for host
 // memory only.

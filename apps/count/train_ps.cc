@@ -14,12 +14,10 @@ namespace {
 // This worker's shard of tiles, with their density maps.
 class CountInput : public apps::PsInput {
  public:
-  CountInput(const TrainSettings& settings, const models::DensityCounter& model, const dist::PsTask& task,
-             PreparedRun& run)
-      : settings_(settings), model_(model), task_(task), run_(run) {}
+  CountInput(const TrainSettings& settings, const models::DensityCounter& model, PreparedRun& run)
+      : settings_(settings), model_(model), run_(run) {}
 
-  void Open(int64_t shard_step) override {
-    const int shard = task_.task.index, shards = task_.num_workers();
+  void Open(int64_t shard_step, int shard, int shards) override {
     if (run_.pipeline && shard_step == 0) pipeline_ = std::move(run_.pipeline);
     else
       pipeline_ = std::make_unique<models::InputPipeline>(run_.index,
@@ -38,22 +36,20 @@ class CountInput : public apps::PsInput {
  private:
   const TrainSettings& settings_;
   const models::DensityCounter& model_;
-  const dist::PsTask& task_;
   PreparedRun& run_;
   std::unique_ptr<models::InputPipeline> pipeline_;
   models::Batch batch_;
 };
 
 void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
-  apps::TrainingCluster(settings.parallel, settings.device);  // checks --workers against the cluster
-  apps::RequireParameterServers(settings.parallel, task);
+  apps::CheckPsWorker(settings.parallel, settings.device, task);
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
   Scope scope = Scope::NewRootScope();
   scope.graph().set_seed(static_cast<int64_t>(settings.seed));
   models::DensityCounterOptions model_options = ModelOptions(settings);
   model_options.external_optimizer = true;
   models::DensityCounter model = models::BuildDensityCounter(scope, model_options);
-  CountInput input(settings, model, task, run);
+  CountInput input(settings, model, run);
   apps::TrainPsWorker(task,
                       {.scope = scope, .loss = model.loss, .learning_rate = model.learning_rate,
                        .global_step = model.global_step, .variables = model.variables,

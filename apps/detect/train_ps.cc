@@ -14,13 +14,12 @@ namespace {
 // This worker's shard of images, with their matched box and class targets.
 class DetectionInput : public apps::PsInput {
  public:
-  DetectionInput(const TrainSettings& settings, const DetectorGraph& graph, const dist::PsTask& task,
-                 PreparedRun& run)
-      : settings_(settings), graph_(graph), task_(task), run_(run) {}
+  DetectionInput(const TrainSettings& settings, const DetectorGraph& graph, PreparedRun& run)
+      : settings_(settings), graph_(graph), run_(run) {}
 
-  void Open(int64_t shard_step) override {
+  void Open(int64_t shard_step, int shard, int shards) override {
     if (shard_step == 0) pipeline_ = std::move(run_.pipeline);
-    else pipeline_ = OpenPipeline(settings_, run_, shard_step, task_.task.index, task_.num_workers());
+    else pipeline_ = OpenPipeline(settings_, run_, shard_step, shard, shards);
     PrintPlan(settings_, graph_);
   }
   FeedList Next() override {
@@ -35,15 +34,13 @@ class DetectionInput : public apps::PsInput {
  private:
   const TrainSettings& settings_;
   const DetectorGraph& graph_;
-  const dist::PsTask& task_;
   PreparedRun& run_;
   std::unique_ptr<models::DetectionPipeline> pipeline_;
   models::DetectionBatch batch_;
 };
 
 void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
-  apps::TrainingCluster(settings.parallel, settings.device);  // checks --workers against the cluster
-  apps::RequireParameterServers(settings.parallel, task);
+  apps::CheckPsWorker(settings.parallel, settings.device, task);
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
   std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(settings, TrainOp::kNone);
   const DetectorGraph& g = *graph;
@@ -52,7 +49,7 @@ void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) 
   if (task.is_chief()) fetches.insert(fetches.end(), g.net.batch_norm_updates.begin(), g.net.batch_norm_updates.end());
   apps::PsLoopOptions options = apps::PsLoopOptionsFor(settings, resume ? run.latest : std::nullopt, 20);
   if (!settings.init_from.empty()) options.initialise = [&](Session& session) { InitBackbone(session, g, settings); };
-  DetectionInput input(settings, g, task, run);
+  DetectionInput input(settings, g, run);
   apps::TrainPsWorker(task,
                       {.scope = g.scope, .loss = g.loss.loss, .learning_rate = g.learning_rate,
                        .global_step = g.global_step, .variables = g.trained, .fetches = fetches},
