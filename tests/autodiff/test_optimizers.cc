@@ -1,6 +1,6 @@
 // Optimizers end to end through a Session: the update each one applies
-// (against hand-computed values), convergence on a quadratic, frozen
-// variables, weight decay, clipping, the global step and the schedules.
+// (against hand-computed values), fed gradients, convergence on a quadratic,
+// frozen variables, weight decay, clipping, the global step and the schedules.
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -51,6 +51,21 @@ TEST_CASE("Adam's first steps match the formula with bias correction", "[optimiz
   // Step 1: m = 0.1 g, v = 0.001 g^2, lr_t = 0.1 sqrt(0.001) / 0.1, so the
   // step is lr * sign(g) (up to epsilon): every coordinate moves by 0.1.
   ExpectClose(q.Train(train, 1), Tensor::FromVector<double>({0.1, -0.1, 0.1}), 1e-6);
+}
+
+TEST_CASE("MinimizeWithFedGradients applies the gradients fed to it", "[optimizers]") {
+  Quadratic q({0, 0, 0});
+  GradientDescentOptimizer sgd(Lr(q.s, 0.1));
+  FedGradients fed = sgd.MinimizeWithFedGradients(q.s, q.loss);
+  REQUIRE(fed.gradients.size() == 1);
+  REQUIRE(fed.feeds.size() == 1);
+  CHECK(fed.feeds[0].node()->name() == "w/mean_gradient");
+  Session session(q.s);
+  session.Run({}, {}, {ops::GlobalVariablesInitializer(q.s)});
+  // The computed gradient, 2 (w - target), is fetched; the fed one is applied.
+  ExpectClose(session.Run({fed.gradients[0]})[0], Tensor::FromVector<double>({-2, 4, -6}));
+  session.Run({{fed.feeds[0], Tensor::FromVector<double>({1, 2, 3})}}, {}, {fed.apply});
+  ExpectClose(session.Run({q.w})[0], Tensor::FromVector<double>({-0.1, -0.2, -0.3}));
 }
 
 TEST_CASE("every optimizer converges on a quadratic", "[optimizers]") {
