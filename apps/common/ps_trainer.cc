@@ -101,7 +101,8 @@ void TrainPsWorker(const dist::PsTask& task, const PsGraph& graph, const PsLoopO
   autodiff::AdamOptimizer adam(graph.learning_rate);
   const dist::PsMode mode = PsModeName(options.parallel) == "async" ? dist::PsMode::kAsync : dist::PsMode::kSync;
   dist::PsWorker worker(graph.scope, adam.ComputeGradients(graph.scope, graph.loss, graph.variables), adam, task,
-                        {.mode = mode, .num_steps = options.total_steps, .num_threads = options.threads, .bind = ""});
+                        {.mode = mode, .num_steps = options.total_steps, .num_threads = options.threads,
+                         .bind = ""});
   Saver saver(graph.scope, worker.variables(), SaverOptions{.max_to_keep = options.keep});
   if (options.resume_from)
     worker.RestoreWith([&](Session& session) { saver.Restore(session, *options.resume_from); });

@@ -111,7 +111,9 @@ std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& set
 
 int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster) { return cluster ? cluster->self()->index : 0; }
 
-int NumWorkers(const std::optional<dist::ClusterSpec>& cluster) { return cluster ? cluster->num_tasks("worker") : 1; }
+int NumWorkers(const std::optional<dist::ClusterSpec>& cluster) {
+  return cluster ? cluster->num_tasks("worker") : 1;
+}
 
 bool UsesParameterServers(const DataParallelSettings& settings, const std::string& device) {
   const char* cluster = std::getenv("DFLOW_CLUSTER");

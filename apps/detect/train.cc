@@ -1,6 +1,7 @@
 // dflow-detect train: trains an SSD detector on a detection dataset, with
 // periodic atomic checkpoints, exact resume and RUN/config.json; with
-// --workers, data-parallel over a ring all-reduce (apps/common/workers.h).
+// --workers, data-parallel over a ring all-reduce (apps/common/workers.h) or,
+// with --strategy ps, parameter servers (train_ps.cc).
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -46,11 +47,12 @@ struct TrainLoop {
     FeedList feeds = BatchFeeds(g, batch);
     std::vector<TensorName> losses = LossFetches(g);
     if (!strategy) return session.Run(feeds, losses, {g.train});
+    const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
     dist::ReplicatedStep names{.gradients = {g.gradients.begin(), g.gradients.end()},
                                .gradient_feeds = {g.gradient_feeds.begin(), g.gradient_feeds.end()},
                                .apply = {g.train},
                                .extra_fetches = losses,
-                               .local_targets = {g.net.batch_norm_updates.begin(), g.net.batch_norm_updates.end()}};
+                               .local_targets = {batch_norm.begin(), batch_norm.end()}};
     return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
   }
 

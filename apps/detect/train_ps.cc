@@ -46,9 +46,11 @@ void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) 
   const DetectorGraph& g = *graph;
   // The chief alone runs the batch-norm updates (see the top of this file).
   std::vector<TensorName> fetches = LossFetches(g);
-  if (task.is_chief()) fetches.insert(fetches.end(), g.net.batch_norm_updates.begin(), g.net.batch_norm_updates.end());
+  const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
+  if (task.is_chief()) fetches.insert(fetches.end(), batch_norm.begin(), batch_norm.end());
   apps::PsLoopOptions options = apps::PsLoopOptionsFor(settings, resume ? run.latest : std::nullopt, 20);
-  if (!settings.init_from.empty()) options.initialise = [&](Session& session) { InitBackbone(session, g, settings); };
+  if (!settings.init_from.empty())
+    options.initialise = [&](Session& session) { InitBackbone(session, g, settings); };
   DetectionInput input(settings, g, run);
   apps::TrainPsWorker(task,
                       {.scope = g.scope, .loss = g.loss.loss, .learning_rate = g.learning_rate,
