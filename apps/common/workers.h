@@ -11,21 +11,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/common/data_parallel_settings.h"
 #include "dist/cluster.h"
 #include "dist/training/data_parallel.h"
 #include "dist/training/ps_training.h"
 
 namespace dflow::apps {
-
-// Not recorded in a run's config.json: a run may be resumed with other resources.
-struct DataParallelSettings {
-  int workers = 1;       // > 1 without DFLOW_CLUSTER: start them with dflow launch
-  std::string strategy;  // empty: DFLOW_STRATEGY, else ring
-  int ps = 0;            // strategy ps: parameter-server tasks; 0: not given (1)
-  std::string ps_mode;   // strategy ps: sync or async; empty: sync
-  std::string codec;     // strategy ring: none, fp16 or 1bit; empty: none
-  int base_port = 0;     // dflow launch --base-port; 0: its default
-};
 
 // --workers, --strategy, --ps, --ps-mode, --codec and --base-port.
 void AddDataParallelOptions(CLI::App& app, DataParallelSettings& settings);

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/common/data_parallel_settings.h"
 #include "apps/common/run_files.h"
-#include "apps/common/workers.h"
 
 namespace dflow::count_app {
 
@@ -36,7 +36,7 @@ struct TrainSettings {
   int64_t checkpoint_every = 50;  // steps
   int keep = 3;                   // checkpoints kept
   uint64_t seed = 1;
-  apps::DataParallelSettings parallel;  // apps/common/workers.h; not recorded
+  apps::DataParallelSettings parallel;  // not recorded (apps/common/workers.h)
   // Derived when the run starts, recorded for eval's baseline.
   int64_t total_steps = 0;
   int64_t batches_per_epoch = 0;

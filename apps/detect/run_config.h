@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/common/data_parallel_settings.h"
 #include "apps/common/run_files.h"
-#include "apps/common/workers.h"
 
 namespace dflow::detect_app {
 
@@ -47,7 +47,7 @@ struct TrainSettings {
   // Where the graph runs: empty for the CPU. Not recorded: a run may be
   // resumed on another device.
   std::string device;
-  apps::DataParallelSettings parallel;  // apps/common/workers.h; not recorded
+  apps::DataParallelSettings parallel;  // not recorded (apps/common/workers.h)
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

@@ -1,6 +1,6 @@
 # rewind_checkpoint RUN DROPPED KEPT: makes RUN's step-KEPT checkpoint its
 # latest and deletes step DROPPED's, as if the run had stopped after KEPT.
-# Sourced by the dflow-count tests.
+# Sourced by the apps' end-to-end tests.
 rewind_checkpoint() {
   rm "$1/checkpoints/model-$2.safetensors"
   python3 - "$1/checkpoints/checkpoint.json" "model-$2.safetensors" "model-$3.safetensors" <<'PY'
