@@ -21,9 +21,9 @@ std::string CheckpointDir(const TrainSettings& settings);
 // What a training process knows before it builds the graph.
 struct PreparedRun {
   models::DetectionDataset data;
-  Tensor anchors;                          // the SSD default boxes the pipeline matches against
-  std::optional<std::string> latest;        // newest checkpoint; set when resuming
-  std::unique_ptr<models::DetectionPipeline> pipeline;  // worker's shard from step 0
+  Tensor anchors;                     // the SSD default boxes the pipeline matches against
+  std::optional<std::string> latest;  // the run's newest checkpoint, if any (resume needs one)
+  std::unique_ptr<models::DetectionPipeline> pipeline;  // this worker's shard from step 0
 };
 // Checks --out and --resume against the run directory (with workers, the
 // chief may have written config.json already), reads the dataset and records
