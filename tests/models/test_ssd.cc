@@ -12,6 +12,7 @@
 #include "models/detection/matching.h"
 #include "models/detection/ssd.h"
 #include "ops/ops.h"
+#include "tests/models/detection_test_util.h"
 
 using namespace dflow;
 using namespace dflow::models::detection;
@@ -25,26 +26,6 @@ int64_t ExpectedAnchors(int64_t size) {
   for (int i = 0; i < 4; ++i) f = (f + 1) / 2;  // stride 16
   for (int map = 0; map < 6; ++map, f = (f + 1) / 2) total += f * f * 6;
   return total;
-}
-
-// One image: a bright square on a dark background, and its box (y1, x1, y2, x2).
-struct OneObject {
-  Tensor image;
-  std::vector<float> box = {0.25f, 0.3125f, 0.75f, 0.8125f};
-};
-
-OneObject MakeImage(int64_t size) {
-  OneObject o;
-  o.image = Tensor(DType::kFloat32, Shape{1, size, size, 3});
-  float* p = o.image.data<float>();
-  for (int64_t y = 0; y < size; ++y)
-    for (int64_t x = 0; x < size; ++x) {
-      float fy = (static_cast<float>(y) + 0.5f) / static_cast<float>(size);
-      float fx = (static_cast<float>(x) + 0.5f) / static_cast<float>(size);
-      bool inside = fy > o.box[0] && fy < o.box[2] && fx > o.box[1] && fx < o.box[3];
-      for (int c = 0; c < 3; ++c) p[(y * size + x) * 3 + c] = inside ? 0.9f : 0.1f;
-    }
-  return o;
 }
 
 }  // namespace
@@ -86,7 +67,7 @@ TEST_CASE("SSD: fitted to one image, the loss falls and NMS returns the object",
   Session session(scope);
   session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
 
-  OneObject object = MakeImage(size);
+  testing::OneObject object = testing::MakeOneObject(size);
   std::vector<int32_t> label = {2};
   MatchResult match = MatchSsd({net.anchors.data<float>(), size_t(net.anchors.NumElements())},
                                GroundTruth{object.box, label});

@@ -1,0 +1,140 @@
+// RetinaNet's graph pieces: ResNet has torchvision's parameter counts, the
+// anchors follow the pyramid for any input size, the class head starts at
+// the prior, and fitted to one image the loss falls and the post-processing
+// finds the object with its class.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "autodiff/learning_rate.h"
+#include "autodiff/optimizers.h"
+#include "graph/session.h"
+#include "models/detection/matching.h"
+#include "models/detection/retinanet.h"
+#include "models/layers.h"
+#include "models/resnet.h"
+#include "ops/ops.h"
+#include "tests/models/detection_test_util.h"
+
+using namespace dflow;
+using namespace dflow::models::detection;
+
+namespace {
+
+// Anchors per input size: levels 3..7 of ceil(S / 2^l)^2 cells, 9 per cell.
+int64_t ExpectedAnchors(int64_t size) {
+  int64_t total = 0;
+  for (int level = 3; level <= 7; ++level) {
+    int64_t cells = (size + (int64_t{1} << level) - 1) >> level;
+    total += cells * cells * 9;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("ResNet: torchvision's parameter counts without the classifier", "[retinanet]") {
+  // torchvision's resnet18 / resnet50 minus fc (512 * 1000 + 1000, 2048 * 1000 + 1000).
+  for (auto [depth, parameters, channels] : {std::tuple{18, 11176512, 512},
+                                             std::tuple{50, 23508032, 2048}}) {
+    Scope scope = Scope::NewRootScope();
+    Output images = ops::Placeholder(scope, DType::kFloat32, {-1, 224, 224, 3});
+    models::ResNet net = models::BuildResNet(scope, images, {.depth = depth});
+    INFO("depth " << depth);
+    CHECK(models::CountParameters(net.variables) == parameters);
+    REQUIRE(net.features.size() == 3);
+    CHECK(net.features[0].shape() == Shape{-1, 28, 28, channels / 4});
+    CHECK(net.features[2].shape() == Shape{-1, 7, 7, channels});
+  }
+}
+
+TEST_CASE("RetinaNet: anchors follow the pyramid of any input size", "[retinanet]") {
+  for (int64_t size : {64, 128, 320}) {
+    Scope scope = Scope::NewRootScope();
+    RetinaNetOptions options{.num_classes = 3, .image_size = size, .depth = 18};
+    RetinaNetNetwork net = BuildRetinaNetNetwork(scope, options);
+    INFO("size " << size);
+    CHECK(net.anchors.shape() == Shape{ExpectedAnchors(size), 4});
+    CHECK(RetinaNetDefaultAnchors(options).shape() == net.anchors.shape());
+    CHECK(net.box_deltas.shape() == Shape{-1, ExpectedAnchors(size), 4});
+    CHECK(net.class_logits.shape() == Shape{-1, ExpectedAnchors(size), 3});
+    // Past the backbone: 8 FPN convolutions and the two heads' 5 layers,
+    // one filter and bias each, the heads' shared by all five levels.
+    CHECK(net.variables.size() - net.backbone_variables.size() == (8 + 2 * 5) * 2);
+  }
+  CHECK(ExpectedAnchors(320) == 9 * (40 * 40 + 20 * 20 + 10 * 10 + 5 * 5 + 3 * 3));
+}
+
+TEST_CASE("RetinaNet: bad options are refused with their value", "[retinanet]") {
+  Scope scope = Scope::NewRootScope();
+  CHECK_THROWS_WITH(BuildRetinaNetNetwork(scope, {.num_classes = 0}),
+                    Catch::Contains("num_classes must be >= 1, got 0"));
+  CHECK_THROWS_WITH(BuildRetinaNetNetwork(scope, {.image_size = 16}),
+                    Catch::Contains("image_size must be >= 32, got 16"));
+  CHECK_THROWS_WITH(BuildRetinaNetNetwork(scope, {.depth = 34}),
+                    Catch::Contains("depth must be 18 or 50, got 34"));
+  CHECK_THROWS_WITH(RetinaNetDefaultAnchors({.anchors = {.max_level = 6, .normalized = true}}),
+                    Catch::Contains("anchor levels must be 3..7 (P3-P7), got 3..6"));
+  CHECK_THROWS_WITH(RetinaNetDefaultAnchors({.anchors = {}}),
+                    Catch::Contains("anchors must be normalized"));
+}
+
+TEST_CASE("RetinaNet: every class starts at the prior probability 0.01", "[retinanet]") {
+  Scope scope = Scope::NewRootScope();
+  scope.graph().set_seed(5);
+  RetinaNetNetwork net = BuildRetinaNetNetwork(scope, {.num_classes = 2, .image_size = 64,
+                                                       .depth = 18});
+  Session session(scope);
+  session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
+  Output image = ops::RandomUniform(scope, Tensor::FromVector<int64_t>({1, 64, 64, 3}),
+                                    DType::kFloat32);
+  Tensor pixels = session.Run({}, {image})[0];
+  Tensor p = session.Run({{net.images, pixels}}, {ops::Sigmoid(scope, net.class_logits)})[0];
+  float lowest = 1, highest = 0;
+  for (int64_t i = 0; i < p.NumElements(); ++i) {
+    lowest = std::min(lowest, p.data<float>()[i]);
+    highest = std::max(highest, p.data<float>()[i]);
+  }
+  CHECK(lowest > 0.005f);
+  CHECK(highest < 0.02f);
+}
+
+TEST_CASE("RetinaNet: fitted to one image, the loss falls and NMS returns the object",
+          "[retinanet]") {
+  const int64_t size = 64;
+  Scope scope = Scope::NewRootScope();
+  scope.graph().set_seed(3);
+  RetinaNetNetwork net = BuildRetinaNetNetwork(scope, {.num_classes = 2, .image_size = size,
+                                                       .depth = 18});
+  RetinaNetLoss loss = BuildRetinaNetLoss(scope, net);
+  Detections detections = BuildRetinaNetPostprocess(scope, net, {.max_detections = 10});
+  autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(scope, 1e-3));
+  std::vector<Output> deps(net.batch_norm_updates);
+  deps.emplace_back(adam.Minimize(scope, loss.loss, net.variables));
+  Node* train = ops::NoOp(scope.WithControlDependencies(deps).WithOpName("train"));
+  Session session(scope);
+  session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
+
+  testing::OneObject object = testing::MakeOneObject(size);
+  std::vector<int32_t> label = {2};
+  MatchResult match = MatchRetinaNet({net.anchors.data<float>(), size_t(net.anchors.NumElements())},
+                                     GroundTruth{object.box, label},
+                                     {.allow_low_quality_matches = true});
+  REQUIRE(match.num_positive >= 1);
+  const int64_t anchors = net.anchors.shape().dim(0);
+  FeedList feeds = {{net.images, object.image},
+                    {loss.box_targets, Tensor::FromVector(match.box_targets, Shape{1, anchors, 4})},
+                    {loss.class_targets, Tensor::FromVector(match.class_targets, Shape{1, anchors})}};
+  float first = session.Run(feeds, {loss.loss})[0].scalar<float>();
+  REQUIRE(std::isfinite(first));
+  float last = first;
+  for (int step = 0; step < 60; ++step) last = session.Run(feeds, {loss.loss}, {train})[0].scalar<float>();
+  CHECK(last < 0.3f * first);
+
+  // Inference with this image's batch statistics (the training graph).
+  std::vector<Tensor> out = session.Run({{net.images, object.image}},
+                                        {detections.boxes, detections.classes, detections.valid});
+  REQUIRE(out[2].data<int32_t>()[0] >= 1);
+  CHECK(out[1].data<float>()[0] == 2.0f);
+  for (int i = 0; i < 4; ++i) CHECK(out[0].data<float>()[i] == Approx(object.box[i]).margin(0.08));
+}
