@@ -155,6 +155,17 @@ BatchNormLayer BatchNorm(const Scope& scope, const Output& x, BatchNormOptions o
   return layer;
 }
 
+Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
+              ConvBnOptions options, std::vector<Output>& variables, std::vector<Output>& updates) {
+  ConvLayer conv = Conv2D(scope, x, filters, kernel,
+                          {.stride = options.stride, .padding = kernel / 2,
+                           .groups = options.groups, .bias = false});
+  BatchNormLayer bn = BatchNorm(scope, conv.output, {.training = options.training});
+  variables.insert(variables.end(), {conv.filter, bn.gamma, bn.beta});
+  updates.insert(updates.end(), bn.updates.begin(), bn.updates.end());
+  return Activate(scope, bn.output, options.activation);
+}
+
 int64_t CountParameters(const std::vector<Output>& variables) {
   int64_t total = 0;
   for (const Output& v : variables) total += v.shape().NumElements();

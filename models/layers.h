@@ -86,6 +86,20 @@ struct BatchNormLayer {
 // Batch normalisation over the channels of NHWC x (FusedBatchNorm).
 BatchNormLayer BatchNorm(const Scope& scope, const Output& x, BatchNormOptions options = {});
 
+struct ConvBnOptions {
+  int64_t stride = 1;
+  int64_t groups = 1;
+  bool training = true;  // batch-norm mode
+  Activation activation = Activation::kRelu;
+};
+
+// The conv-BN-ReLU block of torchvision's backbones: a convolution without
+// bias (padding k / 2 as PyTorch's), batch normalisation, then the
+// activation. Appends the filter, gamma and beta to `variables` and the
+// moving-average updates (training) to `updates`.
+Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
+              ConvBnOptions options, std::vector<Output>& variables, std::vector<Output>& updates);
+
 // Every element of the given variables, summed (a model's parameter count).
 int64_t CountParameters(const std::vector<Output>& variables);
 

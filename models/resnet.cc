@@ -17,12 +17,10 @@ class Builder {
   // conv (no bias, padding k / 2) + batch norm, ReLU when `relu`.
   Output ConvBn(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
                 bool relu) {
-    ConvLayer conv = Conv2D(s, x, filters, k, {.stride = stride, .padding = k / 2, .bias = false});
-    BatchNormLayer bn = BatchNorm(s, conv.output, {.training = training_});
-    net_.variables.insert(net_.variables.end(), {conv.filter, bn.gamma, bn.beta});
-    net_.batch_norm_updates.insert(net_.batch_norm_updates.end(), bn.updates.begin(),
-                                   bn.updates.end());
-    return relu ? ops::Relu(s, bn.output) : bn.output;
+    return models::ConvBn(s, x, filters, k,
+                          {.stride = stride, .training = training_,
+                           .activation = relu ? Activation::kRelu : Activation::kNone},
+                          net_.variables, net_.batch_norm_updates);
   }
 
   // relu(residual(x) + shortcut(x)); the shortcut projects (1x1 conv + BN)

@@ -158,18 +158,14 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
 RetinaNetLoss BuildRetinaNetLoss(const Scope& scope, const RetinaNetNetwork& net,
                                  RetinaNetLossOptions options) {
   Scope s = scope.NewSubScope("retinanet_loss");
-  const int64_t anchors = net.anchors.shape().dim(0);
+  DetectionTargets targets = DetectionTargetPlaceholders(scope, s, net.anchors.shape().dim(0));
   RetinaNetLoss loss;
-  loss.box_targets = ops::Placeholder(scope.WithOpName("box_targets"), DType::kFloat32,
-                                      {-1, anchors, 4});
-  loss.class_targets = ops::Placeholder(scope.WithOpName("class_targets"), DType::kInt32,
-                                        {-1, anchors});
-  Output positive = ops::Cast(s, ops::Greater(s, loss.class_targets, 0), DType::kFloat32);
-  Output num_positive = ops::Maximum(s, ops::Sum(s, positive, {0, 1}), 1.0f);
-  loss.box_loss = ops::Div(
-      s.WithOpName("box_loss"),
-      SmoothL1Loss(s, net.box_deltas, loss.box_targets, positive, options.smooth_l1_beta),
-      num_positive);
+  loss.box_targets = targets.box_targets;
+  loss.class_targets = targets.class_targets;
+  loss.box_loss = ops::Div(s.WithOpName("box_loss"),
+                           SmoothL1Loss(s, net.box_deltas, loss.box_targets, targets.positive,
+                                        options.smooth_l1_beta),
+                           targets.num_positive);
   // Label l is column l - 1 of the K sigmoids; background (0) and ignored
   // (-1) fall outside and give all-zero rows; the ignored weigh 0.
   Output one_hot = ops::OneHot(s, ops::Sub(s, loss.class_targets, 1),
@@ -178,7 +174,8 @@ RetinaNetLoss BuildRetinaNetLoss(const Scope& scope, const RetinaNetNetwork& net
   Output counted = ops::Cast(s, ops::GreaterEqual(s, loss.class_targets, 0), DType::kFloat32);
   loss.class_loss = ops::Identity(
       s.WithOpName("class_loss"),
-      SigmoidFocalLoss(s, net.class_logits, one_hot, counted, num_positive, options.focal));
+      SigmoidFocalLoss(s, net.class_logits, one_hot, counted, targets.num_positive,
+                       options.focal));
   loss.loss = ops::Add(s.WithOpName("loss"), loss.box_loss, loss.class_loss);
   return loss;
 }

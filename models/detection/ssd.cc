@@ -76,17 +76,13 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
 
 SsdLoss BuildSsdLoss(const Scope& scope, const SsdNetwork& net, int64_t neg_pos_ratio) {
   Scope s = scope.NewSubScope("ssd_loss");
-  const int64_t anchors = net.anchors.shape().dim(0);
+  DetectionTargets targets = DetectionTargetPlaceholders(scope, s, net.anchors.shape().dim(0));
   SsdLoss loss;
-  loss.box_targets = ops::Placeholder(scope.WithOpName("box_targets"), DType::kFloat32,
-                                      {-1, anchors, 4});
-  loss.class_targets = ops::Placeholder(scope.WithOpName("class_targets"), DType::kInt32,
-                                        {-1, anchors});
-  Output positive = ops::Cast(s, ops::Greater(s, loss.class_targets, 0), DType::kFloat32);
-  Output num_positive = ops::Maximum(s, ops::Sum(s, positive, {0, 1}), 1.0f);
+  loss.box_targets = targets.box_targets;
+  loss.class_targets = targets.class_targets;
   loss.box_loss = ops::Div(s.WithOpName("box_loss"),
-                           SmoothL1Loss(s, net.box_deltas, loss.box_targets, positive),
-                           num_positive);
+                           SmoothL1Loss(s, net.box_deltas, loss.box_targets, targets.positive),
+                           targets.num_positive);
   loss.class_loss = ops::Identity(
       s.WithOpName("class_loss"),
       SsdConfidenceLoss(s, net.class_logits, loss.class_targets, neg_pos_ratio));

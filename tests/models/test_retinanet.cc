@@ -4,17 +4,15 @@
 // finds the object with its class.
 #include <catch2/catch.hpp>
 
-#include <cmath>
+#include <algorithm>
+#include <tuple>
 
-#include "autodiff/learning_rate.h"
-#include "autodiff/optimizers.h"
 #include "graph/session.h"
-#include "models/detection/matching.h"
 #include "models/detection/retinanet.h"
 #include "models/layers.h"
 #include "models/resnet.h"
 #include "ops/ops.h"
-#include "tests/models/detection_test_util.h"
+#include "tests/models/detector_fit_util.h"
 
 using namespace dflow;
 using namespace dflow::models::detection;
@@ -108,33 +106,15 @@ TEST_CASE("RetinaNet: fitted to one image, the loss falls and NMS returns the ob
                                                        .depth = 18});
   RetinaNetLoss loss = BuildRetinaNetLoss(scope, net);
   Detections detections = BuildRetinaNetPostprocess(scope, net, {.max_detections = 10});
-  autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(scope, 1e-3));
-  std::vector<Output> deps(net.batch_norm_updates);
-  deps.emplace_back(adam.Minimize(scope, loss.loss, net.variables));
-  Node* train = ops::NoOp(scope.WithControlDependencies(deps).WithOpName("train"));
-  Session session(scope);
-  session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
-
   testing::OneObject object = testing::MakeOneObject(size);
   std::vector<int32_t> label = {2};
   MatchResult match = MatchRetinaNet({net.anchors.data<float>(), size_t(net.anchors.NumElements())},
                                      GroundTruth{object.box, label},
                                      {.allow_low_quality_matches = true});
   REQUIRE(match.num_positive >= 1);
-  const int64_t anchors = net.anchors.shape().dim(0);
-  FeedList feeds = {{net.images, object.image},
-                    {loss.box_targets, Tensor::FromVector(match.box_targets, Shape{1, anchors, 4})},
-                    {loss.class_targets, Tensor::FromVector(match.class_targets, Shape{1, anchors})}};
-  float first = session.Run(feeds, {loss.loss})[0].scalar<float>();
-  REQUIRE(std::isfinite(first));
-  float last = first;
-  for (int step = 0; step < 60; ++step) last = session.Run(feeds, {loss.loss}, {train})[0].scalar<float>();
-  CHECK(last < 0.3f * first);
-
-  // Inference with this image's batch statistics (the training graph).
-  std::vector<Tensor> out = session.Run({{net.images, object.image}},
-                                        {detections.boxes, detections.classes, detections.valid});
-  REQUIRE(out[2].data<int32_t>()[0] >= 1);
-  CHECK(out[1].data<float>()[0] == 2.0f);
-  for (int i = 0; i < 4; ++i) CHECK(out[0].data<float>()[i] == Approx(object.box[i]).margin(0.08));
+  testing::OneImageFit fit = testing::FitOneImage(
+      scope, loss.loss, net.variables, net.batch_norm_updates,
+      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match), 1e-3);
+  CHECK(fit.last_loss < 0.3f * fit.first_loss);
+  testing::CheckFindsObject(*fit.session, net.images, detections, object, 2.0f);
 }
