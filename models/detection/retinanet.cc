@@ -52,7 +52,7 @@ class Builder {
   }
 
   // FPN (Lin et al. 2017, "Feature Pyramid Networks"): P3..P7 from C3..C5.
-  std::vector<Output> Pyramid(const Scope& s, const std::vector<Output>& c) {
+  std::vector<Output> Pyramid(const Scope& s, const std::vector<Output>& c, bool p6_from_p5) {
     std::vector<Output> lateral;
     for (size_t i = 0; i < c.size(); ++i)
       lateral.push_back(Conv(s.NewSubScope("lateral" + std::to_string(i + 3)), c[i], 1, 1));
@@ -69,7 +69,7 @@ class Builder {
     std::vector<Output> p;
     for (size_t i = 0; i < c.size(); ++i)
       p.push_back(Conv(s.NewSubScope("output" + std::to_string(i + 3)), lateral[i], 3, 1));
-    p.push_back(Conv(s.NewSubScope("p6"), c.back(), 3, 2));
+    p.push_back(Conv(s.NewSubScope("p6"), p6_from_p5 ? p.back() : c.back(), 3, 2));
     p.push_back(Conv(s.NewSubScope("p7"), ops::Relu(s, p.back()), 3, 2));
     return p;
   }
@@ -142,7 +142,8 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   Builder b(net.variables);
-  std::vector<Output> levels = b.Pyramid(s.NewSubScope("fpn"), backbone.features);
+  std::vector<Output> levels = b.Pyramid(s.NewSubScope("fpn"), backbone.features,
+                                            options.p6_from_p5);
   CheckLevels(levels, size);
   // The class bias makes every sigmoid start at the prior pi, so the many
   // background anchors do not swamp the first steps' loss (section 4.1).

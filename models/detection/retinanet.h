@@ -11,10 +11,22 @@
 // The network (section 4): ResNet C3-C5; FPN laterals (1x1 to 256) with a
 // top-down path (nearest upsampling to the finer map's size, added) and
 // 3x3 output convolutions give P3-P5; P6 is a 3x3/2 convolution on C5 (the
-// paper's and Detectron's choice; torchvision's v1 reads P5), P7 a ReLU and
-// a 3x3/2 convolution on P6. Two heads, each 4 x (3x3 conv 256 + ReLU) and
-// a 3x3 conv to A * K class logits or A * 4 box deltas (A = 9 anchors per
-// cell), run over P3-P7 with the same weights at every level.
+// paper's and Detectron's choice; torchvision's retinanet_resnet50_fpn reads
+// P5, see p6_from_p5), P7 a ReLU and a 3x3/2 convolution on P6. Two heads,
+// each 4 x (3x3 conv 256 + ReLU) and a 3x3 conv to A * K class logits or
+// A * 4 box deltas (A = 9 anchors per cell), run over P3-P7 with the same
+// weights at every level.
+//
+// Variable names under `<scope>/retinanet/` and torchvision's (>= 0.13):
+//   resnet/...                  backbone.body... (resnet.h)
+//   fpn/lateral<l>/{filter,bias}  backbone.fpn.inner_blocks.<l-3>.0.{weight,bias}
+//   fpn/output<l>/...           backbone.fpn.layer_blocks.<l-3>.0...
+//   fpn/p6/..., fpn/p7/...      backbone.fpn.extra_blocks.p6..., p7...
+//   class_head/conv<i>/...      head.classification_head.conv.<i-1>.0...
+//   class_head/predict/...      head.classification_head.cls_logits...
+//   box_head/conv<i>/..., box_head/predict/...  head.regression_head.conv..., bbox_reg...
+// torchvision's backbone batch norm is frozen (its gammas and betas are
+// buffers there, variables here).
 //
 // Coordinates are normalised (y1, x1, y2, x2) in [0, 1] of the network's
 // square input, as SSD's; box deltas use unit variances (kUnitVariances).
@@ -35,6 +47,7 @@ struct RetinaNetOptions {
   int64_t image_size = 512;  // square input, pixels
   int depth = 50;            // ResNet-18 or -50
   bool training = true;      // batch-norm mode: batch statistics and moving-average updates
+  bool p6_from_p5 = false;   // P6 on P5 (256 channels) as torchvision's, not on C5
   // Levels 3..7 and normalised coordinates are what the network builds.
   RetinaNetAnchorOptions anchors{.normalized = true};
 };

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "graph/session.h"
@@ -44,6 +45,21 @@ TEST_CASE("ResNet: torchvision's parameter counts without the classifier", "[ret
     CHECK(net.features[0].shape() == Shape{-1, 28, 28, channels / 4});
     CHECK(net.features[2].shape() == Shape{-1, 7, 7, channels});
   }
+}
+
+TEST_CASE("RetinaNet-R50: torchvision's parameter count (91 classes)", "[retinanet]") {
+  // torchvision's retinanet_resnet50_fpn has 34,014,999 parameters: its
+  // backbone's batch norm is frozen (53,120 gammas and betas are buffers),
+  // and its P6 reads P5 (p6_from_p5).
+  Scope scope = Scope::NewRootScope();
+  RetinaNetNetwork net = BuildRetinaNetNetwork(scope, {.num_classes = 91, .image_size = 64,
+                                                       .p6_from_p5 = true});
+  CHECK(models::CountParameters(net.variables) == 34014999 + 53120);
+  // The paper's P6 on C5 (2048 channels) has 9 * 256 * (2048 - 256) weights more.
+  Scope paper = Scope::NewRootScope();
+  RetinaNetNetwork on_c5 = BuildRetinaNetNetwork(paper, {.num_classes = 91, .image_size = 64});
+  CHECK(models::CountParameters(on_c5.variables) ==
+        models::CountParameters(net.variables) + 9 * 256 * (2048 - 256));
 }
 
 TEST_CASE("RetinaNet: anchors follow the pyramid of any input size", "[retinanet]") {
@@ -114,7 +130,69 @@ TEST_CASE("RetinaNet: fitted to one image, the loss falls and NMS returns the ob
   REQUIRE(match.num_positive >= 1);
   testing::OneImageFit fit = testing::FitOneImage(
       scope, loss.loss, net.variables, net.batch_norm_updates,
-      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match), 1e-3);
+      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match), 1e-3,
+      /*steps=*/40);
   CHECK(fit.last_loss < 0.3f * fit.first_loss);
   testing::CheckFindsObject(*fit.session, net.images, detections, object, 2.0f);
+}
+
+namespace {
+
+// Focal loss (alpha 0.25, gamma 2) and smooth-L1 (beta 1/9) over the fetched
+// outputs, in double: the losses' sums before dividing by the positives.
+struct ReferenceLoss {
+  double focal = 0, box = 0, positives = 0;
+};
+
+ReferenceLoss Reference(const Tensor& logits, const Tensor& deltas, const Tensor& box_targets,
+                        const std::vector<int32_t>& labels) {
+  ReferenceLoss r;
+  const int64_t classes = logits.shape().dim(2);
+  for (size_t a = 0; a < labels.size(); ++a) {
+    if (labels[a] < 0) continue;
+    for (int64_t k = 0; k < classes; ++k) {
+      const bool object = labels[a] == k + 1;
+      const double p = 1 / (1 + std::exp(-double(logits.data<float>()[a * classes + k])));
+      const double p_t = object ? p : 1 - p, alpha_t = object ? 0.25 : 0.75;
+      r.focal -= alpha_t * (1 - p_t) * (1 - p_t) * std::log(p_t);
+    }
+    if (labels[a] == 0) continue;
+    r.positives += 1;
+    for (size_t j = 4 * a; j < 4 * a + 4; ++j) {
+      const double d = std::abs(double(deltas.data<float>()[j]) - box_targets.data<float>()[j]);
+      const double beta = 1.0 / 9;
+      r.box += d < beta ? 0.5 * d * d / beta : d - 0.5 * beta;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("RetinaNet: the loss is the focal loss and smooth-L1 of the fetched outputs",
+          "[retinanet]") {
+  Scope scope = Scope::NewRootScope();
+  scope.graph().set_seed(7);
+  RetinaNetNetwork net = BuildRetinaNetNetwork(scope, {.num_classes = 2, .image_size = 32,
+                                                       .depth = 18});
+  RetinaNetLoss loss = BuildRetinaNetLoss(scope, net);
+  Session session(scope);
+  session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
+  // Labels 1, 2, ignored and background in turn; box targets in [-0.3, 0.3].
+  const int64_t anchors = net.anchors.shape().dim(0);
+  std::vector<int32_t> labels(static_cast<size_t>(anchors));
+  std::vector<float> targets(static_cast<size_t>(anchors * 4));
+  for (size_t a = 0; a < labels.size(); ++a) labels[a] = a % 7 < 3 ? int32_t(a % 7) - 1 : 0;
+  for (size_t j = 0; j < targets.size(); ++j) targets[j] = 0.3f * std::sin(float(j));
+  Tensor box_targets = Tensor::FromVector(targets, Shape{1, anchors, 4});
+  std::vector<Tensor> out = session.Run(
+      {{net.images, testing::MakeOneObject(32).image},
+       {loss.box_targets, box_targets},
+       {loss.class_targets, Tensor::FromVector(labels, Shape{1, anchors})}},
+      {net.class_logits, net.box_deltas, loss.class_loss, loss.box_loss, loss.loss});
+  ReferenceLoss r = Reference(out[0], out[1], box_targets, labels);
+  REQUIRE(r.positives > 0);
+  CHECK(out[2].scalar<float>() == Approx(r.focal / r.positives).epsilon(1e-4));
+  CHECK(out[3].scalar<float>() == Approx(r.box / r.positives).epsilon(1e-4));
+  CHECK(out[4].scalar<float>() == Approx((r.focal + r.box) / r.positives).epsilon(1e-4));
 }
