@@ -26,12 +26,14 @@ void CheckOptions(const RetinaNetOptions& options) {
   DFLOW_REQUIRE(options.depth == 18 || options.depth == 50,
                 "RetinaNet: depth must be 18 or 50, got ", options.depth);
   const RetinaNetAnchorOptions& a = options.anchors;
-  DFLOW_REQUIRE(a.min_level == 3 && a.max_level == 7, "RetinaNet: anchor levels must be 3..7 (P3-P7), got ",
-                a.min_level, "..", a.max_level);
-  DFLOW_REQUIRE(a.normalized, "RetinaNet: anchors must be normalized (the network's coordinates)");
+  DFLOW_REQUIRE(a.min_level == 3 && a.max_level == 7,
+                "RetinaNet: anchor levels must be 3..7 (P3-P7), got ", a.min_level, "..",
+                a.max_level);
+  DFLOW_REQUIRE(a.normalized,
+                "RetinaNet: anchors must be normalized (the network's coordinates)");
   DFLOW_REQUIRE(a.scales.size() * a.ratios.size() == kAnchorsPerCell,
-                "RetinaNet: the heads predict 9 anchors per cell, got ", a.scales.size(), " scales x ",
-                a.ratios.size(), " ratios");
+                "RetinaNet: the heads predict 9 anchors per cell, got ", a.scales.size(),
+                " scales x ", a.ratios.size(), " ratios");
 }
 
 // [0, 1] pixels -> ImageNet's normalisation, (x - mean) / std per channel.

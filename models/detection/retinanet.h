@@ -56,7 +56,7 @@ struct RetinaNetNetwork {
   Output images;        // float32 [N, S, S, 3] in [0, 1], fed
   Output box_deltas;    // float32 [N, A, 4], encoded against `anchors`, unit variances
   Output class_logits;  // float32 [N, A, num_classes], one sigmoid per class
-  Tensor anchors;       // float32 [A, 4], RetinaNetAnchors(S, S): P3..P7, cells row-major, 9 per cell
+  Tensor anchors;       // float32 [A, 4], RetinaNetAnchors(S, S): P3..P7, row-major, 9 a cell
   std::vector<Output> variables;           // every trained weight
   std::vector<Output> backbone_variables;  // the ResNet part (frozen by --freeze backbone)
   std::vector<Output> batch_norm_updates;  // run with each training step

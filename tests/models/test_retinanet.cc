@@ -63,7 +63,7 @@ TEST_CASE("RetinaNet-R50: torchvision's parameter count (91 classes)", "[retinan
 }
 
 TEST_CASE("RetinaNet: anchors follow the pyramid of any input size", "[retinanet]") {
-  for (int64_t size : {64, 128, 320}) {
+  for (int64_t size : {64, 100, 128, 320}) {  // 100: odd maps, 13 <- 7 <- 4
     Scope scope = Scope::NewRootScope();
     RetinaNetOptions options{.num_classes = 3, .image_size = size, .depth = 18};
     RetinaNetNetwork net = BuildRetinaNetNetwork(scope, options);
@@ -75,7 +75,11 @@ TEST_CASE("RetinaNet: anchors follow the pyramid of any input size", "[retinanet
     // Past the backbone: 8 FPN convolutions and the two heads' 5 layers,
     // one filter and bias each, the heads' shared by all five levels.
     CHECK(net.variables.size() - net.backbone_variables.size() == (8 + 2 * 5) * 2);
+    CHECK(!net.batch_norm_updates.empty());
   }
+  Scope inference = Scope::NewRootScope();
+  CHECK(BuildRetinaNetNetwork(inference, {.image_size = 64, .depth = 18, .training = false})
+            .batch_norm_updates.empty());
   CHECK(ExpectedAnchors(320) == 9 * (40 * 40 + 20 * 20 + 10 * 10 + 5 * 5 + 3 * 3));
 }
 
@@ -130,8 +134,8 @@ TEST_CASE("RetinaNet: fitted to one image, the loss falls and NMS returns the ob
   REQUIRE(match.num_positive >= 1);
   testing::OneImageFit fit = testing::FitOneImage(
       scope, loss.loss, net.variables, net.batch_norm_updates,
-      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match), 1e-3,
-      /*steps=*/40);
+      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match),
+      1e-3, /*steps=*/40);
   CHECK(fit.last_loss < 0.3f * fit.first_loss);
   testing::CheckFindsObject(*fit.session, net.images, detections, object, 2.0f);
 }

@@ -61,7 +61,8 @@ TEST_CASE("SSD: fitted to one image, the loss falls and NMS returns the object",
   REQUIRE(match.num_positive >= 1);
   testing::OneImageFit fit = testing::FitOneImage(
       scope, loss.loss, net.variables, net.batch_norm_updates,
-      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match), 1e-2);
+      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match),
+      1e-2);
   CHECK(fit.last_loss < 0.3f * fit.first_loss);
   testing::CheckFindsObject(*fit.session, net.images, detections, object, 2.0f);
 }
