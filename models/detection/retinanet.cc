@@ -36,6 +36,13 @@ void CheckOptions(const RetinaNetOptions& options) {
                 " scales x ", a.ratios.size(), " ratios");
 }
 
+// "p4", "conv1", ...: appended, since g++ 12 warns (-Wrestrict) on some
+// inlined "literal" + std::string.
+std::string Numbered(std::string prefix, size_t n) {
+  prefix += std::to_string(n);
+  return prefix;
+}
+
 // [0, 1] pixels -> ImageNet's normalisation, (x - mean) / std per channel.
 Output Normalize(const Scope& s, const Output& images) {
   Output mean = ops::Const(s, Tensor::FromVector<float>({0.485f, 0.456f, 0.406f}));
@@ -57,7 +64,7 @@ class Builder {
   std::vector<Output> Pyramid(const Scope& s, const std::vector<Output>& c, bool p6_from_p5) {
     std::vector<Output> lateral;
     for (size_t i = 0; i < c.size(); ++i)
-      lateral.push_back(Conv(s.NewSubScope("lateral" + std::to_string(i + 3)), c[i], 1, 1));
+      lateral.push_back(Conv(s.NewSubScope(Numbered("lateral", i + 3)), c[i], 1, 1));
     // Top-down: each coarser map upsampled (nearest, to the finer map's size,
     // PyTorch's F.interpolate rule) and added, from P5 down to P3.
     for (size_t i = c.size() - 1; i > 0; --i) {
@@ -70,7 +77,7 @@ class Builder {
     }
     std::vector<Output> p;
     for (size_t i = 0; i < c.size(); ++i)
-      p.push_back(Conv(s.NewSubScope("output" + std::to_string(i + 3)), lateral[i], 3, 1));
+      p.push_back(Conv(s.NewSubScope(Numbered("output", i + 3)), lateral[i], 3, 1));
     p.push_back(Conv(s.NewSubScope("p6"), p6_from_p5 ? p.back() : c.back(), 3, 2));
     p.push_back(Conv(s.NewSubScope("p7"), ops::Relu(s, p.back()), 3, 2));
     return p;
@@ -83,11 +90,8 @@ class Builder {
     ConvLayer layer = Conv2D(s, levels[0], filters, 3, options);
     variables_.insert(variables_.end(), {layer.filter, layer.bias});
     std::vector<Output> out = {layer.output};
-    for (size_t l = 1; l < levels.size(); ++l) {
-      std::string level = "p";  // appended, not "p" + ...: g++ 12 warns on that (-Wrestrict)
-      level += std::to_string(l + 3);
-      out.push_back(ApplyConv2D(s.NewSubScope(level), levels[l], layer, options));
-    }
+    for (size_t l = 1; l < levels.size(); ++l)
+      out.push_back(ApplyConv2D(s.NewSubScope(Numbered("p", l + 3)), levels[l], layer, options));
     return out;
   }
 
@@ -95,8 +99,8 @@ class Builder {
   // 9 * k outputs per cell, reshaped to [N, cells * 9, k] and joined over
   // the levels in the anchors' order.
   Output Head(const Scope& s, std::vector<Output> levels, int64_t k, double final_bias) {
-    for (int i = 0; i < 4; ++i)
-      levels = SharedConv(s.NewSubScope("conv" + std::to_string(i + 1)), levels, kChannels,
+    for (size_t i = 0; i < 4; ++i)
+      levels = SharedConv(s.NewSubScope(Numbered("conv", i + 1)), levels, kChannels,
                           {.padding = 1, .activation = Activation::kRelu, .stddev = kHeadStddev});
     levels = SharedConv(s.NewSubScope("predict"), levels, kAnchorsPerCell * k,
                         {.padding = 1, .stddev = kHeadStddev, .bias_value = final_bias});
@@ -144,8 +148,8 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   Builder b(net.variables);
-  std::vector<Output> levels = b.Pyramid(s.NewSubScope("fpn"), backbone.features,
-                                            options.p6_from_p5);
+  std::vector<Output> levels =
+      b.Pyramid(s.NewSubScope("fpn"), backbone.features, options.p6_from_p5);
   CheckLevels(levels, size);
   // The class bias makes every sigmoid start at the prior pi, so the many
   // background anchors do not swamp the first steps' loss (section 4.1).
