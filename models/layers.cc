@@ -35,6 +35,15 @@ Output HeVariable(const Scope& scope, const std::string& name, std::vector<int64
                        ops::Mul(scope.WithOpName(name + "/scaled"), normal, stddev));
 }
 
+// A normal N(0, stddev^2) variable of `shape`, untruncated.
+Output NormalVariable(const Scope& scope, const std::string& name, std::vector<int64_t> shape,
+                      double stddev, DType dtype) {
+  Output normal = ops::RandomStandardNormal(scope.WithOpName(name + "/initial"),
+                                            Tensor::FromVector<int64_t>(shape), dtype);
+  return ops::Variable(scope.WithOpName(name),
+                       ops::Mul(scope.WithOpName(name + "/scaled"), normal, stddev));
+}
+
 int64_t Channels(const Output& x, const char* layer) {
   const Shape& shape = x.shape();
   DFLOW_REQUIRE(!shape.unknown_rank() && shape.rank() == 4 && shape.dim(3) > 0, layer,
@@ -68,8 +77,22 @@ ConvLayer Conv2D(const Scope& scope, const Output& x, int64_t filters, int64_t k
                 "Conv2D layer: groups ", options.groups, " must divide ", in, " inputs and ",
                 filters, " filters");
   ConvLayer layer;
-  layer.filter = HeVariable(scope, "filter", {kernel, kernel, in / options.groups, filters},
-                            kernel * kernel * in / options.groups, x.dtype(), 0);
+  std::vector<int64_t> shape = {kernel, kernel, in / options.groups, filters};
+  layer.filter = options.stddev > 0
+                     ? NormalVariable(scope, "filter", shape, options.stddev, x.dtype())
+                     : HeVariable(scope, "filter", shape, kernel * kernel * in / options.groups,
+                                  x.dtype(), 0);
+  if (options.bias) {
+    std::vector<double> value(static_cast<size_t>(filters), options.bias_value);
+    layer.bias = ops::Variable(scope.WithOpName("bias"),
+                               Tensor::FromVector(value, Shape{filters}).CastTo(x.dtype()));
+  }
+  layer.output = ApplyConv2D(scope, x, layer, options);
+  return layer;
+}
+
+Output ApplyConv2D(const Scope& scope, const Output& x, const ConvLayer& layer,
+                   ConvOptions options) {
   ops::Conv2DAttrs attrs;
   attrs.strides = {1, static_cast<int>(options.stride), static_cast<int>(options.stride), 1};
   if (options.padding >= 0) {
@@ -78,12 +101,8 @@ ConvLayer Conv2D(const Scope& scope, const Output& x, int64_t filters, int64_t k
     attrs.explicit_paddings = {0, 0, p, p, p, p, 0, 0};
   }
   Output y = ops::Conv2D(scope.WithOpName("conv"), x, layer.filter, attrs);
-  if (options.bias) {
-    layer.bias = ops::Variable(scope.WithOpName("bias"), Tensor::Zeros(x.dtype(), {filters}));
-    y = ops::BiasAdd(scope.WithOpName("bias_add"), y, layer.bias);
-  }
-  layer.output = Activate(scope, y, options.activation);
-  return layer;
+  if (options.bias) y = ops::BiasAdd(scope.WithOpName("bias_add"), y, layer.bias);
+  return Activate(scope, y, options.activation);
 }
 
 ConvLayer Conv2DTranspose(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
@@ -134,6 +153,17 @@ BatchNormLayer BatchNorm(const Scope& scope, const Output& x, BatchNormOptions o
                                  bn.batch_variance, decay)};
   }
   return layer;
+}
+
+Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
+              ConvBnOptions options, std::vector<Output>& variables, std::vector<Output>& updates) {
+  ConvLayer conv = Conv2D(scope, x, filters, kernel,
+                          {.stride = options.stride, .padding = kernel / 2,
+                           .groups = options.groups, .bias = false});
+  BatchNormLayer bn = BatchNorm(scope, conv.output, {.training = options.training});
+  variables.insert(variables.end(), {conv.filter, bn.gamma, bn.beta});
+  updates.insert(updates.end(), bn.updates.begin(), bn.updates.end());
+  return Activate(scope, bn.output, options.activation);
 }
 
 int64_t CountParameters(const std::vector<Output>& variables) {

@@ -35,17 +35,27 @@ struct ConvOptions {
   int64_t groups = 1;  // in_channels: depthwise
   bool bias = true;
   Activation activation = Activation::kNone;
+  // > 0: the filter starts ~ N(0, stddev^2), untruncated (RetinaNet's heads,
+  // Lin et al. 2017, section 4.1); 0: He-normal (truncated).
+  double stddev = 0;
+  double bias_value = 0;  // the bias's starting value (RetinaNet's prior: -log((1 - pi) / pi))
 };
 
 struct ConvLayer {
-  Output filter;  // [k, k, in / groups, filters], He-normal (truncated)
-  Output bias;    // [filters] zeros, when options.bias
+  Output filter;  // [k, k, in / groups, filters], He-normal (truncated) or N(0, stddev^2)
+  Output bias;    // [filters] bias_value, when options.bias
   Output output;
 };
 
 // A 2-D convolution layer over NHWC x (channels known while building).
 ConvLayer Conv2D(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
                  ConvOptions options = {});
+
+// The convolution of `layer` (its filter and bias, options as it was built
+// with) over another input: one set of weights shared by several inputs,
+// as RetinaNet's heads over the pyramid levels. Returns the output.
+Output ApplyConv2D(const Scope& scope, const Output& x, const ConvLayer& layer,
+                   ConvOptions options = {});
 
 struct ConvTransposeOptions {
   int64_t stride = 2;
@@ -75,6 +85,20 @@ struct BatchNormLayer {
 
 // Batch normalisation over the channels of NHWC x (FusedBatchNorm).
 BatchNormLayer BatchNorm(const Scope& scope, const Output& x, BatchNormOptions options = {});
+
+struct ConvBnOptions {
+  int64_t stride = 1;
+  int64_t groups = 1;
+  bool training = true;  // batch-norm mode
+  Activation activation = Activation::kRelu;
+};
+
+// The conv-BN-ReLU block of torchvision's backbones: a convolution without
+// bias (padding k / 2 as PyTorch's), batch normalisation, then the
+// activation. Appends the filter, gamma and beta to `variables` and the
+// moving-average updates (training) to `updates`.
+Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
+              ConvBnOptions options, std::vector<Output>& variables, std::vector<Output>& updates);
 
 // Every element of the given variables, summed (a model's parameter count).
 int64_t CountParameters(const std::vector<Output>& variables);

@@ -18,13 +18,9 @@ class Builder {
   // conv (no bias) + batch norm + ReLU; padding 1 on every side as PyTorch's.
   Output ConvBn(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
                 int64_t groups = 1) {
-    ConvLayer conv = Conv2D(s, x, filters, k,
-                            {.stride = stride, .padding = k / 2, .groups = groups, .bias = false});
-    BatchNormLayer bn = BatchNorm(s, conv.output, {.training = training_});
-    net_.variables.insert(net_.variables.end(), {conv.filter, bn.gamma, bn.beta});
-    net_.batch_norm_updates.insert(net_.batch_norm_updates.end(), bn.updates.begin(),
-                                   bn.updates.end());
-    return ops::Relu(s, bn.output);
+    return models::ConvBn(s, x, filters, k,
+                          {.stride = stride, .groups = groups, .training = training_},
+                          net_.variables, net_.batch_norm_updates);
   }
   // depthwise 3x3 (stride s) then pointwise 1x1, each with BN and ReLU.
   Output ConvDw(const Scope& s, const Output& x, int64_t out, int64_t stride) {

@@ -19,6 +19,17 @@ Output LastDim(const Scope& s, const Output& x, bool keep_dim) {
 
 }  // namespace
 
+DetectionTargets DetectionTargetPlaceholders(const Scope& scope, const Scope& s, int64_t anchors) {
+  DetectionTargets t;
+  t.box_targets = ops::Placeholder(scope.WithOpName("box_targets"), DType::kFloat32,
+                                   {-1, anchors, 4});
+  t.class_targets = ops::Placeholder(scope.WithOpName("class_targets"), DType::kInt32,
+                                     {-1, anchors});
+  t.positive = ops::Cast(s, ops::Greater(s, t.class_targets, 0), DType::kFloat32);
+  t.num_positive = ops::Maximum(s, ops::Sum(s, t.positive, {0, 1}), 1.0f);
+  return t;
+}
+
 Output SmoothL1Loss(const Scope& scope, const Input& predictions, const Input& targets,
                     const Input& positive, float beta) {
   Scope s = scope.NewSubScope("SmoothL1Loss");

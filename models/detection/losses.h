@@ -4,9 +4,22 @@
 // mining (Liu et al. 2016, section 2.2).
 #pragma once
 
+#include <cstdint>
+
 #include "graph/scope.h"
 
 namespace dflow::models::detection {
+
+// The fed targets of a single-shot detector's loss, as matching.h makes
+// them: placeholders "box_targets" and "class_targets" named under `scope`,
+// and the positives they mark, built under `s`.
+struct DetectionTargets {
+  Output box_targets;    // float32 [N, A, 4]
+  Output class_targets;  // int32 [N, A]: > 0 an object's class, 0 background, -1 ignored
+  Output positive;       // float32 [N, A]: 1 where class_targets > 0, else 0
+  Output num_positive;   // float32 scalar: max(1, the positives in the batch)
+};
+DetectionTargets DetectionTargetPlaceholders(const Scope& scope, const Scope& s, int64_t anchors);
 
 // Smooth L1 (Huber with beta) of d = predictions - targets, per coordinate
 //   0.5 d^2 / beta  if |d| < beta,   |d| - 0.5 beta  otherwise

@@ -3,6 +3,7 @@
 
 #include "graph/status.h"
 #include "models/detection/losses.h"
+#include "models/detection/postprocess.h"
 #include "models/mobilenet_ssd.h"
 #include "ops/ops.h"
 
@@ -75,17 +76,13 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
 
 SsdLoss BuildSsdLoss(const Scope& scope, const SsdNetwork& net, int64_t neg_pos_ratio) {
   Scope s = scope.NewSubScope("ssd_loss");
-  const int64_t anchors = net.anchors.shape().dim(0);
+  DetectionTargets targets = DetectionTargetPlaceholders(scope, s, net.anchors.shape().dim(0));
   SsdLoss loss;
-  loss.box_targets = ops::Placeholder(scope.WithOpName("box_targets"), DType::kFloat32,
-                                      {-1, anchors, 4});
-  loss.class_targets = ops::Placeholder(scope.WithOpName("class_targets"), DType::kInt32,
-                                        {-1, anchors});
-  Output positive = ops::Cast(s, ops::Greater(s, loss.class_targets, 0), DType::kFloat32);
-  Output num_positive = ops::Maximum(s, ops::Sum(s, positive, {0, 1}), 1.0f);
+  loss.box_targets = targets.box_targets;
+  loss.class_targets = targets.class_targets;
   loss.box_loss = ops::Div(s.WithOpName("box_loss"),
-                           SmoothL1Loss(s, net.box_deltas, loss.box_targets, positive),
-                           num_positive);
+                           SmoothL1Loss(s, net.box_deltas, loss.box_targets, targets.positive),
+                           targets.num_positive);
   loss.class_loss = ops::Identity(
       s.WithOpName("class_loss"),
       SsdConfidenceLoss(s, net.class_logits, loss.class_targets, neg_pos_ratio));
@@ -101,24 +98,11 @@ SsdDetections BuildSsdPostprocess(const Scope& scope, const SsdNetwork& net,
   // Class 0 is the background: NMS ranks the object classes only.
   Output probabilities = ops::Softmax(s, net.class_logits);
   Output object_scores = ops::Slice(s, probabilities, {0, 0, 1}, {-1, -1, -1});
-  ops::CombinedNonMaxSuppressionOutputs nms = ops::CombinedNonMaxSuppression(
-      s, ops::ExpandDims(s, boxes, 2), object_scores,
-      ops::Const(s, static_cast<int32_t>(options.max_per_class)),
-      ops::Const(s, static_cast<int32_t>(options.max_detections)), options.iou_threshold,
-      options.score_threshold, {.pad_per_class = false, .clip_boxes = true});
-  SsdDetections out;
-  out.boxes = ops::Identity(scope.WithOpName("detection_boxes"), nms.nmsed_boxes);
-  out.scores = ops::Identity(scope.WithOpName("detection_scores"), nms.nmsed_scores);
-  out.valid = ops::Identity(scope.WithOpName("num_detections"), nms.valid_detections);
-  // NMS numbers the object columns from 0; they are classes 1.. here, and
-  // the padding past each image's valid count is class 0.
-  Output slots = ops::Cast(s, ops::Range(s, 0, static_cast<int32_t>(options.max_detections), 1),
-                           DType::kInt32);
-  Output real = ops::Cast(s, ops::Less(s, slots, ops::ExpandDims(s, nms.valid_detections, -1)),
-                          DType::kFloat32);
-  out.classes = ops::Mul(scope.WithOpName("detection_classes"),
-                         ops::Add(s, nms.nmsed_classes, 1.0f), real);
-  return out;
+  return BuildDetections(s, scope, boxes, object_scores,
+                         {.max_per_class = options.max_per_class,
+                          .max_detections = options.max_detections,
+                          .iou_threshold = options.iou_threshold,
+                          .score_threshold = options.score_threshold});
 }
 
 }  // namespace dflow::models::detection

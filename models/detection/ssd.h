@@ -19,6 +19,7 @@
 #include "graph/scope.h"
 #include "models/detection/anchors.h"
 #include "models/detection/box_coding.h"
+#include "models/detection/postprocess.h"
 
 namespace dflow::models::detection {
 
@@ -67,12 +68,7 @@ struct SsdPostprocessOptions {
   float score_threshold = 0.01f;
 };
 
-struct SsdDetections {
-  Output boxes;    // float32 [N, D, 4], normalised (y1, x1, y2, x2), clipped to [0, 1]
-  Output scores;   // float32 [N, D], best first
-  Output classes;  // float32 [N, D]: the object class 1..num_classes (0 in padding)
-  Output valid;    // int32 [N]: the real detections of each image
-};
+using SsdDetections = Detections;  // postprocess.h
 // Decodes every anchor's box, scores each class by softmax, then
 // CombinedNonMaxSuppression per image and class.
 SsdDetections BuildSsdPostprocess(const Scope& scope, const SsdNetwork& net,

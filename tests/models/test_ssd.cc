@@ -4,14 +4,9 @@
 // it was fitted to, with its class.
 #include <catch2/catch.hpp>
 
-#include <cmath>
-
-#include "autodiff/learning_rate.h"
-#include "autodiff/optimizers.h"
-#include "graph/session.h"
-#include "models/detection/matching.h"
 #include "models/detection/ssd.h"
 #include "ops/ops.h"
+#include "tests/models/detector_fit_util.h"
 
 using namespace dflow;
 using namespace dflow::models::detection;
@@ -25,26 +20,6 @@ int64_t ExpectedAnchors(int64_t size) {
   for (int i = 0; i < 4; ++i) f = (f + 1) / 2;  // stride 16
   for (int map = 0; map < 6; ++map, f = (f + 1) / 2) total += f * f * 6;
   return total;
-}
-
-// One image: a bright square on a dark background, and its box (y1, x1, y2, x2).
-struct OneObject {
-  Tensor image;
-  std::vector<float> box = {0.25f, 0.3125f, 0.75f, 0.8125f};
-};
-
-OneObject MakeImage(int64_t size) {
-  OneObject o;
-  o.image = Tensor(DType::kFloat32, Shape{1, size, size, 3});
-  float* p = o.image.data<float>();
-  for (int64_t y = 0; y < size; ++y)
-    for (int64_t x = 0; x < size; ++x) {
-      float fy = (static_cast<float>(y) + 0.5f) / static_cast<float>(size);
-      float fx = (static_cast<float>(x) + 0.5f) / static_cast<float>(size);
-      bool inside = fy > o.box[0] && fy < o.box[2] && fx > o.box[1] && fx < o.box[3];
-      for (int c = 0; c < 3; ++c) p[(y * size + x) * 3 + c] = inside ? 0.9f : 0.1f;
-    }
-  return o;
 }
 
 }  // namespace
@@ -79,40 +54,15 @@ TEST_CASE("SSD: fitted to one image, the loss falls and NMS returns the object",
                                            .width_multiplier = 0.25});
   SsdLoss loss = BuildSsdLoss(scope, net);
   SsdDetections detections = BuildSsdPostprocess(scope, net, {.max_detections = 10});
-  autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(scope, 1e-2));
-  std::vector<Output> deps(net.batch_norm_updates);
-  deps.emplace_back(adam.Minimize(scope, loss.loss, net.variables));
-  Node* train = ops::NoOp(scope.WithControlDependencies(deps).WithOpName("train"));
-  Session session(scope);
-  session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
-
-  OneObject object = MakeImage(size);
+  testing::OneObject object = testing::MakeOneObject(size);
   std::vector<int32_t> label = {2};
   MatchResult match = MatchSsd({net.anchors.data<float>(), size_t(net.anchors.NumElements())},
                                GroundTruth{object.box, label});
   REQUIRE(match.num_positive >= 1);
-  const int64_t anchors = net.anchors.shape().dim(0);
-  Tensor box_targets = Tensor::FromVector(match.box_targets, Shape{1, anchors, 4});
-  Tensor class_targets = Tensor::FromVector(match.class_targets, Shape{1, anchors});
-  FeedList feeds = {{net.images, object.image},
-                    {loss.box_targets, box_targets},
-                    {loss.class_targets, class_targets}};
-  float first = session.Run(feeds, {loss.loss})[0].scalar<float>();
-  REQUIRE(std::isfinite(first));
-  float last = first;
-  for (int step = 0; step < 60; ++step) last = session.Run(feeds, {loss.loss}, {train})[0].scalar<float>();
-  CHECK(last < 0.3f * first);
-
-  // Inference with the batch statistics of this one image: the training
-  // graph's batch norm, so no moving averages need to have converged.
-  std::vector<Tensor> out = session.Run({{net.images, object.image}},
-                                        {detections.boxes, detections.scores, detections.classes,
-                                         detections.valid});
-  REQUIRE(out[3].data<int32_t>()[0] >= 1);
-  CHECK(out[2].data<float>()[0] == 2.0f);
-  const float* best = out[0].data<float>();
-  for (int i = 0; i < 4; ++i) CHECK(best[i] == Approx(object.box[i]).margin(0.08));
-  // Past the valid detections, the classes are 0.
-  int32_t valid = out[3].data<int32_t>()[0];
-  for (int32_t d = valid; d < 10; ++d) CHECK(out[2].data<float>()[d] == 0.0f);
+  testing::OneImageFit fit = testing::FitOneImage(
+      scope, loss.loss, net.variables, net.batch_norm_updates,
+      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match),
+      1e-2);
+  CHECK(fit.last_loss < 0.3f * fit.first_loss);
+  testing::CheckFindsObject(*fit.session, net.images, detections, object, 2.0f);
 }
