@@ -7,14 +7,16 @@
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "models/checkpoint.h"
+#include "models/detection/retinanet.h"
+#include "models/detection/ssd.h"
 #include "ops/ops.h"
 
 namespace dflow::detect_app {
 namespace {
 
-using models::detection::SsdNetwork;
+namespace detection = models::detection;
 
-std::vector<Output> TrainedVariables(const TrainSettings& s, const SsdNetwork& net) {
+std::vector<Output> TrainedVariables(const TrainSettings& s, const DetectorNetwork& net) {
   if (s.freeze.empty()) return net.variables;
   DFLOW_REQUIRE(s.freeze == "backbone", "train: --freeze takes \"backbone\", got \"", s.freeze, "\"");
   std::set<const Node*> backbone;
@@ -35,25 +37,82 @@ Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& st
   return warmup > 0 ? autodiff::LinearWarmup(scope, lr, step, warmup) : lr;
 }
 
-}  // namespace
-
-models::detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training) {
+detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training) {
   DFLOW_REQUIRE(!s.class_names.empty(), "the run has no classes");
-  models::detection::SsdOptions options{.num_classes = static_cast<int64_t>(s.class_names.size()),
-                                        .image_size = s.size,
-                                        .width_multiplier = s.width,
-                                        .training = training};
+  detection::SsdOptions options{.num_classes = static_cast<int64_t>(s.class_names.size()),
+                                .image_size = s.size,
+                                .width_multiplier = s.width,
+                                .training = training};
   options.anchors.min_scale = static_cast<float>(s.min_scale);
   options.anchors.max_scale = static_cast<float>(s.max_scale);
   return options;
+}
+
+detection::RetinaNetOptions RetinaNetOptionsFor(const TrainSettings& s, bool training) {
+  DFLOW_REQUIRE(!s.class_names.empty(), "the run has no classes");
+  return {.num_classes = static_cast<int64_t>(s.class_names.size()),
+          .image_size = s.size,
+          .depth = ResNetDepth(s.model),
+          .training = training};
+}
+
+template <typename Network>
+DetectorNetwork NetworkView(const Network& net) {
+  return {net.images,    net.box_deltas,         net.class_logits,      net.anchors,
+          net.variables, net.backbone_variables, net.batch_norm_updates};
+}
+
+template <typename Loss>
+DetectorLoss LossView(const Loss& loss) {
+  return {loss.box_targets, loss.class_targets, loss.box_loss, loss.class_loss, loss.loss};
+}
+
+// The network and its loss (training) or post-processing (inference).
+void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training,
+                const InferenceOptions& inference) {
+  if (IsRetinaNet(s.model)) {
+    detection::RetinaNetNetwork net =
+        detection::BuildRetinaNetNetwork(g.scope, RetinaNetOptionsFor(s, training));
+    g.net = NetworkView(net);
+    if (training)
+      g.loss = LossView(detection::BuildRetinaNetLoss(g.scope, net));
+    else
+      g.detections = detection::BuildRetinaNetPostprocess(
+          g.scope, net,
+          {.max_per_class = inference.max_detections, .max_detections = inference.max_detections,
+           .score_threshold = inference.score_threshold});
+    return;
+  }
+  detection::SsdNetwork net = detection::BuildSsdNetwork(g.scope, SsdOptionsFor(s, training));
+  g.net = NetworkView(net);
+  if (training)
+    g.loss = LossView(detection::BuildSsdLoss(g.scope, net));
+  else
+    g.detections = detection::BuildSsdPostprocess(
+        g.scope, net,
+        {.max_per_class = inference.max_detections, .max_detections = inference.max_detections,
+         .score_threshold = inference.score_threshold});
+}
+
+}  // namespace
+
+Tensor DefaultBoxes(const TrainSettings& s) {
+  if (IsRetinaNet(s.model)) return detection::RetinaNetDefaultAnchors(RetinaNetOptionsFor(s, true));
+  return detection::SsdDefaultBoxes(SsdOptionsFor(s, true));
+}
+
+detection::MatchResult MatchObjects(const TrainSettings& s, std::span<const float> anchors,
+                                    const detection::GroundTruth& truth) {
+  if (IsRetinaNet(s.model))
+    return detection::MatchRetinaNet(anchors, truth, {.allow_low_quality_matches = true});
+  return detection::MatchSsd(anchors, truth);
 }
 
 std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainOp train_op) {
   auto g = std::make_unique<DetectorGraph>();
   Scope& scope = g->scope;
   scope.graph().set_seed(static_cast<int64_t>(s.seed));
-  g->net = models::detection::BuildSsdNetwork(scope, SsdOptionsFor(s, true));
-  g->loss = models::detection::BuildSsdLoss(scope, g->net);
+  BuildModel(*g, s, true, {});
   g->trained = TrainedVariables(s, g->net);
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);
@@ -76,11 +135,7 @@ std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainO
 std::unique_ptr<DetectorGraph> BuildInferenceGraph(const TrainSettings& s,
                                                    const InferenceOptions& options) {
   auto g = std::make_unique<DetectorGraph>();
-  g->net = models::detection::BuildSsdNetwork(g->scope, SsdOptionsFor(s, false));
-  g->detections = models::detection::BuildSsdPostprocess(
-      g->scope, g->net,
-      {.max_per_class = options.max_detections, .max_detections = options.max_detections,
-       .score_threshold = options.score_threshold});
+  BuildModel(*g, s, false, options);
   g->init = ops::GlobalVariablesInitializer(g->scope.WithOpName("init"));
   return g;
 }
@@ -118,7 +173,7 @@ std::vector<models::Detection> Detect(TrainedDetector& detector, const Tensor& i
                                       const std::vector<int64_t>& image_ids,
                                       const std::vector<std::array<int64_t, 2>>& sizes,
                                       const std::vector<int64_t>& category_ids) {
-  const models::detection::SsdDetections& d = detector.graph->detections;
+  const detection::Detections& d = detector.graph->detections;
   std::vector<Tensor> out = detector.session->Run({{detector.graph->net.images, images}},
                                                   {d.boxes, d.scores, d.classes, d.valid});
   const int64_t slots = out[1].shape().dim(1);

@@ -1,11 +1,13 @@
-// The detector a run trains and serves: the SSD graph built from a run's
-// settings (models/detection/ssd.h), for training (loss, Adam with warm-up
-// and cosine decay, batch-norm updates) or for inference (moving batch-norm
-// statistics, decoding and NMS), and a trained one restored from a
-// checkpoint with its run's config.json.
+// The detector a run trains and serves: the graph of its model (SSD on
+// MobileNetV1, models/detection/ssd.h, or RetinaNet on ResNet-18/50,
+// models/detection/retinanet.h) built from the run's settings, for training
+// (loss, Adam with warm-up and cosine decay, batch-norm updates) or for
+// inference (moving batch-norm statistics, decoding and NMS), and a trained
+// one restored from a checkpoint with its run's config.json.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,15 +15,30 @@
 #include "graph/scope.h"
 #include "graph/session.h"
 #include "models/data/detection_dataset.h"
-#include "models/detection/ssd.h"
+#include "models/detection/matching.h"
+#include "models/detection/postprocess.h"
 
 namespace dflow::detect_app {
 
+// What the app uses of a network, whichever model it is.
+struct DetectorNetwork {
+  Output images;        // float32 [N, S, S, 3] in [0, 1], fed
+  Output box_deltas;    // float32 [N, A, 4]
+  Output class_logits;  // float32 [N, A, C]
+  Tensor anchors;       // float32 [A, 4], normalised (y1, x1, y2, x2)
+  std::vector<Output> variables, backbone_variables, batch_norm_updates;
+};
+
+struct DetectorLoss {
+  Output box_targets, class_targets;  // fed: the matching's targets
+  Output box_loss, class_loss, loss;
+};
+
 struct DetectorGraph {
   Scope scope = Scope::NewRootScope();
-  models::detection::SsdNetwork net;
-  models::detection::SsdLoss loss;              // training graphs
-  models::detection::SsdDetections detections;  // inference graphs
+  DetectorNetwork net;
+  DetectorLoss loss;                        // training graphs
+  models::detection::Detections detections;  // inference graphs
   Output global_step, learning_rate;            // training graphs
   // One optimizer step and the batch-norm updates; with fed gradients the
   // optimizer step alone, reading `gradient_feeds` (each worker runs
@@ -32,7 +49,14 @@ struct DetectorGraph {
   std::vector<Output> trained;                  // the variables the optimizer updates
 };
 
-models::detection::SsdOptions SsdOptionsFor(const TrainSettings& settings, bool training);
+// The model's default boxes (anchors), without building its graph.
+Tensor DefaultBoxes(const TrainSettings& settings);
+
+// The model's matching of default boxes to one image's objects: SSD's, or
+// RetinaNet's (0.5 / 0.4 with low-quality matches, as torchvision's).
+models::detection::MatchResult MatchObjects(const TrainSettings& settings,
+                                            std::span<const float> anchors,
+                                            const models::detection::GroundTruth& truth);
 
 // What a training graph's `train` does.
 enum class TrainOp {

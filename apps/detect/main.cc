@@ -52,7 +52,8 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
       ->check(CLI::PositiveNumber);
   std::vector<CLI::Option*> fixed = {
       app.get_option("--data"),
-      app.add_option("--model", s.model, "Network")->check(CLI::IsMember({kSsdMobileNet})),
+      app.add_option("--model", s.model, "Network: SSD on MobileNetV1 or RetinaNet on ResNet-18/50")
+          ->check(CLI::IsMember({kSsdMobileNet, kRetinaNetResNet18, kRetinaNetResNet50})),
       app.add_option("--size", s.size, "Network input size (square), pixels")->check(CLI::Range(64, 2048)),
       app.add_option("--width", s.width, "MobileNet width multiplier")->check(CLI::Range(0.1, 2.0)),
       app.add_option("--min-scale", s.min_scale, "SSD's smallest default box, of the input size")
@@ -60,7 +61,8 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_option("--max-scale", s.max_scale, "SSD's largest default box, of the input size")
           ->check(CLI::Range(0.01, 1.0)),
       app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber),
-      app.add_option("--lr", s.learning_rate, "Adam learning rate (warm-up, then cosine to 5%)")
+      app.add_option("--lr", s.learning_rate,
+                     "Adam learning rate, warm-up then cosine to 5% (default: 1e-2 SSD, 1e-3 RetinaNet)")
           ->check(CLI::PositiveNumber),
       app.add_option("--warmup", s.warmup_steps, "Warm-up steps (default: 5% of the run, at most 300)")
           ->check(CLI::NonNegativeNumber),

@@ -40,14 +40,23 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
 
 }  // namespace
 
+bool IsRetinaNet(const std::string& model) {
+  return model == kRetinaNetResNet18 || model == kRetinaNetResNet50;
+}
+
+double DefaultLearningRate(const std::string& model) { return IsRetinaNet(model) ? 1e-3 : 1e-2; }
+
+int ResNetDepth(const std::string& model) { return model == kRetinaNetResNet50 ? 50 : 18; }
+
 nlohmann::json ToJson(const TrainSettings& settings) {
   return apps::FieldsToJson(settings, kForEachField);
 }
 
 TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source) {
   TrainSettings s = apps::FieldsFromJson<TrainSettings>(json, source, kForEachField);
-  DFLOW_REQUIRE(s.model == kSsdMobileNet, source, ": unknown model \"", s.model,
-                "\" (this dflow-detect knows ", kSsdMobileNet, ")");
+  DFLOW_REQUIRE(s.model == kSsdMobileNet || IsRetinaNet(s.model), source, ": unknown model \"",
+                s.model, "\" (this dflow-detect knows ", kSsdMobileNet, ", ", kRetinaNetResNet18,
+                " and ", kRetinaNetResNet50, ")");
   DFLOW_REQUIRE(s.augment == "ssd" || s.augment == "light" || s.augment == "none", source,
                 ": \"augment\" must be ssd, light or none, got \"", s.augment, "\"");
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",

@@ -17,6 +17,16 @@ namespace dflow::detect_app {
 using apps::ConfigPath;
 
 inline constexpr const char* kSsdMobileNet = "ssd-mobilenet";
+inline constexpr const char* kRetinaNetResNet18 = "retinanet-resnet18";
+inline constexpr const char* kRetinaNetResNet50 = "retinanet-resnet50";
+
+bool IsRetinaNet(const std::string& model);
+// Adam's rate that trained each model best on generated scenes
+// (bench/RESULTS.md): 1e-2 for SSD (batch-norm throughout), 1e-3 for
+// RetinaNet (its heads have no normalisation).
+double DefaultLearningRate(const std::string& model);
+// 18 or 50 for a RetinaNet model.
+int ResNetDepth(const std::string& model);
 
 struct TrainSettings {
   std::string data;  // dataset directory (annotations.json)
@@ -29,7 +39,9 @@ struct TrainSettings {
   int64_t steps = 0;             // total steps; 0: from epochs
   double epochs = 0;
   int64_t batch = 8;
-  double learning_rate = 1e-3;   // Adam; linear warm-up, then cosine decay to 5%
+  // Adam; linear warm-up, then cosine decay to 5%. 0: the model's default
+  // (DefaultLearningRate), recorded when the run starts.
+  double learning_rate = 0;
   int64_t warmup_steps = -1;     // -1: 5% of the run, at most 300
   // ssd: SSD's photometric distortion, expand, IoU crop and flip; light:
   // photometric and flip only (the objects keep their size: for short runs

@@ -7,6 +7,7 @@
 
 #include "apps/detect/commands.h"
 #include "models/checkpoint.h"
+#include "models/data/text_numbers.h"
 #include "models/detection/matching.h"
 
 namespace dflow::detect_app {
@@ -53,8 +54,8 @@ models::DetectionPipelineOptions PipelineOptionsFor(const TrainSettings& s, cons
   o.num_shards = shards;
   o.num_anchors = anchors.shape().dim(0);
   std::vector<float> boxes(anchors.data<float>(), anchors.data<float>() + anchors.NumElements());
-  o.encode = [boxes = std::move(boxes)](const models::detection::GroundTruth& truth) {
-    return models::detection::MatchSsd(boxes, truth);
+  o.encode = [s, boxes = std::move(boxes)](const models::detection::GroundTruth& truth) {
+    return MatchObjects(s, boxes, truth);
   };
   return o;
 }
@@ -85,7 +86,8 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   run.latest = CheckRunDir(settings, resume, worker);
   run.data = LoadDataset(settings.data);
   RecordDataset(settings, run.data, resume);
-  run.anchors = models::detection::SsdDefaultBoxes(SsdOptionsFor(settings, true));
+  if (settings.learning_rate <= 0) settings.learning_rate = DefaultLearningRate(settings.model);
+  run.anchors = DefaultBoxes(settings);
   run.pipeline = OpenPipeline(settings, run, 0, worker, workers);
   if (!resume) settings.batches_per_epoch = run.pipeline->batches_per_epoch();
   settings.total_steps = TotalSteps(settings);  // a resumed run may be made longer
@@ -133,7 +135,8 @@ apps::Progress::Metrics LossMetrics(const std::vector<Tensor>& fetched) {
 }
 
 void PrintPlan(const TrainSettings& s, const DetectorGraph& g) {
-  std::cout << "training " << s.model << " " << s.size << "x" << s.size << " (width " << s.width << ", "
+  std::string width = IsRetinaNet(s.model) ? "" : "width " + models::FormatNumber(s.width) + ", ";
+  std::cout << "training " << s.model << " " << s.size << "x" << s.size << " (" << width
             << s.class_names.size() << " classes, " << g.net.anchors.shape().dim(0) << " default boxes) on "
             << s.train_images << " images with " << s.train_objects << " objects (" << s.batches_per_epoch
             << " batches of " << s.batch << " per epoch) for " << s.total_steps << " steps\n";

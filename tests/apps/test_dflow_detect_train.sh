@@ -66,6 +66,18 @@ head -n 1 "$TMP/pred.csv" | grep -q "image,class,score" || fail "no CSV header"
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert isinstance(r, list) and r and "bbox" in r[0]' \
   "$TMP/pred.json" || fail "predict --json is not a list of COCO results"
 
+# RetinaNet on ResNet-18 goes through the same commands.
+"$EXE" train --data "$TMP/data" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --batch 2 \
+  --steps 2 --threads 1 > "$TMP/retina.txt" || { cat "$TMP/retina.txt"; fail "train retinanet"; }
+grep -q '"model": "retinanet-resnet18"' "$TMP/retina/config.json" || fail "config.json lacks the model"
+grep -q '"learning_rate": 0.001' "$TMP/retina/config.json" || fail "RetinaNet's default rate not recorded"
+"$EXE" eval --data "$TMP/test" --checkpoint "$TMP/retina" > "$TMP/retina-eval.txt" ||
+  { cat "$TMP/retina-eval.txt"; fail "eval retinanet"; }
+"$EXE" predict --checkpoint "$TMP/retina" --score 0 "$TMP/test/images/scene_00001.png" > /dev/null ||
+  fail "predict retinanet"
+sed -i 's/"retinanet-resnet18"/"yolo-v9"/' "$TMP/retina/config.json"
+expect_error 'unknown model "yolo-v9"' "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/retina"
+
 # Bad input: named, and nothing written.
 cp -r "$TMP/data" "$TMP/corrupt"
 echo "not a png" > "$TMP/corrupt/images/scene_00001.png"
