@@ -166,6 +166,11 @@ Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kern
   return Activate(scope, bn.output, options.activation);
 }
 
+Output FlattenPerExample(const Scope& scope, const Output& x) {
+  Output batch = ops::Slice(scope, ops::Shape(scope, x), {0}, {1});
+  return ops::Reshape(scope, x, ops::Concat(scope, {batch, ops::Const(scope, {-1})}, 0));
+}
+
 int64_t CountParameters(const std::vector<Output>& variables) {
   int64_t total = 0;
   for (const Output& v : variables) total += v.shape().NumElements();

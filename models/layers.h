@@ -100,6 +100,10 @@ struct ConvBnOptions {
 Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
               ConvBnOptions options, std::vector<Output>& variables, std::vector<Output>& updates);
 
+// [N, H, W, C] -> [N, H*W*C], N known or not while building (detection
+// heads' outputs, before they are joined).
+Output FlattenPerExample(const Scope& scope, const Output& x);
+
 // Every element of the given variables, summed (a model's parameter count).
 int64_t CountParameters(const std::vector<Output>& variables);
 

@@ -47,12 +47,6 @@ int64_t Thinned(int64_t channels, double alpha) {
   return std::max<int64_t>(8, std::llround(alpha * static_cast<double>(channels)));
 }
 
-// [N, H, W, C] -> [N, H*W*C], N known or not while building.
-Output Flatten(const Scope& s, const Output& x) {
-  Output batch = ops::Slice(s, ops::Shape(s, x), {0}, {1});
-  return ops::Reshape(s, x, ops::Concat(s, {batch, ops::Const(s, {-1})}, 0));
-}
-
 }  // namespace
 
 MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
@@ -83,9 +77,11 @@ MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
   for (size_t i = 0; i < net.features.size(); ++i) {
     Scope s = scope.NewSubScope("head" + std::to_string(i + 1));
     const Output& f = net.features[i];
-    boxes.push_back(Flatten(s, b.Conv(s.NewSubScope("boxes"), f, 6 * 4, 3, 1, 1, Activation::kNone)));
-    classes.push_back(Flatten(s, b.Conv(s.NewSubScope("classes"), f, 6 * options.num_classes, 3, 1,
-                                        1, Activation::kNone)));
+    Output box = b.Conv(s.NewSubScope("boxes"), f, 6 * 4, 3, 1, 1, Activation::kNone);
+    Output cls = b.Conv(s.NewSubScope("classes"), f, 6 * options.num_classes, 3, 1, 1,
+                        Activation::kNone);
+    boxes.push_back(FlattenPerExample(s, box));
+    classes.push_back(FlattenPerExample(s, cls));
   }
   net.boxes = ops::Concat(scope.WithOpName("boxes"), boxes, 1);
   net.classes = ops::Concat(scope.WithOpName("classes"), classes, 1);

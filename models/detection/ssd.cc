@@ -1,36 +1,46 @@
-// SSD on MobileNetV1; see ssd.h.
+// SSD on MobileNetV1 or SqueezeNet; see ssd.h.
 #include "models/detection/ssd.h"
 
 #include "graph/status.h"
 #include "models/detection/losses.h"
 #include "models/detection/postprocess.h"
 #include "models/mobilenet_ssd.h"
+#include "models/squeezenet_ssd.h"
 #include "ops/ops.h"
 
 namespace dflow::models::detection {
 namespace {
 
-std::vector<SsdLayer> SsdLayers(int64_t image_size) {
-  std::vector<SsdLayer> layers;
+std::vector<int64_t> MobileNetMapSizes(int64_t image_size) {
+  std::vector<int64_t> sizes;
   int64_t cells = image_size;
   for (int stride = 2; stride <= 512; stride *= 2) {
     cells = (cells + 1) / 2;  // a 3x3 convolution of stride 2, padding 1
-    if (stride >= 16) layers.push_back({cells, {2.0f, 3.0f}});
+    if (stride >= 16) sizes.push_back(cells);
   }
+  return sizes;
+}
+
+std::vector<SsdLayer> SsdLayers(const SsdOptions& options) {
+  const std::vector<int64_t> sizes = options.backbone == SsdBackbone::kSqueezeNet
+                                         ? SqueezeNetSsdMapSizes(options.image_size)
+                                         : MobileNetMapSizes(options.image_size);
+  std::vector<SsdLayer> layers;
+  for (int64_t cells : sizes) layers.push_back({cells, {2.0f, 3.0f}});
   return layers;
 }
 
 // The maps the graph built must be the ones SsdLayers predicts: the
 // default boxes are computed from those.
 void CheckFeatureMaps(const std::vector<Output>& features, const std::vector<SsdLayer>& layers) {
-  DFLOW_REQUIRE(features.size() == layers.size(), "SSD: ", features.size(), " feature maps, expected ",
-              layers.size());
+  DFLOW_REQUIRE(features.size() == layers.size(), "SSD: ", features.size(),
+                " feature maps, expected ", layers.size());
   for (size_t k = 0; k < layers.size(); ++k) {
     const Shape& shape = features[k].shape();
     DFLOW_REQUIRE(shape.rank() == 4 && shape.dim(1) == layers[k].feature_size &&
-                    shape.dim(2) == layers[k].feature_size,
-                "SSD: feature map ", k, " is ", shape.ToString(), ", expected ",
-                layers[k].feature_size, "x", layers[k].feature_size, " cells");
+                      shape.dim(2) == layers[k].feature_size,
+                  "SSD: feature map ", k, " is ", shape.ToString(), ", expected ",
+                  layers[k].feature_size, "x", layers[k].feature_size, " cells");
   }
 }
 
@@ -39,38 +49,62 @@ Output PerAnchor(const Scope& s, const Output& flat, int64_t anchors, int64_t k)
   return ops::Reshape(s, flat, {int64_t{-1}, anchors, k});
 }
 
+// The backbone, its extras and the heads of each SsdBackbone.
+MobileNetSsd BuildMobileNetBody(const Scope& s, const Output& images, const SsdOptions& options) {
+  return BuildMobileNetSsd(s, images,
+                           {.num_classes = options.num_classes + 1,
+                            .training = options.training,
+                            .width_multiplier = options.width_multiplier});
+}
+
+SqueezeNetSsd BuildSqueezeNetBody(const Scope& s, const Output& images, const SsdOptions& options) {
+  DFLOW_REQUIRE(options.width_multiplier == 1.0,
+                "SSD: the width multiplier is MobileNet's; SqueezeNet takes 1, got ",
+                options.width_multiplier);
+  return BuildSqueezeNetSsd(
+      s, images,
+      {.num_classes = options.num_classes + 1, .backbone = {.training = options.training}});
+}
+
+// Checks the body's maps, then views its outputs per anchor.
+template <typename Body>
+void AttachBody(const Scope& s, SsdNetwork& net, const Body& body) {
+  // The heads' outputs are laid out map by map, cell by cell, box by box:
+  // the anchors' order (anchors.h).
+  CheckFeatureMaps(body.features, SsdLayers(net.options));
+  net.anchors = SsdDefaultBoxes(net.options);
+  const int64_t anchors = net.anchors.shape().dim(0);
+  net.box_deltas = PerAnchor(s.WithOpName("box_deltas"), body.boxes, anchors, 4);
+  net.class_logits =
+      PerAnchor(s.WithOpName("class_logits"), body.classes, anchors, net.options.num_classes + 1);
+  net.variables = body.variables;
+  net.backbone_variables = body.backbone_variables;
+  net.batch_norm_updates = body.batch_norm_updates;
+}
+
 }  // namespace
 
 Tensor SsdDefaultBoxes(const SsdOptions& options) {
-  return SsdAnchors(SsdLayers(options.image_size), options.anchors);
+  return SsdAnchors(SsdLayers(options), options.anchors);
 }
 
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
-  DFLOW_REQUIRE(options.num_classes >= 1, "SSD: num_classes must be >= 1, got ", options.num_classes);
+  DFLOW_REQUIRE(options.num_classes >= 1, "SSD: num_classes must be >= 1, got ",
+                options.num_classes);
   // 64 px is the smallest input whose sixth map (stride 512, rounded up) is
   // reached by every stride-2 layer without collapsing a 1x1 map.
-  DFLOW_REQUIRE(options.image_size >= 64, "SSD: image_size must be >= 64, got ", options.image_size);
+  DFLOW_REQUIRE(options.image_size >= 64, "SSD: image_size must be >= 64, got ",
+                options.image_size);
   Scope s = scope.NewSubScope("ssd");
   SsdNetwork net;
   net.options = options;
   const int64_t size = options.image_size;
   net.images = ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3});
   Output scaled = ops::Sub(s, ops::Mul(s, net.images, 2.0f), 1.0f);  // [0, 1] -> [-1, 1]
-  MobileNetSsd body = BuildMobileNetSsd(s, scaled,
-                                        {.num_classes = options.num_classes + 1,
-                                         .training = options.training,
-                                         .width_multiplier = options.width_multiplier});
-  // The heads' outputs are laid out map by map, cell by cell, box by box:
-  // the anchors' order (anchors.h).
-  CheckFeatureMaps(body.features, SsdLayers(size));
-  net.anchors = SsdDefaultBoxes(options);
-  const int64_t anchors = net.anchors.shape().dim(0);
-  net.box_deltas = PerAnchor(s.WithOpName("box_deltas"), body.boxes, anchors, 4);
-  net.class_logits = PerAnchor(s.WithOpName("class_logits"), body.classes, anchors,
-                               options.num_classes + 1);
-  net.variables = body.variables;
-  net.backbone_variables = body.backbone_variables;
-  net.batch_norm_updates = body.batch_norm_updates;
+  if (options.backbone == SsdBackbone::kSqueezeNet)
+    AttachBody(s, net, BuildSqueezeNetBody(s, scaled, options));
+  else
+    AttachBody(s, net, BuildMobileNetBody(s, scaled, options));
   return net;
 }
 

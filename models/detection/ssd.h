@@ -1,7 +1,9 @@
-// SSD (Liu et al. 2016) on MobileNetV1 (seed 000, Listing A.2): the network
-// with its default boxes, the training loss (smooth-L1 boxes plus softmax
-// confidence with 3:1 hard-negative mining) and the post-processing (box
-// decoding, per-class NMS), as graph pieces an app assembles.
+// SSD (Liu et al. 2016) of seed 000 on MobileNetV1 (Listing A.2) or on
+// SqueezeNet 1.1 (squeezenet_ssd.h): the network with its default boxes, the
+// training loss (smooth-L1 boxes plus softmax confidence with 3:1
+// hard-negative mining) and the post-processing (box decoding, per-class
+// NMS), as graph pieces an app assembles. Both backbones feed six maps with
+// 6 boxes per cell; only the backbone, its extras and the maps' sizes differ.
 //
 //   SsdOptions options{.num_classes = 3, .image_size = 160};
 //   SsdNetwork net = BuildSsdNetwork(scope, options);        // net.anchors for matching
@@ -23,10 +25,16 @@
 
 namespace dflow::models::detection {
 
+enum class SsdBackbone {
+  kMobileNetV1,  // mobilenet_ssd.h: maps of stride 16, 32, ..., 512
+  kSqueezeNet,   // squeezenet_ssd.h: 18, 10, 5, 3, 2, 1 cells at 300
+};
+
 struct SsdOptions {
+  SsdBackbone backbone = SsdBackbone::kMobileNetV1;
   int64_t num_classes = 1;        // object classes; the softmax adds background as class 0
   int64_t image_size = 300;       // square input, pixels
-  double width_multiplier = 1.0;  // MobileNet's alpha (mobilenet_ssd.h)
+  double width_multiplier = 1.0;  // MobileNet's alpha (mobilenet_ssd.h); SqueezeNet: 1 only
   bool training = true;           // batch-norm mode: batch statistics and moving-average updates
   SsdAnchorOptions anchors{};     // scales s_min, s_max of the default boxes
   BoxVariances variances = kSsdVariances;
@@ -38,14 +46,15 @@ struct SsdNetwork {
   Output class_logits;    // float32 [N, A, num_classes + 1], class 0 background
   Tensor anchors;         // float32 [A, 4], SsdAnchors over the six feature maps
   std::vector<Output> variables;           // every trained weight
-  std::vector<Output> backbone_variables;  // the MobileNet part (frozen by --freeze backbone)
+  std::vector<Output> backbone_variables;  // the backbone's part (frozen by --freeze backbone)
   std::vector<Output> batch_norm_updates;  // run with each training step
   SsdOptions options;
 };
 
 // The default boxes of the network BuildSsdNetwork builds for these
-// options, without building it: six maps of ceil(S / 16), ceil(S / 32), ...,
-// ceil(S / 512) cells (MobileNet's strides), ratios {2, 3}, 6 boxes per cell.
+// options, without building it: six maps (MobileNet: ceil(S / 16),
+// ceil(S / 32), ..., ceil(S / 512) cells; SqueezeNet: SqueezeNetSsdMapSizes),
+// ratios {2, 3}, 6 boxes per cell.
 Tensor SsdDefaultBoxes(const SsdOptions& options);
 
 // The network on a placeholder "images" [-1, S, S, 3]; the pixels are

@@ -1,0 +1,38 @@
+// SqueezeNet-SSD of seed 000 (qfgaohao/pytorch-ssd's squeezenet_ssd_lite,
+// the code the thesis trained): SqueezeNet 1.1 (squeezenet.h), box and class
+// heads on fire8 and on five extra blocks after fire9 (1x1 then a separable
+// 3x3 of stride 2; [512, 512, 512, 256, 256, 256] channels), 6 boxes per
+// cell. The heads are separable 3x3 convolutions (depthwise, ReLU,
+// pointwise), a 1x1 convolution on the last map. At 300x300 the maps are
+// 18, 10, 5, 3, 2 and 1 cells a side (SqueezeNetSsdMapSizes).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/scope.h"
+#include "models/squeezenet.h"
+
+namespace dflow::models {
+
+struct SqueezeNetSsd {
+  Output boxes;                   // [N, cells * 6 * 4]: every head's output, flattened and joined
+  Output classes;                 // [N, cells * 6 * num_classes]
+  std::vector<Output> variables;  // every trained weight
+  std::vector<Output> backbone_variables;  // the SqueezeNet part of `variables`
+  std::vector<Output> batch_norm_updates;  // the backbone's moving averages (training)
+  std::vector<Output> features;            // the six feature maps the heads read
+};
+
+struct SqueezeNetSsdOptions {
+  int64_t num_classes = 9;
+  SqueezeNetOptions backbone{};
+};
+
+SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
+                                 SqueezeNetSsdOptions options = {});
+
+// The six maps' sides for an S x S input, without building the network.
+std::vector<int64_t> SqueezeNetSsdMapSizes(int64_t image_size);
+
+}  // namespace dflow::models
