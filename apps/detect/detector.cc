@@ -39,7 +39,11 @@ Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& st
 
 detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training) {
   DFLOW_REQUIRE(!s.class_names.empty(), "the run has no classes");
-  detection::SsdOptions options{.num_classes = static_cast<int64_t>(s.class_names.size()),
+  // --width reaches SqueezeNet too, which refuses any value but 1.
+  detection::SsdOptions options{.backbone = s.model == kSsdSqueezeNet
+                                                ? detection::SsdBackbone::kSqueezeNet
+                                                : detection::SsdBackbone::kMobileNetV1,
+                                .num_classes = static_cast<int64_t>(s.class_names.size()),
                                 .image_size = s.size,
                                 .width_multiplier = s.width,
                                 .training = training};

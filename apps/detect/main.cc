@@ -1,5 +1,5 @@
-// dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 as
-// seed 000) from datasets to trained detectors, metrics and boxed images.
+// dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
+// SqueezeNet as seed 000; RetinaNet) from datasets to trained detectors, metrics and boxed images.
 // Subcommands: train, eval, predict, cocoeval, convert, generate (see --help).
 #include <iostream>
 
@@ -52,10 +52,13 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
       ->check(CLI::PositiveNumber);
   std::vector<CLI::Option*> fixed = {
       app.get_option("--data"),
-      app.add_option("--model", s.model, "Network: SSD on MobileNetV1 or RetinaNet on ResNet-18/50")
-          ->check(CLI::IsMember({kSsdMobileNet, kRetinaNetResNet18, kRetinaNetResNet50})),
+      app.add_option("--model", s.model,
+                     "Network: SSD on MobileNetV1 or SqueezeNet 1.1, or RetinaNet on ResNet-18/50")
+          ->check(CLI::IsMember(
+              {kSsdMobileNet, kSsdSqueezeNet, kRetinaNetResNet18, kRetinaNetResNet50})),
       app.add_option("--size", s.size, "Network input size (square), pixels")->check(CLI::Range(64, 2048)),
-      app.add_option("--width", s.width, "MobileNet width multiplier")->check(CLI::Range(0.1, 2.0)),
+      app.add_option("--width", s.width, "MobileNet width multiplier (ssd-squeezenet refuses it)")
+          ->check(CLI::Range(0.1, 2.0)),
       app.add_option("--min-scale", s.min_scale, "SSD's smallest default box, of the input size")
           ->check(CLI::Range(0.01, 1.0)),
       app.add_option("--max-scale", s.max_scale, "SSD's largest default box, of the input size")

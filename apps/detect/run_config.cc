@@ -44,9 +44,20 @@ bool IsRetinaNet(const std::string& model) {
   return model == kRetinaNetResNet18 || model == kRetinaNetResNet50;
 }
 
+bool IsSsd(const std::string& model) { return model == kSsdMobileNet || model == kSsdSqueezeNet; }
+
 double DefaultLearningRate(const std::string& model) { return IsRetinaNet(model) ? 1e-3 : 1e-2; }
 
 int ResNetDepth(const std::string& model) { return model == kRetinaNetResNet50 ? 50 : 18; }
+
+void CheckModel(const TrainSettings& s, const std::string& source) {
+  DFLOW_REQUIRE(IsSsd(s.model) || IsRetinaNet(s.model), source, ": unknown model \"", s.model,
+                "\" (this dflow-detect knows ", kSsdMobileNet, ", ", kSsdSqueezeNet, ", ",
+                kRetinaNetResNet18, " and ", kRetinaNetResNet50, ")");
+  // Thinning is MobileNet's; SqueezeNet's channels are the paper's.
+  DFLOW_REQUIRE(s.model != kSsdSqueezeNet || s.width == 1.0, source,
+                ": the width multiplier is MobileNet's; SqueezeNet takes 1, got ", s.width);
+}
 
 nlohmann::json ToJson(const TrainSettings& settings) {
   return apps::FieldsToJson(settings, kForEachField);
@@ -54,9 +65,7 @@ nlohmann::json ToJson(const TrainSettings& settings) {
 
 TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source) {
   TrainSettings s = apps::FieldsFromJson<TrainSettings>(json, source, kForEachField);
-  DFLOW_REQUIRE(s.model == kSsdMobileNet || IsRetinaNet(s.model), source, ": unknown model \"",
-                s.model, "\" (this dflow-detect knows ", kSsdMobileNet, ", ", kRetinaNetResNet18,
-                " and ", kRetinaNetResNet50, ")");
+  CheckModel(s, source);
   DFLOW_REQUIRE(s.augment == "ssd" || s.augment == "light" || s.augment == "none", source,
                 ": \"augment\" must be ssd, light or none, got \"", s.augment, "\"");
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",

@@ -17,10 +17,12 @@ namespace dflow::detect_app {
 using apps::ConfigPath;
 
 inline constexpr const char* kSsdMobileNet = "ssd-mobilenet";
+inline constexpr const char* kSsdSqueezeNet = "ssd-squeezenet";
 inline constexpr const char* kRetinaNetResNet18 = "retinanet-resnet18";
 inline constexpr const char* kRetinaNetResNet50 = "retinanet-resnet50";
 
 bool IsRetinaNet(const std::string& model);
+bool IsSsd(const std::string& model);
 // Adam's rate that trained each model best on generated scenes
 // (bench/RESULTS.md): 1e-2 for SSD (batch-norm throughout), 1e-3 for
 // RetinaNet (its heads have no normalisation).
@@ -73,6 +75,9 @@ nlohmann::json ToJson(const TrainSettings& settings);
 // kInvalidArgument naming `source` and the field for a missing or mistyped
 // value, an unknown model, or class lists of different lengths.
 TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::string& source);
+// Refuses an unknown model, and a width multiplier other than 1 for
+// ssd-squeezenet; `source` names where the settings came from.
+void CheckModel(const TrainSettings& s, const std::string& source);
 
 void WriteConfig(const TrainSettings& settings);
 TrainSettings ReadConfig(const std::string& run_dir);

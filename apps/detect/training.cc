@@ -83,6 +83,7 @@ std::string CheckpointDir(const TrainSettings& s) { return (fs::path(s.out) / "c
 
 PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int workers) {
   PreparedRun run;
+  CheckModel(settings, "train");
   run.latest = CheckRunDir(settings, resume, worker);
   run.data = LoadDataset(settings.data);
   RecordDataset(settings, run.data, resume);
@@ -135,7 +136,7 @@ apps::Progress::Metrics LossMetrics(const std::vector<Tensor>& fetched) {
 }
 
 void PrintPlan(const TrainSettings& s, const DetectorGraph& g) {
-  std::string width = IsRetinaNet(s.model) ? "" : "width " + models::FormatNumber(s.width) + ", ";
+  std::string width = s.model != kSsdMobileNet ? "" : "width " + models::FormatNumber(s.width) + ", ";
   std::cout << "training " << s.model << " " << s.size << "x" << s.size << " (" << width
             << s.class_names.size() << " classes, " << g.net.anchors.shape().dim(0) << " default boxes) on "
             << s.train_images << " images with " << s.train_objects << " objects (" << s.batches_per_epoch

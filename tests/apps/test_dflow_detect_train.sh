@@ -78,6 +78,18 @@ grep -q '"learning_rate": 0.001' "$TMP/retina/config.json" || fail "RetinaNet's 
 sed -i 's/"retinanet-resnet18"/"yolo-v9"/' "$TMP/retina/config.json"
 expect_error 'unknown model "yolo-v9"' "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/retina"
 
+# SSD on SqueezeNet too; it has no width multiplier to thin it.
+"$EXE" train --data "$TMP/data" --out "$TMP/squeeze" --model ssd-squeezenet --size 64 --batch 2 \
+  --steps 2 --threads 1 > "$TMP/squeeze.txt" || { cat "$TMP/squeeze.txt"; fail "train ssd-squeezenet"; }
+grep -q '"model": "ssd-squeezenet"' "$TMP/squeeze/config.json" || fail "config.json lacks ssd-squeezenet"
+"$EXE" eval --data "$TMP/test" --checkpoint "$TMP/squeeze" > "$TMP/squeeze-eval.txt" ||
+  { cat "$TMP/squeeze-eval.txt"; fail "eval ssd-squeezenet"; }
+"$EXE" predict --checkpoint "$TMP/squeeze" --score 0 "$TMP/test/images/scene_00001.png" > /dev/null ||
+  fail "predict ssd-squeezenet"
+expect_error "SqueezeNet takes 1, got 0.5" "$EXE" train --data "$TMP/data" --out "$TMP/squeeze-thin" \
+  --model ssd-squeezenet --size 64 --width 0.5 --steps 1
+[[ ! -e $TMP/squeeze-thin ]] || fail "a refused ssd-squeezenet run wrote its directory"
+
 # Bad input: named, and nothing written.
 cp -r "$TMP/data" "$TMP/corrupt"
 echo "not a png" > "$TMP/corrupt/images/scene_00001.png"
