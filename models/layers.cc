@@ -158,7 +158,8 @@ BatchNormLayer BatchNorm(const Scope& scope, const Output& x, BatchNormOptions o
 Output ConvBn(const Scope& scope, const Output& x, int64_t filters, int64_t kernel,
               ConvBnOptions options, std::vector<Output>& variables, std::vector<Output>& updates) {
   ConvLayer conv = Conv2D(scope, x, filters, kernel,
-                          {.stride = options.stride, .padding = kernel / 2,
+                          {.stride = options.stride,
+                           .padding = options.padding < 0 ? kernel / 2 : options.padding,
                            .groups = options.groups, .bias = false});
   BatchNormLayer bn = BatchNorm(scope, conv.output, {.training = options.training});
   variables.insert(variables.end(), {conv.filter, bn.gamma, bn.beta});

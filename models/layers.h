@@ -91,6 +91,7 @@ struct ConvBnOptions {
   int64_t groups = 1;
   bool training = true;  // batch-norm mode
   Activation activation = Activation::kRelu;
+  int64_t padding = -1;  // zeros on every side; -1: kernel / 2
 };
 
 // The conv-BN-ReLU block of torchvision's backbones: a convolution without

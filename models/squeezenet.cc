@@ -16,22 +16,14 @@ class Builder {
   // convolution + ReLU, with batch norm between them when the options ask.
   Output Conv(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
               int64_t padding) {
-    const bool bn = options_.batch_norm;
+    if (options_.batch_norm)
+      return ConvBn(s, x, filters, k,
+                    {.stride = stride, .training = options_.training, .padding = padding},
+                    net_.variables, net_.batch_norm_updates);
     ConvLayer l = Conv2D(s, x, filters, k,
-                         {.stride = stride,
-                          .padding = padding,
-                          .bias = !bn,
-                          .activation = bn ? Activation::kNone : Activation::kRelu});
-    net_.variables.push_back(l.filter);
-    if (!bn) {
-      net_.variables.push_back(l.bias);
-      return l.output;
-    }
-    BatchNormLayer norm = BatchNorm(s.NewSubScope("bn"), l.output, {.training = options_.training});
-    net_.variables.insert(net_.variables.end(), {norm.gamma, norm.beta});
-    net_.batch_norm_updates.insert(net_.batch_norm_updates.end(), norm.updates.begin(),
-                                   norm.updates.end());
-    return Activate(s, norm.output, Activation::kRelu);
+                         {.stride = stride, .padding = padding, .activation = Activation::kRelu});
+    net_.variables.insert(net_.variables.end(), {l.filter, l.bias});
+    return l.output;
   }
   // squeeze to `squeeze` channels, then 1x1 and 3x3 expands side by side.
   Output Fire(const Scope& s, const Output& x, int64_t squeeze, int64_t expand) {

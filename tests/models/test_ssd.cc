@@ -6,7 +6,7 @@
 
 #include "models/detection/ssd.h"
 #include "ops/ops.h"
-#include "tests/models/detector_fit_util.h"
+#include "tests/models/ssd_fit_util.h"
 
 using namespace dflow;
 using namespace dflow::models::detection;
@@ -47,22 +47,5 @@ TEST_CASE("SSD: bad options are refused with their value", "[ssd]") {
 }
 
 TEST_CASE("SSD: fitted to one image, the loss falls and NMS returns the object", "[ssd]") {
-  const int64_t size = 64;
-  Scope scope = Scope::NewRootScope();
-  scope.graph().set_seed(3);
-  SsdNetwork net = BuildSsdNetwork(scope, {.num_classes = 2, .image_size = size,
-                                           .width_multiplier = 0.25});
-  SsdLoss loss = BuildSsdLoss(scope, net);
-  SsdDetections detections = BuildSsdPostprocess(scope, net, {.max_detections = 10});
-  testing::OneObject object = testing::MakeOneObject(size);
-  std::vector<int32_t> label = {2};
-  MatchResult match = MatchSsd({net.anchors.data<float>(), size_t(net.anchors.NumElements())},
-                               GroundTruth{object.box, label});
-  REQUIRE(match.num_positive >= 1);
-  testing::OneImageFit fit = testing::FitOneImage(
-      scope, loss.loss, net.variables, net.batch_norm_updates,
-      testing::OneImageFeeds(net.images, loss.box_targets, loss.class_targets, object, match),
-      1e-2);
-  CHECK(fit.last_loss < 0.3f * fit.first_loss);
-  testing::CheckFindsObject(*fit.session, net.images, detections, object, 2.0f);
+  testing::CheckSsdFitsOneImage({.width_multiplier = 0.25});
 }
