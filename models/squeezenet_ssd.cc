@@ -29,7 +29,7 @@ class Builder {
     net_.variables.insert(net_.variables.end(), {l.filter, l.bias});
     return l.output;
   }
-  // depthwise k x k (stride, padding), ReLU, then pointwise 1x1 without
+  // depthwise 3x3 (stride, padding), ReLU, then pointwise 1x1 without
   // activation: the reference's SeperableConv2d.
   Output Separable(const Scope& s, const Output& x, int64_t filters, int64_t stride,
                    int64_t padding) {

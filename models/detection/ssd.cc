@@ -91,8 +91,9 @@ Tensor SsdDefaultBoxes(const SsdOptions& options) {
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
   DFLOW_REQUIRE(options.num_classes >= 1, "SSD: num_classes must be >= 1, got ",
                 options.num_classes);
-  // 64 px is the smallest input whose sixth map (stride 512, rounded up) is
-  // reached by every stride-2 layer without collapsing a 1x1 map.
+  // 64 px is the smallest input whose sixth MobileNet map (stride 512,
+  // rounded up) is reached by every stride-2 layer without collapsing a 1x1
+  // map; SqueezeNet's maps are all at least 1x1 there too.
   DFLOW_REQUIRE(options.image_size >= 64, "SSD: image_size must be >= 64, got ",
                 options.image_size);
   Scope s = scope.NewSubScope("ssd");
