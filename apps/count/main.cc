@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/common/resume_options.h"
+#include "apps/common/train_options.h"
 #include "apps/count/commands.h"
 #include "apps/common/workers.h"
 #include "dist/transport/zmq_transport.h"
@@ -23,11 +23,6 @@ void AddGenerate(CLI::App& app, GenerateSettings& s) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("!--no-distractors", s.distractors, "Leave out specular patches and road strips");
   app.add_option("--seed", s.seed, "Seed: the same seed gives the same images");
-}
-
-void AddDevice(CLI::App& app, std::string& device) {
-  app.add_option("--device", device,
-                 "Device the network runs on: /device:CPU:0 (default) or /device:GPU:N");
 }
 
 // The options that fix a run; --resume takes them from RUN/config.json.
@@ -53,15 +48,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_flag("!--no-flip", s.flip, "No random horizontal flips"),
       app.add_option("--seed", s.seed, "Seed of initialisation and data order"),
   };
-  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  AddDevice(app, s.device);
-  app.add_option("--decode-threads", s.decode_threads, "Input decode threads")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--prefetch", s.prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
-  app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
-  dflow::apps::AddDataParallelOptions(app, s.parallel);
+  dflow::apps::AddTrainingResourceOptions(app, s);
   return fixed;
 }
 
@@ -74,7 +61,7 @@ void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--train-mean", s.train_mean_count,
                  "The baseline's count per image (default: from the run's config.json)");
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  AddDevice(app, s.device);
+  dflow::apps::AddDeviceOption(app, s.device);
 }
 
 void AddPredict(CLI::App& app, PredictSettings& s) {
@@ -84,24 +71,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
   app.add_option("--heatmap", s.heatmap_dir, "Directory for density heatmaps (PNG)");
   app.add_option("--csv", s.csv, "CSV file of the counts");
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  AddDevice(app, s.device);
-}
-
-// With --resume the run's own settings apply: only --steps/--epochs (a
-// longer run) and the resource options may be given.
-TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::Option*>& fixed) {
-  dflow::apps::RefuseFixedOptions(fixed, given.out);
-  TrainSettings s = ReadConfig(given.out);
-  s.out = given.out;
-  if (given.steps > 0 || given.epochs > 0) s.steps = given.steps, s.epochs = given.epochs;
-  s.threads = given.threads;
-  s.device = given.device;
-  s.decode_threads = given.decode_threads;
-  s.prefetch = given.prefetch;
-  s.checkpoint_every = given.checkpoint_every;
-  s.keep = given.keep;
-  s.parallel = given.parallel;
-  return s;
+  dflow::apps::AddDeviceOption(app, s.device);
 }
 
 }  // namespace
@@ -129,7 +99,7 @@ int main(int argc, char** argv) {
         dflow::apps::RequireCpuWhenDistributed(train.device);
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
-      if (resume) return Train(ResumeSettings(train, fixed), true);
+      if (resume) return Train(dflow::apps::ResumeSettings(train, fixed, ReadConfig), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);
     }

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/common/resume_options.h"
+#include "apps/common/train_options.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/generate.h"
@@ -15,11 +15,6 @@
 namespace {
 
 using namespace dflow::detect_app;
-
-void AddDevice(CLI::App& app, std::string& device) {
-  app.add_option("--device", device,
-                 "Device the network runs on: /device:CPU:0 (default) or /device:GPU:N");
-}
 
 void AddCocoEval(CLI::App& app, CocoEvalSettings& s) {
   app.add_option("--gt", s.gt, "Ground truth: COCO instances JSON")->required();
@@ -79,15 +74,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
                      "With --init-from: JSON {variable here: tensor name in the checkpoint}"),
       app.add_option("--seed", s.seed, "Seed of initialisation, augmentation and data order"),
   };
-  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  AddDevice(app, s.device);
-  app.add_option("--decode-threads", s.decode_threads, "Input threads (decode, augment, match)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--prefetch", s.prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
-  app.add_option("--checkpoint-every", s.checkpoint_every, "Steps between checkpoints")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--keep", s.keep, "Checkpoints kept")->check(CLI::PositiveNumber);
-  dflow::apps::AddDataParallelOptions(app, s.parallel);
+  dflow::apps::AddTrainingResourceOptions(app, s);
   return fixed;
 }
 
@@ -98,7 +85,7 @@ void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--results", s.results, "Write the detections as a COCO results file");
   app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber);
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  AddDevice(app, s.device);
+  dflow::apps::AddDeviceOption(app, s.device);
 }
 
 void AddPredict(CLI::App& app, PredictSettings& s) {
@@ -110,24 +97,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
   app.add_option("--csv", s.csv, "CSV file of the detections");
   app.add_option("--score", s.score, "Lowest score reported")->check(CLI::Range(0.0, 1.0));
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  AddDevice(app, s.device);
-}
-
-// With --resume the run's own settings apply: only --steps/--epochs (a
-// longer run) and the resource options may be given.
-TrainSettings ResumeSettings(const TrainSettings& given, const std::vector<CLI::Option*>& fixed) {
-  dflow::apps::RefuseFixedOptions(fixed, given.out);
-  TrainSettings s = ReadConfig(given.out);
-  s.out = given.out;
-  if (given.steps > 0 || given.epochs > 0) s.steps = given.steps, s.epochs = given.epochs;
-  s.threads = given.threads;
-  s.device = given.device;
-  s.decode_threads = given.decode_threads;
-  s.prefetch = given.prefetch;
-  s.checkpoint_every = given.checkpoint_every;
-  s.keep = given.keep;
-  s.parallel = given.parallel;
-  return s;
+  dflow::apps::AddDeviceOption(app, s.device);
 }
 
 }  // namespace
@@ -160,7 +130,7 @@ int main(int argc, char** argv) {
         dflow::apps::RequireCpuWhenDistributed(train.device);
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
-      if (resume) return Train(ResumeSettings(train, fixed), true);
+      if (resume) return Train(dflow::apps::ResumeSettings(train, fixed, ReadConfig), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);
     }
