@@ -126,7 +126,7 @@ class GpuTopKKernel : public OpKernel {
     Tensor& indices = ctx.allocate_output(1, Shape(dims));
     const int64_t rows = n == 0 ? 0 : input.NumElements() / n;
     if (k == 0 || rows == 0) return;
-    const size_t bytes = cuda::TopKScratchBytes(rows, n);
+    const size_t bytes = cuda::TopKScratchBytes(Type(input.dtype()), rows, n);
     Tensor scratch(DType::kUInt8, Shape{static_cast<int64_t>(bytes)}, ctx.device().allocator());
     DFLOW_CUDA(cuda::LaunchTopK(cuda::Stream(ctx), Type(input.dtype()), input.raw_data(), rows, n,
                                 k, scratch.raw_data(), bytes, values.raw_data(),

@@ -71,10 +71,10 @@ __global__ void NmsMaskKernel(const DeviceBox* boxes, const int64_t* begin,
   mask[mask_begin[blockIdx.x] + i * words + col_block] = bits;
 }
 
-// A key whose ascending order is the CPU's "comes after" for TopKV2: NaN
-// highest, -0 equal to +0.
+// A key whose ascending order is the CPU's "comes before" for TopKV2, read
+// backwards: NaN highest, -0 equal to +0. 4-byte types use the low 32 bits.
 __device__ uint64_t OrderKey(float v) {
-  if (isnan(v)) return ~uint64_t{0};
+  if (isnan(v)) return 0xffffffffu;
   if (v == 0.0f) v = 0.0f;
   uint32_t bits = __float_as_uint(v);
   return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
@@ -124,15 +124,19 @@ struct TopKScratch {
 
 size_t Aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Sorts the keys' low `bits` bits.
 cudaError_t SortRows(void* temp, size_t& temp_bytes, const TopKScratch& s, int64_t rows, int64_t n,
-                     cudaStream_t stream) {
+                     int bits, cudaStream_t stream) {
   return cub::DeviceSegmentedRadixSort::SortPairsDescending(
       temp, temp_bytes, s.keys_in, s.keys_out, s.positions_in, s.positions_out,
-      static_cast<int>(rows * n), static_cast<int>(rows), s.offsets, s.offsets + 1, 0, 64, stream);
+      static_cast<int>(rows * n), static_cast<int>(rows), s.offsets, s.offsets + 1, 0, bits,
+      stream);
 }
 
-// The layout from `base` (nullptr: sizes only).
-TopKScratch Layout(char* base, int64_t rows, int64_t n) {
+int KeyBits(CastType type) { return type == CastType::kF32 || type == CastType::kI32 ? 32 : 64; }
+
+// The layout from `base` (nullptr: sizes only) for keys of `bits` bits.
+TopKScratch Layout(char* base, int64_t rows, int64_t n, int bits) {
   const auto count = static_cast<size_t>(rows * n);
   TopKScratch s{};
   size_t at = 0;
@@ -146,7 +150,7 @@ TopKScratch Layout(char* base, int64_t rows, int64_t n) {
   s.positions_in = reinterpret_cast<int32_t*>(take(count * 4));
   s.positions_out = reinterpret_cast<int32_t*>(take(count * 4));
   s.offsets = reinterpret_cast<int*>(take((rows + 1) * sizeof(int)));
-  SortRows(nullptr, s.cub_bytes, s, rows, n, nullptr);
+  SortRows(nullptr, s.cub_bytes, s, rows, n, bits, nullptr);
   s.cub = take(s.cub_bytes);
   s.total = at;
   return s;
@@ -159,7 +163,7 @@ void TopKTyped(cudaStream_t stream, const TopKScratch& s, const T* x, int64_t ro
                                                             s.positions_in);
   RowOffsetsKernel<<<Blocks(rows + 1), kThreads, 0, stream>>>(rows, n, s.offsets);
   size_t cub_bytes = s.cub_bytes;
-  status = SortRows(s.cub, cub_bytes, s, rows, n, stream);
+  status = SortRows(s.cub, cub_bytes, s, rows, n, static_cast<int>(8 * sizeof(T)), stream);
   if (status != cudaSuccess) return;
   TopKGatherKernel<<<Blocks(rows * k), kThreads, 0, stream>>>(x, s.positions_out, rows, n, k,
                                                               values, indices);
@@ -183,13 +187,15 @@ void LaunchNmsMask(cudaStream_t stream, const float* boxes, const int64_t* begin
                                                 mask_begin, iou_threshold, mask);
 }
 
-size_t TopKScratchBytes(int64_t rows, int64_t n) { return Layout(nullptr, rows, n).total; }
+size_t TopKScratchBytes(CastType type, int64_t rows, int64_t n) {
+  return Layout(nullptr, rows, n, KeyBits(type)).total;
+}
 
 cudaError_t LaunchTopK(cudaStream_t stream, CastType type, const void* x, int64_t rows, int64_t n,
                        int64_t k, void* scratch, size_t scratch_bytes, void* values,
                        int32_t* indices) {
   if (rows <= 0 || k <= 0) return cudaSuccess;
-  TopKScratch s = Layout(static_cast<char*>(scratch), rows, n);
+  TopKScratch s = Layout(static_cast<char*>(scratch), rows, n, KeyBits(type));
   if (s.total > scratch_bytes) return cudaErrorInvalidValue;
   cudaError_t status = cudaSuccess;
   switch (type) {

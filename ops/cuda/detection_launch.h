@@ -35,8 +35,8 @@ void LaunchNmsMask(cudaStream_t stream, const float* boxes, const int64_t* begin
 // indices [rows, k]: a stable descending radix sort of each row on a key that
 // orders NaN above all and -0 with +0, so equal values keep the lower index
 // first, as the CPU. rows * n must fit an int. `scratch` holds
-// TopKScratchBytes(rows, n) bytes of device memory.
-size_t TopKScratchBytes(int64_t rows, int64_t n);
+// TopKScratchBytes(type, rows, n) bytes of device memory.
+size_t TopKScratchBytes(CastType type, int64_t rows, int64_t n);
 cudaError_t LaunchTopK(cudaStream_t stream, CastType type, const void* x, int64_t rows, int64_t n,
                        int64_t k, void* scratch, size_t scratch_bytes, void* values,
                        int32_t* indices);
