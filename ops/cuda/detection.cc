@@ -14,7 +14,6 @@
 // the host, the CPU's detection::SoftNms over the copied inputs. The small
 // outputs are written on the host and copied to the device.
 #include <algorithm>
-#include <cstring>
 
 #include "ops/box_geometry.h"
 #include "ops/cpu/greedy_nms.h"
@@ -25,8 +24,6 @@ namespace dflow {
 namespace {
 
 using detection::Box;
-
-static_assert(sizeof(Box) == 5 * sizeof(float), "Box records travel to the GPU as 5 floats");
 
 // One greedy NMS problem: its candidates' boxes in greedy order.
 struct NmsProblem {
@@ -49,8 +46,8 @@ std::vector<std::vector<int32_t>> GpuHardNms(const OpKernelContext& ctx,
     offsets[segments + 1 + s] = words;
     words += m * ((m + cuda::kNmsBlock - 1) / cuda::kNmsBlock);
     max_candidates = std::max(max_candidates, m);
-    const auto* first = reinterpret_cast<const float*>(problems[s].boxes.data());
-    records.insert(records.end(), first, first + 5 * m);
+    for (const Box& b : problems[s].boxes)
+      records.insert(records.end(), {b.ymin, b.xmin, b.ymax, b.xmax, b.area});
   }
   std::vector<std::vector<int32_t>> kept(segments);
   if (words == 0) return kept;
