@@ -1,6 +1,7 @@
 // Builders for the object-detection ops: non-maximum suppression (TensorFlow's
 // NonMaxSuppressionV5 and CombinedNonMaxSuppression), TopKV2 and the pairwise
-// box IoU matrix. Declared in ops/detection.cc; kernels in ops/cpu/.
+// box IoU matrix. Declared in ops/detection.cc; kernels in ops/cpu/ and
+// ops/cuda/detection.{cc,cu}.
 #pragma once
 
 #include "graph/scope.h"

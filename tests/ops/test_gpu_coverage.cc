@@ -19,8 +19,6 @@ namespace {
 // Ops registered by libdflow with no GPU kernel for any dtype.
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range", "Rank",
-    // detection (ops/detection.cc): CPU kernels only so far
-    "BoxIou", "CombinedNonMaxSuppression", "NonMaxSuppressionV5", "TopKV2",
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
     "_Recv", "_Send",
     // the parameter server's state, on its CPU (dist/training/ps_ops.cc)

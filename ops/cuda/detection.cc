@@ -1,0 +1,323 @@
+// GPU OpKernels of the detection ops: BoxIou, TopKV2, NonMaxSuppressionV5
+// and CombinedNonMaxSuppression (CUDA kernels in detection.cu).
+//
+// NMS follows torchvision's GPU design. The scores (and boxes) are copied to
+// the host, which checks the inputs as the CPU kernels do, orders the
+// candidates with the CPU's detection::SortedCandidates (descending score,
+// equal scores by ascending index) and normalises their boxes; the GPU then
+// computes the O(m^2) part, every candidate pair's IoU, as a bitmask of
+// 64-candidate words (m * ceil(m / 64) words a problem: 128 MB at m = 32k);
+// the host walks the candidates in order over the copied mask, keeping each
+// one no kept box suppresses. That is the CPU's naive greedy loop, which
+// detection::HardNms equals, so the same indices come out. Soft-NMS
+// (soft_nms_sigma > 0) re-weights scores one kept box at a time and runs on
+// the host, the CPU's detection::SoftNms over the copied inputs. The small
+// outputs are written on the host and copied to the device.
+#include <algorithm>
+
+#include "ops/box_geometry.h"
+#include "ops/cpu/greedy_nms.h"
+#include "ops/cuda/detection_launch.h"
+#include "ops/cuda/kernel_util.h"
+
+namespace dflow {
+namespace {
+
+using detection::Box;
+
+// One greedy NMS problem: its candidates' boxes in greedy order.
+struct NmsProblem {
+  std::vector<Box> boxes;
+  int64_t max_output;
+};
+
+// The kept positions (into each problem's boxes) of hard NMS, every problem
+// at once: one upload, one mask kernel, one download.
+std::vector<std::vector<int32_t>> GpuHardNms(const OpKernelContext& ctx,
+                                             const std::vector<NmsProblem>& problems,
+                                             float iou_threshold) {
+  const auto segments = static_cast<int64_t>(problems.size());
+  std::vector<int64_t> offsets(2 * segments + 1, 0);  // begin [segments + 1], mask_begin [segments]
+  std::vector<float> records;
+  int64_t words = 0, max_candidates = 0;
+  for (int64_t s = 0; s < segments; ++s) {
+    const auto m = static_cast<int64_t>(problems[s].boxes.size());
+    offsets[s + 1] = offsets[s] + m;
+    offsets[segments + 1 + s] = words;
+    words += m * ((m + cuda::kNmsBlock - 1) / cuda::kNmsBlock);
+    max_candidates = std::max(max_candidates, m);
+    for (const Box& b : problems[s].boxes)
+      records.insert(records.end(), {b.ymin, b.xmin, b.ymax, b.xmax, b.area});
+  }
+  std::vector<std::vector<int32_t>> kept(segments);
+  if (words == 0) return kept;
+  const int64_t blocks = (max_candidates + cuda::kNmsBlock - 1) / cuda::kNmsBlock;
+  DFLOW_REQUIRE(segments <= INT32_MAX && blocks <= 65535, ctx.node().Describe(), ": ", segments,
+                " NMS problems of up to ", max_candidates, " candidates are too many for the GPU");
+  CudaDevice& gpu = cuda::Gpu(ctx);
+  const std::string where = ctx.node().Describe();
+  Tensor boxes = gpu.CopyToDevice(Tensor::FromVector(records), where);
+  Tensor bounds = gpu.CopyToDevice(Tensor::FromVector(offsets), where);
+  Tensor mask(DType::kInt64, Shape{words}, ctx.device().allocator());
+  const int64_t* begin = bounds.data<int64_t>();
+  cuda::LaunchNmsMask(cuda::Stream(ctx), boxes.data<float>(), begin, begin + segments + 1,
+                      segments, max_candidates, iou_threshold,
+                      reinterpret_cast<uint64_t*>(mask.data<int64_t>()));
+  cuda::CheckLaunch(ctx, "NmsMask");
+  Tensor host = gpu.CopyToHost(mask, where);
+  const auto* bits = reinterpret_cast<const uint64_t*>(host.data<int64_t>());
+  for (int64_t s = 0; s < segments; ++s) {
+    const auto m = static_cast<int64_t>(problems[s].boxes.size());
+    const int64_t row_words = (m + cuda::kNmsBlock - 1) / cuda::kNmsBlock;
+    const uint64_t* rows = bits + offsets[segments + 1 + s];
+    std::vector<uint64_t> removed(row_words, 0);
+    for (int64_t i = 0; i < m && static_cast<int64_t>(kept[s].size()) < problems[s].max_output;
+         ++i) {
+      if (removed[i / cuda::kNmsBlock] >> (i % cuda::kNmsBlock) & 1) continue;
+      kept[s].push_back(static_cast<int32_t>(i));
+      for (int64_t w = i / cuda::kNmsBlock; w < row_words; ++w)
+        removed[w] |= rows[i * row_words + w];
+    }
+  }
+  return kept;
+}
+
+class GpuBoxIouKernel : public OpKernel {
+ public:
+  explicit GpuBoxIouKernel(const Node& node) : OpKernel(node) {}
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    for (const Tensor* t : {&a, &b})
+      DFLOW_REQUIRE(t->rank() == 2 && t->dim(1) == 4, node().Describe(), ": ",
+                    t == &a ? "boxes_a" : "boxes_b", " must be [num_boxes, 4], got shape ",
+                    t->shape().ToString());
+    Tensor& iou = ctx.allocate_output(0, Shape{a.dim(0), b.dim(0)});
+    cuda::LaunchBoxIou(cuda::Stream(ctx), a.data<float>(), b.data<float>(), iou.data<float>(),
+                       a.dim(0), b.dim(0));
+    cuda::CheckLaunch(ctx, "BoxIou");
+  }
+};
+
+class GpuTopKKernel : public OpKernel {
+ public:
+  explicit GpuTopKKernel(const Node& node) : OpKernel(node) {}
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& input = ctx.input(0);
+    Tensor k_tensor = cuda::HostInput(ctx, 1);
+    DFLOW_REQUIRE(k_tensor.rank() == 0, node().Describe(), ": k must be a scalar, got shape ",
+                  k_tensor.shape().ToString());
+    const int64_t k = k_tensor.scalar<int32_t>();
+    DFLOW_REQUIRE(k >= 0, node().Describe(), ": k must be non-negative, got ", k);
+    DFLOW_REQUIRE(input.rank() >= 1, node().Describe(),
+                  ": input must have rank >= 1, got a scalar");
+    const int64_t n = input.dim(input.rank() - 1);
+    DFLOW_REQUIRE(k <= n, node().Describe(), ": k = ", k, " is more than the ", n,
+                  " entries of the last dimension of input ", input.shape().ToString());
+    DFLOW_REQUIRE(input.NumElements() <= INT32_MAX, node().Describe(),
+                  ": the GPU kernel sorts at most ", INT32_MAX, " entries, input ",
+                  input.shape().ToString(), " has more");
+    std::vector<int64_t> dims = input.shape().dims();
+    dims.back() = k;
+    Tensor& values = ctx.allocate_output(0, Shape(dims));
+    Tensor& indices = ctx.allocate_output(1, Shape(dims));
+    const int64_t rows = n == 0 ? 0 : input.NumElements() / n;
+    if (k == 0 || rows == 0) return;
+    const size_t bytes = cuda::TopKScratchBytes(Type(input.dtype()), rows, n);
+    Tensor scratch(DType::kUInt8, Shape{static_cast<int64_t>(bytes)}, ctx.device().allocator());
+    DFLOW_CUDA(cuda::LaunchTopK(cuda::Stream(ctx), Type(input.dtype()), input.raw_data(), rows, n,
+                                k, scratch.raw_data(), bytes, values.raw_data(),
+                                indices.data<int32_t>()),
+               node().Describe());
+    cuda::CheckLaunch(ctx, "TopK");
+  }
+
+ private:
+  static cuda::CastType Type(DType dtype) {
+    switch (dtype) {
+      case DType::kFloat64: return cuda::CastType::kF64;
+      case DType::kInt32: return cuda::CastType::kI32;
+      case DType::kInt64: return cuda::CastType::kI64;
+      default: return cuda::CastType::kF32;
+    }
+  }
+};
+
+class GpuNonMaxSuppressionV5Kernel : public OpKernel {
+ public:
+  explicit GpuNonMaxSuppressionV5Kernel(const Node& node)
+      : OpKernel(node), pad_(node.attr<bool>("pad_to_max_output_size")) {}
+
+  void Compute(OpKernelContext& ctx) const override {
+    Tensor boxes = cuda::HostInput(ctx, 0);
+    Tensor scores = cuda::HostInput(ctx, 1);
+    DFLOW_REQUIRE(boxes.rank() == 2 && boxes.dim(1) == 4, node().Describe(),
+                  ": boxes must be [num_boxes, 4], got shape ", boxes.shape().ToString());
+    DFLOW_REQUIRE(scores.rank() == 1 && scores.dim(0) == boxes.dim(0), node().Describe(),
+                  ": scores must be [num_boxes] = [", boxes.dim(0), "], got shape ",
+                  scores.shape().ToString());
+    const char* names[] = {"max_output_size", "iou_threshold", "score_threshold",
+                           "soft_nms_sigma"};
+    Tensor scalars[4];
+    for (int i = 2; i <= 5; ++i) {
+      scalars[i - 2] = cuda::HostInput(ctx, i);
+      DFLOW_REQUIRE(scalars[i - 2].rank() == 0, node().Describe(), ": ", names[i - 2],
+                    " must be a scalar, got shape ", scalars[i - 2].shape().ToString());
+    }
+    const int64_t max_output = scalars[0].scalar<int32_t>();
+    const float iou_threshold = scalars[1].scalar<float>();
+    const float score_threshold = scalars[2].scalar<float>();
+    const float sigma = scalars[3].scalar<float>();
+    DFLOW_REQUIRE(max_output >= 0, node().Describe(),
+                  ": max_output_size must be non-negative, got ", max_output);
+    DFLOW_REQUIRE(iou_threshold >= 0 && iou_threshold <= 1, node().Describe(),
+                  ": iou_threshold must be in [0, 1], got ", iou_threshold);
+    DFLOW_REQUIRE(sigma >= 0, node().Describe(), ": soft_nms_sigma must be non-negative, got ",
+                  sigma);
+
+    const int64_t n = boxes.dim(0);
+    std::vector<Box> normalized(n);
+    const float* coords = boxes.data<float>();
+    for (int64_t i = 0; i < n; ++i) normalized[i] = detection::NormalizeBox(coords + 4 * i);
+    const float* score = scores.data<float>();
+    std::vector<int32_t> order = detection::SortedCandidates(score, 1, n, score_threshold);
+    std::vector<int32_t> selected;
+    std::vector<float> selected_scores;
+    if (sigma > 0) {
+      detection::SoftNms(normalized, score, order, max_output, score_threshold, sigma, selected,
+                         selected_scores);
+    } else {
+      std::vector<NmsProblem> problem(1, {{}, max_output});
+      for (int32_t i : order) problem[0].boxes.push_back(normalized[i]);
+      std::vector<std::vector<int32_t>> kept = GpuHardNms(ctx, problem, iou_threshold);
+      for (int32_t at : kept[0]) {
+        selected.push_back(order[at]);
+        selected_scores.push_back(score[order[at]]);
+      }
+    }
+    const auto valid = static_cast<int64_t>(selected.size());
+    const int64_t size = pad_ ? max_output : valid;
+    selected.resize(size, 0);
+    selected_scores.resize(size, 0.0f);
+    CudaDevice& gpu = cuda::Gpu(ctx);
+    ctx.set_output(0, gpu.CopyToDevice(Tensor::FromVector(selected), node().Describe()));
+    ctx.set_output(1, gpu.CopyToDevice(Tensor::FromVector(selected_scores), node().Describe()));
+    ctx.set_output(2, gpu.CopyToDevice(Tensor::Scalar(static_cast<int32_t>(valid)),
+                                       node().Describe()));
+  }
+
+ private:
+  bool pad_;
+};
+
+struct Detection {
+  float score;
+  int32_t class_id;
+  const float* coords;  // the input box, as given (not normalised)
+};
+
+class GpuCombinedNonMaxSuppressionKernel : public OpKernel {
+ public:
+  explicit GpuCombinedNonMaxSuppressionKernel(const Node& node)
+      : OpKernel(node), pad_per_class_(node.attr<bool>("pad_per_class")),
+        clip_boxes_(node.attr<bool>("clip_boxes")) {}
+
+  void Compute(OpKernelContext& ctx) const override {
+    Tensor boxes = cuda::HostInput(ctx, 0);
+    Tensor scores = cuda::HostInput(ctx, 1);
+    DFLOW_REQUIRE(boxes.rank() == 4 && boxes.dim(3) == 4, node().Describe(),
+                  ": boxes must be [batch, num_boxes, q, 4], got shape ",
+                  boxes.shape().ToString());
+    DFLOW_REQUIRE(scores.rank() == 3 && scores.dim(0) == boxes.dim(0) &&
+                      scores.dim(1) == boxes.dim(1),
+                  node().Describe(), ": scores must be [batch, num_boxes, num_classes] with boxes ",
+                  boxes.shape().ToString(), ", got shape ", scores.shape().ToString());
+    DFLOW_REQUIRE(boxes.dim(2) == 1 || boxes.dim(2) == scores.dim(2), node().Describe(),
+                  ": boxes ", boxes.shape().ToString(), " must have q = 1 or q = num_classes = ",
+                  scores.dim(2), " in dimension 2");
+    const char* names[] = {"max_output_size_per_class", "max_total_size", "iou_threshold",
+                           "score_threshold"};
+    Tensor scalars[4];
+    for (int i = 2; i <= 5; ++i) {
+      scalars[i - 2] = cuda::HostInput(ctx, i);
+      DFLOW_REQUIRE(scalars[i - 2].rank() == 0, node().Describe(), ": ", names[i - 2],
+                    " must be a scalar, got shape ", scalars[i - 2].shape().ToString());
+    }
+    const int64_t batch = boxes.dim(0), n = boxes.dim(1), q = boxes.dim(2),
+                  classes = scores.dim(2);
+    const int64_t per_class = scalars[0].scalar<int32_t>(), total = scalars[1].scalar<int32_t>();
+    const float iou_threshold = scalars[2].scalar<float>();
+    const float score_threshold = scalars[3].scalar<float>();
+    DFLOW_REQUIRE(per_class > 0, node().Describe(),
+                  ": max_output_size_per_class must be positive, got ", per_class);
+    DFLOW_REQUIRE(total > 0, node().Describe(), ": max_total_size must be positive, got ", total);
+    DFLOW_REQUIRE(iou_threshold >= 0 && iou_threshold <= 1, node().Describe(),
+                  ": iou_threshold must be in [0, 1], got ", iou_threshold);
+    const int64_t per_batch = pad_per_class_ ? std::min(total, per_class * classes) : total;
+
+    // Problem b * classes + c: class c of image b.
+    std::vector<NmsProblem> problems(batch * classes);
+    std::vector<std::vector<int32_t>> orders(batch * classes);
+    const float* all_boxes = boxes.data<float>();
+    const float* all_scores = scores.data<float>();
+    auto coords = [&](int64_t b, int64_t c, int64_t i) {
+      return all_boxes + ((b * n + i) * q + (q == 1 ? 0 : c)) * 4;
+    };
+    for (int64_t bc = 0; bc < batch * classes; ++bc) {
+      const int64_t b = bc / classes, c = bc % classes;
+      orders[bc] = detection::SortedCandidates(all_scores + b * n * classes + c, classes, n,
+                                               score_threshold);
+      problems[bc].max_output = per_class;
+      for (int32_t i : orders[bc])
+        problems[bc].boxes.push_back(detection::NormalizeBox(coords(b, c, i)));
+    }
+    std::vector<std::vector<int32_t>> kept = GpuHardNms(ctx, problems, iou_threshold);
+
+    Tensor out_boxes = Tensor::Zeros(DType::kFloat32, Shape{batch, per_batch, 4});
+    Tensor out_scores = Tensor::Zeros(DType::kFloat32, Shape{batch, per_batch});
+    Tensor out_classes = Tensor::Zeros(DType::kFloat32, Shape{batch, per_batch});
+    Tensor valid(DType::kInt32, Shape{batch});
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Detection> all;
+      for (int64_t c = 0; c < classes; ++c)
+        for (int32_t at : kept[b * classes + c]) {
+          int32_t i = orders[b * classes + c][at];
+          all.push_back({all_scores[(b * n + i) * classes + c], static_cast<int32_t>(c),
+                         coords(b, c, i)});
+        }
+      std::stable_sort(all.begin(), all.end(),
+                       [](const Detection& x, const Detection& y) { return x.score > y.score; });
+      const auto count = std::min<int64_t>(static_cast<int64_t>(all.size()), per_batch);
+      valid.data<int32_t>()[b] = static_cast<int32_t>(count);
+      for (int64_t d = 0; d < count; ++d) {
+        int64_t at = b * per_batch + d;
+        for (int k = 0; k < 4; ++k) {
+          float v = all[d].coords[k];
+          out_boxes.data<float>()[at * 4 + k] = clip_boxes_ ? std::max(std::min(v, 1.0f), 0.0f) : v;
+        }
+        out_scores.data<float>()[at] = all[d].score;
+        out_classes.data<float>()[at] = static_cast<float>(all[d].class_id);
+      }
+    }
+    CudaDevice& gpu = cuda::Gpu(ctx);
+    const Tensor* outputs[] = {&out_boxes, &out_scores, &out_classes, &valid};
+    for (int i = 0; i < 4; ++i) ctx.set_output(i, gpu.CopyToDevice(*outputs[i], node().Describe()));
+  }
+
+ private:
+  bool pad_per_class_, clip_boxes_;
+};
+
+[[maybe_unused]] const KernelRegistrar kDetectionKernels[] = {
+    cuda::GpuKernel<GpuBoxIouKernel>("BoxIou", DType::kInvalid),
+    cuda::GpuKernel<GpuTopKKernel>("TopKV2", DType::kFloat32),
+    cuda::GpuKernel<GpuTopKKernel>("TopKV2", DType::kFloat64),
+    cuda::GpuKernel<GpuTopKKernel>("TopKV2", DType::kInt32),
+    cuda::GpuKernel<GpuTopKKernel>("TopKV2", DType::kInt64),
+    cuda::Float32Kernel<GpuNonMaxSuppressionV5Kernel>("NonMaxSuppressionV5"),
+    cuda::GpuKernel<GpuCombinedNonMaxSuppressionKernel>("CombinedNonMaxSuppression",
+                                                        DType::kInvalid),
+};
+
+}  // namespace
+}  // namespace dflow
