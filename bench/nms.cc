@@ -1,5 +1,8 @@
 // NonMaxSuppressionV5 through Session::Run with fed boxes and scores, on
-// 1k, 10k and 100k random boxes (IoU 0.5, max_output_size = N). The boxes
+// 1k, 10k and 100k random boxes (IoU 0.5, max_output_size = N); and
+// CombinedNonMaxSuppression (NMS per class) on the same boxes, each given
+// class i % 80 (its score in that column, 0 in the others, score threshold 0),
+// as torchvision.ops.batched_nms does per class. The boxes
 // come from splitmix64 draws that bench/torch_nms.py repeats bit for bit, so
 // bench/compare_nms times torchvision.ops.nms on the very same boxes:
 // centres uniform in a 1000 x 1000 scene, sides uniform in [16, 112),
@@ -60,6 +63,39 @@ void BM_NonMaxSuppressionV5(benchmark::State& state) {
   state.counters["kept"] = kept;
 }
 BENCHMARK(BM_NonMaxSuppressionV5)->Arg(1000)->Arg(10000)->Arg(100000)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+constexpr int64_t kClasses = 80;
+
+// Each box's score in the column of its class i % kClasses; 0 elsewhere.
+Tensor PerClassScores(const Tensor& scores) {
+  const int64_t n = scores.shape().dim(0);
+  Tensor out = Tensor::Zeros(DType::kFloat32, {1, n, kClasses});
+  for (int64_t i = 0; i < n; ++i) out.data<float>()[i * kClasses + i % kClasses] = scores.data<float>()[i];
+  return out;
+}
+
+void BM_CombinedNonMaxSuppression(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Scope s = Scope::NewRootScope();
+  Output boxes = ops::Placeholder(s.WithOpName("boxes"), DType::kFloat32, {1, n, 1, 4});
+  Output scores = ops::Placeholder(s.WithOpName("scores"), DType::kFloat32, {1, n, kClasses});
+  auto nms = ops::CombinedNonMaxSuppression(
+      s.WithOpName("nms"), boxes, scores, ops::Const(s, static_cast<int32_t>(n)),
+      ops::Const(s, static_cast<int32_t>(n)), 0.5f, 0.0f, {.pad_per_class = false, .clip_boxes = false});
+  SessionOptions options;
+  options.num_threads = 2;
+  Session session(s, options);
+  Tensor box_values, score_values;
+  RandomBoxes(n, 1, box_values, score_values);
+  FeedList feeds = {{boxes, box_values.Reshaped({1, n, 1, 4})}, {scores, PerClassScores(score_values)}};
+  std::vector<TensorName> fetches = {nms.nmsed_boxes, nms.nmsed_scores, nms.nmsed_classes,
+                                     nms.valid_detections};
+  int32_t kept = session.Run(feeds, fetches)[3].data<int32_t>()[0];  // builds the executor
+  for (auto _ : state) benchmark::DoNotOptimize(session.Run(feeds, fetches));
+  state.counters["kept"] = kept;
+}
+BENCHMARK(BM_CombinedNonMaxSuppression)->Arg(1000)->Arg(10000)->Arg(100000)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace

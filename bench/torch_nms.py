@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """torchvision.ops.nms on the boxes of bench/nms.cc (the same splitmix64
 draws, so the very same float32 boxes), 1k, 10k and 100k boxes, IoU 0.5,
-2 threads. Median of 7 runs (3 at 100k boxes). Prints one JSON object:
-{"1000": {"ms": median per call, "kept": K}, ...}.
+2 threads; and torchvision.ops.batched_nms on them with box i in class
+i % 80, as bench/nms.cc's CombinedNonMaxSuppression case. Median of 7 runs
+(3 at 100k boxes). Prints one JSON object:
+{"1000": {"ms": median per call, "kept": K}, "batched_1000": {...}, ...}.
 Usage: /usr/bin/python3 bench/torch_nms.py [--runs R]"""
 import argparse
 import json
@@ -44,17 +46,26 @@ def main():
     results = {}
     for n in (1000, 10000, 100000):
         boxes, scores = random_boxes(n)
-        kept = torchvision.ops.nms(boxes, scores, 0.5)  # warm-up
-        repeat = max(1, 20000 // n)  # calls per timed run: short runs are noisy
-        runs = args.runs if n < 100000 else min(args.runs, 3)  # 100k: tens of seconds each
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            for _ in range(repeat):
-                torchvision.ops.nms(boxes, scores, 0.5)
-            times.append((time.perf_counter() - start) / repeat)
-        results[str(n)] = {"ms": float(np.median(times)) * 1e3, "kept": int(kept.numel())}
+        classes = torch.arange(n) % 80
+        for name, nms in ((str(n), lambda: torchvision.ops.nms(boxes, scores, 0.5)),
+                          (f"batched_{n}",
+                           lambda: torchvision.ops.batched_nms(boxes, scores, classes, 0.5))):
+            results[name] = timed(nms, n, args.runs)
     print(json.dumps(results))
+
+
+def timed(nms, n, runs):
+    """{"ms": the median time of one call, "kept": boxes kept}."""
+    kept = nms()  # warm-up
+    repeat = max(1, 20000 // n)  # calls per timed run: short runs are noisy
+    runs = runs if n < 100000 else min(runs, 3)  # 100k: tens of seconds each
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            nms()
+        times.append((time.perf_counter() - start) / repeat)
+    return {"ms": float(np.median(times)) * 1e3, "kept": int(kept.numel())}
 
 
 if __name__ == "__main__":
