@@ -1,5 +1,5 @@
 // SqueezeNet 1.1 (Iandola et al. 2016; torchvision's squeezenet1_1, the
-// backbone of seed 000's SqueezeNet-SSD) without its classifier: a 3x3
+// backbone of SqueezeNet-SSD) without its classifier: a 3x3
 // stride-2 stem, then fire modules (squeeze 1x1, then expand 1x1 and 3x3
 // concatenated) between three max pools, to fire9's 512 channels at stride
 // 16. NHWC float32 input.

@@ -1,6 +1,5 @@
-// SqueezeNet-SSD of seed 000 (qfgaohao/pytorch-ssd's squeezenet_ssd_lite,
-// the code the thesis trained): SqueezeNet 1.1 (squeezenet.h), box and class
-// heads on fire8 and on five extra blocks after fire9 (1x1 then a separable
+// SqueezeNet-SSD (qfgaohao/pytorch-ssd's squeezenet_ssd_lite): SqueezeNet
+// 1.1 (squeezenet.h), box and class heads on fire8 and on five extra blocks after fire9 (1x1 then a separable
 // 3x3 of stride 2; [512, 512, 512, 256, 256, 256] channels), 6 boxes per
 // cell. The heads are separable 3x3 convolutions (depthwise, ReLU,
 // pointwise), a 1x1 convolution on the last map. At 300x300 the maps are

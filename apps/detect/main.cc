@@ -1,5 +1,5 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
-// SqueezeNet as seed 000; RetinaNet) from datasets to trained detectors, metrics and boxed images.
+// SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
 // Subcommands: train, eval, predict, cocoeval, convert, generate (see --help).
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// SSD (Liu et al. 2016) of seed 000 on MobileNetV1 (Listing A.2) or on
+// SSD (Liu et al. 2016) on MobileNetV1 (mobilenet_ssd.h) or on
 // SqueezeNet 1.1 (squeezenet_ssd.h): the network with its default boxes, the
 // training loss (smooth-L1 boxes plus softmax confidence with 3:1
 // hard-negative mining) and the post-processing (box decoding, per-class

@@ -1,4 +1,4 @@
-// SqueezeNet-SSD (seed 000): the backbone has SqueezeNet 1.1's parameters,
+// SqueezeNet-SSD: the backbone has SqueezeNet 1.1's parameters,
 // the default boxes follow its feature maps for any input size, and fitted
 // to one image the loss falls and the post-processing finds the object.
 #include <catch2/catch.hpp>
