@@ -4,6 +4,7 @@
 
 #include "graph/kernel.h"
 #include "ops/box_geometry.h"
+#include "ops/detection_args.h"
 
 namespace dflow {
 namespace {
@@ -17,10 +18,7 @@ class BoxIouKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    for (const Tensor* t : {&a, &b})
-      DFLOW_REQUIRE(t->rank() == 2 && t->dim(1) == 4, node().Describe(), ": ",
-                    t == &a ? "boxes_a" : "boxes_b", " must be [num_boxes, 4], got shape ",
-                    t->shape().ToString());
+    detection::CheckBoxIouInputs(node(), a, b);
     const int64_t n = a.dim(0), m = b.dim(0);
     float* iou = ctx.allocate_output(0, Shape{n, m}).data<float>();
     std::vector<Box> right(m);

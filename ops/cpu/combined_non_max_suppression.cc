@@ -6,6 +6,7 @@
 
 #include "graph/kernel.h"
 #include "ops/cpu/greedy_nms.h"
+#include "ops/detection_args.h"
 
 namespace dflow {
 namespace {
@@ -18,10 +19,6 @@ struct Detection {
   const float* coords;  // the input box, as given (not normalised)
 };
 
-struct Sizes {
-  int64_t batch, boxes, q, classes, per_class, total, per_batch;
-};
-
 class CombinedNonMaxSuppressionKernel : public OpKernel {
  public:
   explicit CombinedNonMaxSuppressionKernel(const Node& node)
@@ -29,9 +26,10 @@ class CombinedNonMaxSuppressionKernel : public OpKernel {
         clip_boxes_(node.attr<bool>("clip_boxes")) {}
 
   void Compute(OpKernelContext& ctx) const override {
-    Sizes z = CheckInputs(ctx);
-    const float iou_threshold = ctx.input(4).scalar<float>();
-    const float score_threshold = ctx.input(5).scalar<float>();
+    const detection::CombinedNmsArgs z = detection::CheckCombinedNmsArgs(
+        node(), ctx.input(0), ctx.input(1), {&ctx.input(2), &ctx.input(3), &ctx.input(4), &ctx.input(5)},
+        pad_per_class_);
+    const float iou_threshold = z.iou_threshold, score_threshold = z.score_threshold;
     const float* boxes = ctx.input(0).data<float>();
     const float* scores = ctx.input(1).data<float>();
     // kept[b * classes + c]: class c's kept boxes of image b, best first.
@@ -57,38 +55,7 @@ class CombinedNonMaxSuppressionKernel : public OpKernel {
   }
 
  private:
-  Sizes CheckInputs(OpKernelContext& ctx) const {
-    const Tensor& boxes = ctx.input(0);
-    const Tensor& scores = ctx.input(1);
-    DFLOW_REQUIRE(boxes.rank() == 4 && boxes.dim(3) == 4, node().Describe(),
-                  ": boxes must be [batch, num_boxes, q, 4], got shape ",
-                  boxes.shape().ToString());
-    DFLOW_REQUIRE(scores.rank() == 3 && scores.dim(0) == boxes.dim(0) &&
-                      scores.dim(1) == boxes.dim(1),
-                  node().Describe(), ": scores must be [batch, num_boxes, num_classes] with boxes ",
-                  boxes.shape().ToString(), ", got shape ", scores.shape().ToString());
-    DFLOW_REQUIRE(boxes.dim(2) == 1 || boxes.dim(2) == scores.dim(2), node().Describe(),
-                  ": boxes ", boxes.shape().ToString(), " must have q = 1 or q = num_classes = ",
-                  scores.dim(2), " in dimension 2");
-    const char* names[] = {"max_output_size_per_class", "max_total_size", "iou_threshold",
-                           "score_threshold"};
-    for (int i = 2; i <= 5; ++i)
-      DFLOW_REQUIRE(ctx.input(i).rank() == 0, node().Describe(), ": ", names[i - 2],
-                    " must be a scalar, got shape ", ctx.input(i).shape().ToString());
-    Sizes z{boxes.dim(0), boxes.dim(1), boxes.dim(2), scores.dim(2),
-            ctx.input(2).scalar<int32_t>(), ctx.input(3).scalar<int32_t>(), 0};
-    DFLOW_REQUIRE(z.per_class > 0, node().Describe(),
-                  ": max_output_size_per_class must be positive, got ", z.per_class);
-    DFLOW_REQUIRE(z.total > 0, node().Describe(), ": max_total_size must be positive, got ",
-                  z.total);
-    const float iou = ctx.input(4).scalar<float>();
-    DFLOW_REQUIRE(iou >= 0 && iou <= 1, node().Describe(),
-                  ": iou_threshold must be in [0, 1], got ", iou);
-    z.per_batch = pad_per_class_ ? std::min(z.total, z.per_class * z.classes) : z.total;
-    return z;
-  }
-
-  void WriteOutputs(OpKernelContext& ctx, const Sizes& z,
+  void WriteOutputs(OpKernelContext& ctx, const detection::CombinedNmsArgs& z,
                     const std::vector<std::vector<Detection>>& kept) const {
     float* out_boxes = ctx.allocate_output(0, Shape{z.batch, z.per_batch, 4}).data<float>();
     float* out_scores = ctx.allocate_output(1, Shape{z.batch, z.per_batch}).data<float>();

@@ -5,6 +5,7 @@
 
 #include "graph/kernel.h"
 #include "ops/cpu/greedy_nms.h"
+#include "ops/detection_args.h"
 
 namespace dflow {
 namespace {
@@ -19,26 +20,11 @@ class NonMaxSuppressionV5Kernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& boxes = ctx.input(0);
     const Tensor& scores = ctx.input(1);
-    DFLOW_REQUIRE(boxes.rank() == 2 && boxes.dim(1) == 4, node().Describe(),
-                  ": boxes must be [num_boxes, 4], got shape ", boxes.shape().ToString());
-    DFLOW_REQUIRE(scores.rank() == 1 && scores.dim(0) == boxes.dim(0), node().Describe(),
-                  ": scores must be [num_boxes] = [", boxes.dim(0), "], got shape ",
-                  scores.shape().ToString());
-    const char* names[] = {"max_output_size", "iou_threshold", "score_threshold",
-                           "soft_nms_sigma"};
-    for (int i = 2; i <= 5; ++i)
-      DFLOW_REQUIRE(ctx.input(i).rank() == 0, node().Describe(), ": ", names[i - 2],
-                    " must be a scalar, got shape ", ctx.input(i).shape().ToString());
-    const int64_t max_output = ctx.input(2).scalar<int32_t>();
-    const float iou_threshold = ctx.input(3).scalar<float>();
-    const float score_threshold = ctx.input(4).scalar<float>();
-    const float sigma = ctx.input(5).scalar<float>();
-    DFLOW_REQUIRE(max_output >= 0, node().Describe(),
-                  ": max_output_size must be non-negative, got ", max_output);
-    DFLOW_REQUIRE(iou_threshold >= 0 && iou_threshold <= 1, node().Describe(),
-                  ": iou_threshold must be in [0, 1], got ", iou_threshold);
-    DFLOW_REQUIRE(sigma >= 0, node().Describe(), ": soft_nms_sigma must be non-negative, got ",
-                  sigma);
+    const detection::NmsArgs args = detection::CheckNmsArgs(
+        node(), boxes, scores, {&ctx.input(2), &ctx.input(3), &ctx.input(4), &ctx.input(5)});
+    const int64_t max_output = args.max_output_size;
+    const float iou_threshold = args.iou_threshold, score_threshold = args.score_threshold;
+    const float sigma = args.soft_nms_sigma;
 
     const int64_t n = boxes.dim(0);
     std::vector<Box> normalized(n);

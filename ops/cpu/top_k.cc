@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "graph/kernel.h"
+#include "ops/detection_args.h"
 
 namespace dflow {
 namespace {
@@ -31,16 +32,8 @@ class TopKKernel : public OpKernel {
 
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& input = ctx.input(0);
-    const Tensor& k_tensor = ctx.input(1);
-    DFLOW_REQUIRE(k_tensor.rank() == 0, node().Describe(), ": k must be a scalar, got shape ",
-                  k_tensor.shape().ToString());
-    const int64_t k = k_tensor.scalar<int32_t>();
-    DFLOW_REQUIRE(k >= 0, node().Describe(), ": k must be non-negative, got ", k);
-    DFLOW_REQUIRE(input.rank() >= 1, node().Describe(),
-                  ": input must have rank >= 1, got a scalar");
+    const int64_t k = detection::CheckTopKArgs(node(), input, ctx.input(1));
     const int64_t n = input.dim(input.rank() - 1);
-    DFLOW_REQUIRE(k <= n, node().Describe(), ": k = ", k, " is more than the ", n,
-                  " entries of the last dimension of input ", input.shape().ToString());
     DFLOW_REQUIRE(n <= INT32_MAX, node().Describe(), ": rows of ", n,
                   " entries do not fit int32 indices");
     std::vector<int64_t> dims = input.shape().dims();

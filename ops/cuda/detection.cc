@@ -17,6 +17,7 @@
 
 #include "ops/box_geometry.h"
 #include "ops/cpu/greedy_nms.h"
+#include "ops/detection_args.h"
 #include "ops/cuda/detection_launch.h"
 #include "ops/cuda/kernel_util.h"
 
@@ -88,10 +89,7 @@ class GpuBoxIouKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    for (const Tensor* t : {&a, &b})
-      DFLOW_REQUIRE(t->rank() == 2 && t->dim(1) == 4, node().Describe(), ": ",
-                    t == &a ? "boxes_a" : "boxes_b", " must be [num_boxes, 4], got shape ",
-                    t->shape().ToString());
+    detection::CheckBoxIouInputs(node(), a, b);
     Tensor& iou = ctx.allocate_output(0, Shape{a.dim(0), b.dim(0)});
     cuda::LaunchBoxIou(cuda::Stream(ctx), a.data<float>(), b.data<float>(), iou.data<float>(),
                        a.dim(0), b.dim(0));
@@ -104,16 +102,8 @@ class GpuTopKKernel : public OpKernel {
   explicit GpuTopKKernel(const Node& node) : OpKernel(node) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& input = ctx.input(0);
-    Tensor k_tensor = cuda::HostInput(ctx, 1);
-    DFLOW_REQUIRE(k_tensor.rank() == 0, node().Describe(), ": k must be a scalar, got shape ",
-                  k_tensor.shape().ToString());
-    const int64_t k = k_tensor.scalar<int32_t>();
-    DFLOW_REQUIRE(k >= 0, node().Describe(), ": k must be non-negative, got ", k);
-    DFLOW_REQUIRE(input.rank() >= 1, node().Describe(),
-                  ": input must have rank >= 1, got a scalar");
+    const int64_t k = detection::CheckTopKArgs(node(), input, cuda::HostInput(ctx, 1));
     const int64_t n = input.dim(input.rank() - 1);
-    DFLOW_REQUIRE(k <= n, node().Describe(), ": k = ", k, " is more than the ", n,
-                  " entries of the last dimension of input ", input.shape().ToString());
     DFLOW_REQUIRE(input.NumElements() <= INT32_MAX, node().Describe(),
                   ": the GPU kernel sorts at most ", INT32_MAX, " entries, input ",
                   input.shape().ToString(), " has more");
@@ -151,29 +141,13 @@ class GpuNonMaxSuppressionV5Kernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     Tensor boxes = cuda::HostInput(ctx, 0);
     Tensor scores = cuda::HostInput(ctx, 1);
-    DFLOW_REQUIRE(boxes.rank() == 2 && boxes.dim(1) == 4, node().Describe(),
-                  ": boxes must be [num_boxes, 4], got shape ", boxes.shape().ToString());
-    DFLOW_REQUIRE(scores.rank() == 1 && scores.dim(0) == boxes.dim(0), node().Describe(),
-                  ": scores must be [num_boxes] = [", boxes.dim(0), "], got shape ",
-                  scores.shape().ToString());
-    const char* names[] = {"max_output_size", "iou_threshold", "score_threshold",
-                           "soft_nms_sigma"};
     Tensor scalars[4];
-    for (int i = 2; i <= 5; ++i) {
-      scalars[i - 2] = cuda::HostInput(ctx, i);
-      DFLOW_REQUIRE(scalars[i - 2].rank() == 0, node().Describe(), ": ", names[i - 2],
-                    " must be a scalar, got shape ", scalars[i - 2].shape().ToString());
-    }
-    const int64_t max_output = scalars[0].scalar<int32_t>();
-    const float iou_threshold = scalars[1].scalar<float>();
-    const float score_threshold = scalars[2].scalar<float>();
-    const float sigma = scalars[3].scalar<float>();
-    DFLOW_REQUIRE(max_output >= 0, node().Describe(),
-                  ": max_output_size must be non-negative, got ", max_output);
-    DFLOW_REQUIRE(iou_threshold >= 0 && iou_threshold <= 1, node().Describe(),
-                  ": iou_threshold must be in [0, 1], got ", iou_threshold);
-    DFLOW_REQUIRE(sigma >= 0, node().Describe(), ": soft_nms_sigma must be non-negative, got ",
-                  sigma);
+    for (int i = 2; i <= 5; ++i) scalars[i - 2] = cuda::HostInput(ctx, i);
+    const detection::NmsArgs args = detection::CheckNmsArgs(
+        node(), boxes, scores, {&scalars[0], &scalars[1], &scalars[2], &scalars[3]});
+    const int64_t max_output = args.max_output_size;
+    const float iou_threshold = args.iou_threshold, score_threshold = args.score_threshold;
+    const float sigma = args.soft_nms_sigma;
 
     const int64_t n = boxes.dim(0);
     std::vector<Box> normalized(n);
@@ -225,35 +199,13 @@ class GpuCombinedNonMaxSuppressionKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     Tensor boxes = cuda::HostInput(ctx, 0);
     Tensor scores = cuda::HostInput(ctx, 1);
-    DFLOW_REQUIRE(boxes.rank() == 4 && boxes.dim(3) == 4, node().Describe(),
-                  ": boxes must be [batch, num_boxes, q, 4], got shape ",
-                  boxes.shape().ToString());
-    DFLOW_REQUIRE(scores.rank() == 3 && scores.dim(0) == boxes.dim(0) &&
-                      scores.dim(1) == boxes.dim(1),
-                  node().Describe(), ": scores must be [batch, num_boxes, num_classes] with boxes ",
-                  boxes.shape().ToString(), ", got shape ", scores.shape().ToString());
-    DFLOW_REQUIRE(boxes.dim(2) == 1 || boxes.dim(2) == scores.dim(2), node().Describe(),
-                  ": boxes ", boxes.shape().ToString(), " must have q = 1 or q = num_classes = ",
-                  scores.dim(2), " in dimension 2");
-    const char* names[] = {"max_output_size_per_class", "max_total_size", "iou_threshold",
-                           "score_threshold"};
     Tensor scalars[4];
-    for (int i = 2; i <= 5; ++i) {
-      scalars[i - 2] = cuda::HostInput(ctx, i);
-      DFLOW_REQUIRE(scalars[i - 2].rank() == 0, node().Describe(), ": ", names[i - 2],
-                    " must be a scalar, got shape ", scalars[i - 2].shape().ToString());
-    }
-    const int64_t batch = boxes.dim(0), n = boxes.dim(1), q = boxes.dim(2),
-                  classes = scores.dim(2);
-    const int64_t per_class = scalars[0].scalar<int32_t>(), total = scalars[1].scalar<int32_t>();
-    const float iou_threshold = scalars[2].scalar<float>();
-    const float score_threshold = scalars[3].scalar<float>();
-    DFLOW_REQUIRE(per_class > 0, node().Describe(),
-                  ": max_output_size_per_class must be positive, got ", per_class);
-    DFLOW_REQUIRE(total > 0, node().Describe(), ": max_total_size must be positive, got ", total);
-    DFLOW_REQUIRE(iou_threshold >= 0 && iou_threshold <= 1, node().Describe(),
-                  ": iou_threshold must be in [0, 1], got ", iou_threshold);
-    const int64_t per_batch = pad_per_class_ ? std::min(total, per_class * classes) : total;
+    for (int i = 2; i <= 5; ++i) scalars[i - 2] = cuda::HostInput(ctx, i);
+    const detection::CombinedNmsArgs z = detection::CheckCombinedNmsArgs(
+        node(), boxes, scores, {&scalars[0], &scalars[1], &scalars[2], &scalars[3]}, pad_per_class_);
+    const int64_t batch = z.batch, n = z.boxes, q = z.q, classes = z.classes;
+    const int64_t per_class = z.per_class, per_batch = z.per_batch;
+    const float iou_threshold = z.iou_threshold, score_threshold = z.score_threshold;
 
     // Problem b * classes + c: class c of image b.
     std::vector<NmsProblem> problems(batch * classes);
