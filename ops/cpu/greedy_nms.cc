@@ -185,4 +185,20 @@ void SoftNms(const std::vector<Box>& boxes, const float* scores, const std::vect
   }
 }
 
+NmsSelection NonMaxSuppression(const float* boxes, const float* scores, int64_t n,
+                               const NmsArgs& args, const HardNmsFn& hard_nms) {
+  std::vector<Box> normalized(n);
+  for (int64_t i = 0; i < n; ++i) normalized[i] = NormalizeBox(boxes + 4 * i);
+  std::vector<int32_t> order = SortedCandidates(scores, 1, n, args.score_threshold);
+  NmsSelection kept;
+  if (args.soft_nms_sigma > 0) {
+    SoftNms(normalized, scores, order, args.max_output_size, args.score_threshold,
+            args.soft_nms_sigma, kept.indices, kept.scores);
+    return kept;
+  }
+  kept.indices = hard_nms(normalized, order);
+  for (int32_t i : kept.indices) kept.scores.push_back(scores[i]);
+  return kept;
+}
+
 }  // namespace dflow::detection

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ops/box_geometry.h"
+#include "ops/detection_args.h"
 
 namespace dflow::detection {
 
@@ -30,5 +32,21 @@ std::vector<int32_t> HardNms(const std::vector<Box>& boxes, const std::vector<in
 void SoftNms(const std::vector<Box>& boxes, const float* scores, const std::vector<int32_t>& order,
              int64_t max_output, float score_threshold, float sigma,
              std::vector<int32_t>& selected, std::vector<float>& selected_scores);
+
+struct NmsSelection {
+  std::vector<int32_t> indices;  // kept boxes, in the order they were kept
+  std::vector<float> scores;     // their (Soft-NMS re-weighted) scores
+};
+
+// Hard NMS of the normalised `boxes` over the candidates `order`, as HardNms
+// (the CPU's) or a device's equivalent: returns the kept indices in order.
+using HardNmsFn = std::function<std::vector<int32_t>(const std::vector<Box>& boxes,
+                                                     const std::vector<int32_t>& order)>;
+
+// NonMaxSuppressionV5 over n boxes (y1, x1, y2, x2, either corner first) and
+// their scores: the candidates above the score threshold in score order, then
+// Soft-NMS when soft_nms_sigma > 0, else `hard_nms`.
+NmsSelection NonMaxSuppression(const float* boxes, const float* scores, int64_t n,
+                               const NmsArgs& args, const HardNmsFn& hard_nms);
 
 }  // namespace dflow::detection

@@ -22,26 +22,12 @@ class NonMaxSuppressionV5Kernel : public OpKernel {
     const Tensor& scores = ctx.input(1);
     const detection::NmsArgs args = detection::CheckNmsArgs(
         node(), boxes, scores, {&ctx.input(2), &ctx.input(3), &ctx.input(4), &ctx.input(5)});
-    const int64_t max_output = args.max_output_size;
-    const float iou_threshold = args.iou_threshold, score_threshold = args.score_threshold;
-    const float sigma = args.soft_nms_sigma;
-
-    const int64_t n = boxes.dim(0);
-    std::vector<Box> normalized(n);
-    const float* coords = boxes.data<float>();
-    for (int64_t i = 0; i < n; ++i) normalized[i] = detection::NormalizeBox(coords + 4 * i);
-    const float* score = scores.data<float>();
-    std::vector<int32_t> order = detection::SortedCandidates(score, 1, n, score_threshold);
-    std::vector<int32_t> selected;
-    std::vector<float> selected_scores;
-    if (sigma > 0) {
-      detection::SoftNms(normalized, score, order, max_output, score_threshold, sigma, selected,
-                         selected_scores);
-    } else {
-      selected = detection::HardNms(normalized, order, max_output, iou_threshold);
-      for (int32_t i : selected) selected_scores.push_back(score[i]);
-    }
-    WriteOutputs(ctx, selected, selected_scores, max_output);
+    detection::NmsSelection kept = detection::NonMaxSuppression(
+        boxes.data<float>(), scores.data<float>(), boxes.dim(0), args,
+        [&](const std::vector<Box>& normalized, const std::vector<int32_t>& order) {
+          return detection::HardNms(normalized, order, args.max_output_size, args.iou_threshold);
+        });
+    WriteOutputs(ctx, kept.indices, kept.scores, args.max_output_size);
   }
 
  private:

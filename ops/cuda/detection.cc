@@ -146,29 +146,19 @@ class GpuNonMaxSuppressionV5Kernel : public OpKernel {
     const detection::NmsArgs args = detection::CheckNmsArgs(
         node(), boxes, scores, {&scalars[0], &scalars[1], &scalars[2], &scalars[3]});
     const int64_t max_output = args.max_output_size;
-    const float iou_threshold = args.iou_threshold, score_threshold = args.score_threshold;
-    const float sigma = args.soft_nms_sigma;
-
-    const int64_t n = boxes.dim(0);
-    std::vector<Box> normalized(n);
-    const float* coords = boxes.data<float>();
-    for (int64_t i = 0; i < n; ++i) normalized[i] = detection::NormalizeBox(coords + 4 * i);
-    const float* score = scores.data<float>();
-    std::vector<int32_t> order = detection::SortedCandidates(score, 1, n, score_threshold);
-    std::vector<int32_t> selected;
-    std::vector<float> selected_scores;
-    if (sigma > 0) {
-      detection::SoftNms(normalized, score, order, max_output, score_threshold, sigma, selected,
-                         selected_scores);
-    } else {
-      std::vector<NmsProblem> problem(1, {{}, max_output});
-      for (int32_t i : order) problem[0].boxes.push_back(normalized[i]);
-      std::vector<std::vector<int32_t>> kept = GpuHardNms(ctx, problem, iou_threshold);
-      for (int32_t at : kept[0]) {
-        selected.push_back(order[at]);
-        selected_scores.push_back(score[order[at]]);
-      }
-    }
+    // Hard NMS on the device: one problem, the candidates in score order.
+    detection::NmsSelection kept = detection::NonMaxSuppression(
+        boxes.data<float>(), scores.data<float>(), boxes.dim(0), args,
+        [&](const std::vector<Box>& normalized, const std::vector<int32_t>& order) {
+          std::vector<NmsProblem> problem(1, {{}, max_output});
+          for (int32_t i : order) problem[0].boxes.push_back(normalized[i]);
+          std::vector<int32_t> selected;
+          for (int32_t at : GpuHardNms(ctx, problem, args.iou_threshold)[0])
+            selected.push_back(order[at]);
+          return selected;
+        });
+    std::vector<int32_t>& selected = kept.indices;
+    std::vector<float>& selected_scores = kept.scores;
     const auto valid = static_cast<int64_t>(selected.size());
     const int64_t size = pad_ ? max_output : valid;
     selected.resize(size, 0);
