@@ -107,7 +107,7 @@ void TrainPsWorker(const dist::PsTask& task, const PsGraph& graph, const PsLoopO
   if (options.resume_from)
     worker.RestoreWith([&](Session& session) { saver.Restore(session, *options.resume_from); });
   else if (options.initialise)
-    worker.RestoreWith(options.initialise);
+    worker.RestoreWith([&](Session& session) { options.initialise(session, saver); });
   PsTrainer(worker, saver, task, graph, options, input).Train();
 }
 

@@ -46,8 +46,9 @@ struct PsLoopOptions {
   int threads = 1, keep = 3;
   std::string checkpoint_dir;              // RUN/checkpoints
   std::optional<std::string> resume_from;  // the checkpoint the chief restores, when resuming
-  // A new run's extra initialisation by the chief (--init-from), or null.
-  std::function<void(Session& session)> initialise;
+  // A new run's extra initialisation by the chief (--init-from, an added
+  // class's old model), or null; `saver` covers every variable.
+  std::function<void(Session& session, const Saver& saver)> initialise;
 };
 
 // The options of an app's TrainSettings (its parallel, total_steps,

@@ -7,6 +7,7 @@
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "models/checkpoint.h"
+#include "models/detection/incremental.h"
 #include "models/detection/retinanet.h"
 #include "models/detection/ssd.h"
 #include "ops/ops.h"
@@ -27,13 +28,14 @@ std::vector<Output> TrainedVariables(const TrainSettings& s, const DetectorNetwo
   return trained;
 }
 
-// Linear warm-up, then cosine decay to 5% at the last step.
-Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& step) {
-  int64_t warmup = s.warmup_steps >= 0 ? s.warmup_steps
-                                       : std::min<int64_t>(300, s.total_steps / 20);
+// Linear warm-up, then cosine decay to 5% at the last step; a session run
+// (train --session) starts its own schedule at its first step.
+Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& global_step) {
+  const int64_t steps = s.total_steps - s.session_start;
+  int64_t warmup = s.warmup_steps >= 0 ? s.warmup_steps : std::min<int64_t>(300, steps / 20);
+  Output step = s.session_start == 0 ? global_step : ops::Sub(scope, global_step, s.session_start);
   Output lr = autodiff::CosineDecay(scope, s.learning_rate, step,
-                                    {.decay_steps = std::max<int64_t>(1, s.total_steps),
-                                     .alpha = 0.05});
+                                    {.decay_steps = std::max<int64_t>(1, steps), .alpha = 0.05});
   return warmup > 0 ? autodiff::LinearWarmup(scope, lr, step, warmup) : lr;
 }
 
@@ -68,7 +70,50 @@ DetectorNetwork NetworkView(const Network& net) {
 
 template <typename Loss>
 DetectorLoss LossView(const Loss& loss) {
-  return {loss.box_targets, loss.class_targets, loss.box_loss, loss.class_loss, loss.loss};
+  return {.box_targets = loss.box_targets,
+          .class_targets = loss.class_targets,
+          .box_loss = loss.box_loss,
+          .class_loss = loss.class_loss,
+          .distill_class_loss = {},
+          .distill_box_loss = {},
+          .loss = loss.loss};
+}
+
+// The model's network on `images` (a placeholder made here when invalid).
+DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool training, const Output& images) {
+  if (IsRetinaNet(s.model)) {
+    detection::RetinaNetOptions options = RetinaNetOptionsFor(s, training);
+    return NetworkView(images.valid() ? detection::BuildRetinaNetNetwork(scope, options, images)
+                                      : detection::BuildRetinaNetNetwork(scope, options));
+  }
+  detection::SsdOptions options = SsdOptionsFor(s, training);
+  return NetworkView(images.valid() ? detection::BuildSsdNetwork(scope, options, images)
+                                    : detection::BuildSsdNetwork(scope, options));
+}
+
+// Seed 000's equation 3.1: the new model's own loss plus the weighted
+// distillation of the teacher's class scores and boxes. The teacher
+// normalises with the batch's statistics, as the student does while it
+// trains, so that the two agree exactly before the first step (its moving
+// averages are never updated: its batch_norm_updates are not run).
+void AddDistillation(DetectorGraph& g, const TrainSettings& s) {
+  Scope teacher_scope = g.scope.NewSubScope(kTeacherScope);
+  DetectorNetwork teacher = BuildNetwork(teacher_scope, TeacherSettings(s), true, g.net.images);
+  const bool retinanet = IsRetinaNet(s.model);
+  detection::DistillationLoss distill = detection::BuildDistillationLoss(
+      g.scope, {.teacher_logits = teacher.class_logits,
+                .teacher_boxes = teacher.box_deltas,
+                .student_logits = g.net.class_logits,
+                .student_boxes = g.net.box_deltas,
+                .old_columns = s.teacher_classes + (retinanet ? 0 : 1),
+                .scores = retinanet ? detection::ClassScores::kSigmoid
+                                    : detection::ClassScores::kSoftmaxWithBackground});
+  Scope w = g.scope.NewSubScope("incremental_loss");
+  g.loss.distill_class_loss = distill.class_loss;
+  g.loss.distill_box_loss = distill.box_loss;
+  g.loss.loss = ops::AddN(w.WithOpName("loss"),
+                          {g.loss.loss, ops::Mul(w, distill.class_loss, static_cast<float>(s.distill_class_weight)),
+                           ops::Mul(w, distill.box_loss, static_cast<float>(s.distill_box_weight))});
 }
 
 // The network and its loss (training) or post-processing (inference).
@@ -100,6 +145,18 @@ void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training,
 
 }  // namespace
 
+TrainSettings TeacherSettings(const TrainSettings& s) {
+  DFLOW_REQUIRE(!s.teacher.empty() && s.teacher_classes >= 1 &&
+                    s.teacher_classes < static_cast<int64_t>(s.class_names.size()),
+                "the run has no teacher of fewer classes (", ConfigPath(s.out), ")");
+  TrainSettings teacher = s;
+  teacher.class_names.resize(static_cast<size_t>(s.teacher_classes));
+  teacher.category_ids.resize(static_cast<size_t>(s.teacher_classes));
+  teacher.teacher.clear();
+  teacher.teacher_classes = 0;
+  return teacher;
+}
+
 Tensor DefaultBoxes(const TrainSettings& s) {
   if (IsRetinaNet(s.model)) return detection::RetinaNetDefaultAnchors(RetinaNetOptionsFor(s, true));
   return detection::SsdDefaultBoxes(SsdOptionsFor(s, true));
@@ -117,6 +174,7 @@ std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainO
   Scope& scope = g->scope;
   scope.graph().set_seed(static_cast<int64_t>(s.seed));
   BuildModel(*g, s, true, {});
+  if (!s.teacher.empty() && s.distill == "output") AddDistillation(*g, s);
   g->trained = TrainedVariables(s, g->net);
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);

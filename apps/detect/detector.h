@@ -31,7 +31,11 @@ struct DetectorNetwork {
 
 struct DetectorLoss {
   Output box_targets, class_targets;  // fed: the matching's targets
-  Output box_loss, class_loss, loss;
+  Output box_loss, class_loss;
+  // add-class with distillation: the terms that keep the old classes
+  // (models/detection/incremental.h); invalid otherwise.
+  Output distill_class_loss, distill_box_loss;
+  Output loss;  // the weighted sum of the terms
 };
 
 struct DetectorGraph {
@@ -48,6 +52,14 @@ struct DetectorGraph {
   Node* init = nullptr;                         // every variable's initialiser
   std::vector<Output> trained;                  // the variables the optimizer updates
 };
+
+// An add-class run's teacher: the run's model with its first
+// teacher_classes classes.
+TrainSettings TeacherSettings(const TrainSettings& settings);
+
+// The name scope of the teacher inside an add-class training graph: its
+// variables are "teacher/" + the old run's names.
+inline constexpr const char* kTeacherScope = "teacher";
 
 // The model's default boxes (anchors), without building its graph.
 Tensor DefaultBoxes(const TrainSettings& settings);
@@ -66,7 +78,10 @@ enum class TrainOp {
 };
 
 // The training graph; with --freeze backbone the backbone's variables are
-// left out of the optimizer's list (no gradients, no slots).
+// left out of the optimizer's list (no gradients, no slots). An add-class
+// run that distills also holds its teacher: the old network on the same
+// images, under kTeacherScope, never trained (batch-norm on the batch's
+// statistics, as the student's, without moving-average updates).
 std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings,
                                                   TrainOp train_op = TrainOp::kMinimize);
 

@@ -1,6 +1,6 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
 // SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
-// Subcommands: train, eval, predict, cocoeval, convert, generate (see --help).
+// Subcommands: train, add-class, eval, predict, cocoeval, convert, generate (see --help).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/generate.h"
+#include "apps/detect/incremental.h"
 #include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
 
@@ -78,6 +79,32 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
   return fixed;
 }
 
+void AddAddClass(CLI::App& app, AddClassSettings& s) {
+  app.add_option("--from", s.from, "The old run (or one of its checkpoints)")->required();
+  app.add_option("--data", s.data, "The new classes' data, annotated with them alone")->required();
+  app.add_option("--out", s.out, "The new run")->required();
+  app.add_option("--steps", s.steps, "Training steps")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", s.epochs, "Training epochs over the new data and the exemplars")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--exemplars", s.exemplars,
+                 "Share of each old class's images kept as exemplars (the old run's memory when it has one)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--distill", s.distill, "output: the old model teaches the old classes; none: fine-tuning")
+      ->check(CLI::IsMember({"output", "none"}));
+  app.add_option("--distill-class-weight", s.distill_class_weight, "Weight of the class distillation term")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--distill-box-weight", s.distill_box_weight, "Weight of the box distillation term")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--freeze", s.freeze, "Keep these variables as the old model has them: backbone")
+      ->check(CLI::IsMember({"backbone"}));
+  app.add_option("--lr", s.learning_rate, "Adam learning rate (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", s.seed, "Seed of the new head, the exemplars, augmentation and data order");
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  dflow::apps::AddDeviceOption(app, s.device);
+  dflow::apps::AddDataParallelOptions(app, s.parallel);
+}
+
 void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO")->required();
   app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
@@ -111,6 +138,10 @@ int main(int argc, char** argv) {
   CLI::App* train_app = app.add_subcommand("train", "Train a detector");
   std::vector<CLI::Option*> fixed = AddTrain(*train_app, train);
   train_app->add_flag("--resume", resume, "Continue the run in --out from its last checkpoint");
+  AddClassSettings add_class;
+  CLI::App* add_class_app =
+      app.add_subcommand("add-class", "Learn new classes without forgetting the old ones (incremental learning)");
+  AddAddClass(*add_class_app, add_class);
   EvalSettings eval;
   AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a labelled dataset"), eval);
   PredictSettings predict;
@@ -133,6 +164,13 @@ int main(int argc, char** argv) {
       if (resume) return Train(dflow::apps::ResumeSettings(train, fixed, ReadConfig), true);
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);
+    }
+    if (app.got_subcommand("add-class")) {
+      if (dflow::apps::ShouldLaunchWorkers(add_class.parallel)) {
+        dflow::apps::RequireCpuWhenDistributed(add_class.device);
+        dflow::apps::LaunchWorkers(add_class.parallel, argc, argv);
+      }
+      return AddClass(add_class);
     }
     if (app.got_subcommand("eval")) return Eval(eval);
     if (app.got_subcommand("predict")) return Predict(predict);

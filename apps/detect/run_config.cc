@@ -30,6 +30,14 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "checkpoint_every", s.checkpoint_every);
   visit(json, "keep", s.keep);
   visit(json, "seed", s.seed);
+  visit(json, "teacher", s.teacher);
+  visit(json, "teacher_classes", s.teacher_classes);
+  visit(json, "distill", s.distill);
+  visit(json, "distill_class_weight", s.distill_class_weight);
+  visit(json, "distill_box_weight", s.distill_box_weight);
+  visit(json, "exemplars", s.exemplars);
+  visit(json, "session", s.session);
+  visit(json, "session_start", s.session_start);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
@@ -68,6 +76,14 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
   CheckModel(s, source);
   DFLOW_REQUIRE(s.augment == "ssd" || s.augment == "light" || s.augment == "none", source,
                 ": \"augment\" must be ssd, light or none, got \"", s.augment, "\"");
+  DFLOW_REQUIRE(s.distill == "output" || s.distill == "none", source,
+                ": \"distill\" must be output or none, got \"", s.distill, "\"");
+  DFLOW_REQUIRE(s.exemplars >= 0 && s.exemplars <= 1, source,
+                ": \"exemplars\" is a share of each class's images, within [0, 1], got ", s.exemplars);
+  DFLOW_REQUIRE(s.teacher.empty() || (s.teacher_classes >= 1 &&
+                                      s.teacher_classes < static_cast<int64_t>(s.class_names.size())),
+                source, ": a teacher of ", s.teacher_classes, " classes cannot teach ",
+                s.class_names.size());
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",
                 s.class_names.size(), " class_names but ", s.category_ids.size(), " category_ids");
   return s;

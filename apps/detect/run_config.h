@@ -62,6 +62,21 @@ struct TrainSettings {
   // resumed on another device.
   std::string device;
   apps::DataParallelSettings parallel;  // not recorded (apps/common/workers.h)
+  // Incremental learning (apps/detect/incremental.h). add-class: the old
+  // model's checkpoint the run started from (its classes are the first
+  // teacher_classes), and how it teaches the new model: "output"
+  // distillation (a frozen copy in the graph) or "none" (fine-tuning).
+  std::string teacher;
+  int64_t teacher_classes = 0;
+  std::string distill = "output";
+  double distill_class_weight = 1.0, distill_box_weight = 1.0;
+  // The share of each class's images kept in RUN/memory as exemplars when
+  // a session ends or a class is added, chosen at random (seeded).
+  double exemplars = 0.05;
+  // --session runs: the session's number (1, 2, ...) and the global step it
+  // started at (its learning-rate schedule starts there). 0: not a session run.
+  int64_t session = 0;
+  int64_t session_start = 0;
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

@@ -12,6 +12,7 @@
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/detector.h"
+#include "apps/detect/incremental.h"
 #include "apps/detect/training.h"
 #include "dist/training/data_parallel.h"
 #include "models/checkpoint.h"
@@ -95,6 +96,7 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
     saver.Restore(session, *resume_from);
   } else {
     session.Run({}, {}, {g.init});
+    if (!resume_from && !s.teacher.empty()) InitFromOldModel(session, g, saver, s);
     if (!resume_from && !s.init_from.empty()) InitBackbone(session, g, s);
   }
   if (strategy) strategy->SynchronizeVariables(session, session.resources().VariableNames());

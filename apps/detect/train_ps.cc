@@ -6,6 +6,7 @@
 // and writes the checkpoints. See docs/detection.md.
 #include "apps/common/ps_trainer.h"
 #include "apps/common/workers.h"
+#include "apps/detect/incremental.h"
 #include "apps/detect/training.h"
 
 namespace dflow::detect_app {
@@ -49,8 +50,10 @@ void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) 
   const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
   if (task.is_chief()) fetches.insert(fetches.end(), batch_norm.begin(), batch_norm.end());
   apps::PsLoopOptions options = apps::PsLoopOptionsFor(settings, resume ? run.latest : std::nullopt, 20);
-  if (!settings.init_from.empty())
-    options.initialise = [&](Session& session) { InitBackbone(session, g, settings); };
+  options.initialise = [&](Session& session, const Saver& saver) {
+    if (!settings.teacher.empty()) InitFromOldModel(session, g, saver, settings);
+    if (!settings.init_from.empty()) InitBackbone(session, g, settings);
+  };
   DetectionInput input(settings, g, run);
   apps::TrainPsWorker(task,
                       {.scope = g.scope, .loss = g.loss.loss, .learning_rate = g.learning_rate,

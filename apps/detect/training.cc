@@ -1,11 +1,13 @@
 // The training paths' shared parts; see training.h.
 #include "apps/detect/training.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 
 #include "apps/detect/commands.h"
+#include "apps/detect/incremental.h"
 #include "models/checkpoint.h"
 #include "models/data/text_numbers.h"
 #include "models/detection/matching.h"
@@ -15,25 +17,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A new run records the dataset's classes (label k + 1 is category k) and
-// size; a resumed one checks that the data still has the classes it learned.
-void RecordDataset(TrainSettings& s, const models::DetectionDataset& data, bool resume) {
+// A new run records the dataset's classes (label k + 1 is category k); a
+// run whose classes are set (resumed, a session, a class added) checks that
+// the data holds only classes it knows.
+void RecordClasses(TrainSettings& s, const models::DetectionDataset& data) {
   std::vector<std::string> names;
   std::vector<int64_t> ids;
   for (const models::DetectionCategory& c : data.categories) {
     names.push_back(c.name);
     ids.push_back(c.id);
   }
-  if (resume) {
-    DFLOW_REQUIRE(names == s.class_names, "train --resume: the classes of ", s.data,
-                  " are not the ones the run learned (", ConfigPath(s.out), ")");
+  if (!s.class_names.empty()) {
+    for (const std::string& name : names)
+      DFLOW_REQUIRE(std::find(s.class_names.begin(), s.class_names.end(), name) != s.class_names.end(),
+                    "train: ", s.data, " has the class \"", name, "\", which the run (",
+                    ConfigPath(s.out), ") does not learn");
     return;
   }
   DFLOW_REQUIRE(!names.empty(), "train: ", s.data, " has no categories");
   s.class_names = names;
   s.category_ids = ids;
-  s.train_images = static_cast<int64_t>(data.images.size());
-  s.train_objects = static_cast<int64_t>(data.annotations.size());
 }
 
 models::DetectionPipelineOptions PipelineOptionsFor(const TrainSettings& s, const Tensor& anchors,
@@ -86,7 +89,13 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   CheckModel(settings, "train");
   run.latest = CheckRunDir(settings, resume, worker);
   run.data = LoadDataset(settings.data);
-  RecordDataset(settings, run.data, resume);
+  run.root = settings.data;
+  RecordClasses(settings, run.data);
+  AddExemplarMemory(settings, run);
+  if (!resume) {
+    settings.train_images = static_cast<int64_t>(run.data.images.size());
+    settings.train_objects = static_cast<int64_t>(run.data.annotations.size());
+  }
   if (settings.learning_rate <= 0) settings.learning_rate = DefaultLearningRate(settings.model);
   run.anchors = DefaultBoxes(settings);
   run.pipeline = OpenPipeline(settings, run, 0, worker, workers);
@@ -99,7 +108,7 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
 std::unique_ptr<models::DetectionPipeline> OpenPipeline(const TrainSettings& settings, const PreparedRun& run,
                                                         int64_t start_step, int shard, int shards) {
   return std::make_unique<models::DetectionPipeline>(
-      run.data, settings.data, PipelineOptionsFor(settings, run.anchors, start_step, shard, shards));
+      run.data, run.root, PipelineOptionsFor(settings, run.anchors, start_step, shard, shards));
 }
 
 // --map is a JSON object {variable here: tensor there}.
@@ -126,13 +135,20 @@ FeedList BatchFeeds(const DetectorGraph& g, const models::DetectionBatch& batch)
 }
 
 std::vector<TensorName> LossFetches(const DetectorGraph& g) {
-  return {g.loss.loss, g.loss.box_loss, g.loss.class_loss};
+  std::vector<TensorName> fetches{g.loss.loss, g.loss.box_loss, g.loss.class_loss};
+  if (g.loss.distill_class_loss.valid()) {
+    fetches.emplace_back(g.loss.distill_class_loss);
+    fetches.emplace_back(g.loss.distill_box_loss);
+  }
+  return fetches;
 }
 
 apps::Progress::Metrics LossMetrics(const std::vector<Tensor>& fetched) {
-  return {{"loss", fetched[0].scalar<float>()},
-          {"box", fetched[1].scalar<float>()},
-          {"class", fetched[2].scalar<float>()}};
+  static const char* const kNames[] = {"loss", "box", "class", "distill_cls", "distill_box"};
+  apps::Progress::Metrics metrics;
+  for (size_t i = 0; i < fetched.size() && i < std::size(kNames); ++i)
+    metrics.push_back({kNames[i], fetched[i].scalar<float>()});
+  return metrics;
 }
 
 void PrintPlan(const TrainSettings& s, const DetectorGraph& g) {

@@ -20,7 +20,10 @@ std::string CheckpointDir(const TrainSettings& settings);
 
 // What a training process knows before it builds the graph.
 struct PreparedRun {
+  // The run's training set: --data, joined with the run's exemplar memory
+  // when it has one (file names then absolute, `root` empty).
   models::DetectionDataset data;
+  std::string root;
   Tensor anchors;                     // the SSD default boxes the pipeline matches against
   std::optional<std::string> latest;  // the run's newest checkpoint, if any (resume needs one)
   std::unique_ptr<models::DetectionPipeline> pipeline;  // this worker's shard from step 0

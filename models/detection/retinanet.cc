@@ -136,12 +136,19 @@ Tensor RetinaNetDefaultAnchors(const RetinaNetOptions& options) {
 }
 
 RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOptions& options) {
+  const int64_t size = options.image_size;
+  return BuildRetinaNetNetwork(
+      scope, options, ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3}));
+}
+
+RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOptions& options,
+                                       const Output& images) {
   CheckOptions(options);
   Scope s = scope.NewSubScope("retinanet");
   RetinaNetNetwork net;
   net.options = options;
   const int64_t size = options.image_size;
-  net.images = ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3});
+  net.images = images;
   ResNet backbone = BuildResNet(s, Normalize(s, net.images),
                                 {.depth = options.depth, .training = options.training});
   net.variables = backbone.variables;

@@ -71,6 +71,9 @@ Tensor RetinaNetDefaultAnchors(const RetinaNetOptions& options);
 // normalised with ImageNet's mean and standard deviation inside the graph.
 // Any image_size from 32 up works.
 RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOptions& options);
+// The network on `images` given by the caller (float32 [N, S, S, 3] in [0, 1]).
+RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOptions& options,
+                                       const Output& images);
 
 struct RetinaNetLossOptions {
   FocalLossOptions focal{};         // alpha 0.25, gamma 2 (section 3.2)

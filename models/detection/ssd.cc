@@ -89,6 +89,12 @@ Tensor SsdDefaultBoxes(const SsdOptions& options) {
 }
 
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
+  const int64_t size = options.image_size;
+  return BuildSsdNetwork(
+      scope, options, ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3}));
+}
+
+SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const Output& images) {
   DFLOW_REQUIRE(options.num_classes >= 1, "SSD: num_classes must be >= 1, got ",
                 options.num_classes);
   // 64 px is the smallest input whose sixth MobileNet map (stride 512,
@@ -99,8 +105,7 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
   Scope s = scope.NewSubScope("ssd");
   SsdNetwork net;
   net.options = options;
-  const int64_t size = options.image_size;
-  net.images = ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3});
+  net.images = images;
   Output scaled = ops::Sub(s, ops::Mul(s, net.images, 2.0f), 1.0f);  // [0, 1] -> [-1, 1]
   if (options.backbone == SsdBackbone::kSqueezeNet)
     AttachBody(s, net, BuildSqueezeNetBody(s, scaled, options));

@@ -60,6 +60,10 @@ Tensor SsdDefaultBoxes(const SsdOptions& options);
 // The network on a placeholder "images" [-1, S, S, 3]; the pixels are
 // mapped to [-1, 1] inside the graph. Any image_size from 64 up works.
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options);
+// The network on `images` (float32 [N, S, S, 3] in [0, 1]) given by the
+// caller: a second network on the same input, e.g. the teacher of
+// incremental learning (apps/detect/incremental.h) under its own name scope.
+SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const Output& images);
 
 struct SsdLoss {
   Output box_targets;    // float32 [N, A, 4], fed: MatchSsd's box_targets

@@ -1,0 +1,185 @@
+// Exemplar memory, the old model's weights in a new one, and add-class; see
+// incremental.h.
+#include "apps/detect/incremental.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "apps/detect/commands.h"
+#include "models/data/exemplars.h"
+#include "models/data/seeded_random.h"
+#include "models/detection/incremental.h"
+#include "models/checkpoint.h"
+#include "models/safetensors.h"
+
+namespace dflow::detect_app {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool HasMemory(const std::string& run_dir) {
+  return fs::exists(fs::path(MemoryDir(run_dir)) / "annotations.json");
+}
+
+// The names of a graph's variables, in node order.
+std::vector<std::string> VariableNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Node* node : graph.nodes())
+    if (node->op() == "VariableV2") names.push_back(node->name());
+  return names;
+}
+
+// A class output layer's columns per anchor: SSD adds the background.
+int64_t ClassColumns(const TrainSettings& s, int64_t classes) {
+  return IsRetinaNet(s.model) ? classes : classes + 1;
+}
+
+// add-class's settings: the old run's network and training recipe, its
+// classes followed by the new data's, and what the command was given.
+TrainSettings NewClassSettings(const TrainSettings& old, const models::DetectionDataset& data,
+                               const AddClassSettings& a, const std::string& old_checkpoint) {
+  TrainSettings s = old;
+  s.data = a.data;
+  s.out = a.out;
+  int64_t next_id = *std::max_element(old.category_ids.begin(), old.category_ids.end()) + 1;
+  std::set<int64_t> used(old.category_ids.begin(), old.category_ids.end());
+  for (const models::DetectionCategory& c : data.categories) {
+    DFLOW_REQUIRE(std::find(old.class_names.begin(), old.class_names.end(), c.name) == old.class_names.end(),
+                  "add-class: the class \"", c.name, "\" of ", a.data, " already exists in ", a.from,
+                  "; add-class learns new classes from data annotated with them alone "
+                  "(more data of known classes: train --session)");
+    s.class_names.push_back(c.name);
+    // A new class keeps its dataset's id unless an old class has it.
+    int64_t id = used.count(c.id) ? next_id++ : c.id;
+    used.insert(id);
+    next_id = std::max(next_id, id + 1);
+    s.category_ids.push_back(id);
+  }
+  DFLOW_REQUIRE(s.class_names.size() > old.class_names.size(), "add-class: ", a.data,
+                " has no categories: nothing to add");
+  s.teacher = old_checkpoint;
+  s.teacher_classes = static_cast<int64_t>(old.class_names.size());
+  s.distill = a.distill;
+  s.distill_class_weight = a.distill_class_weight;
+  s.distill_box_weight = a.distill_box_weight;
+  s.exemplars = a.exemplars;
+  s.freeze = a.freeze;
+  s.init_from.clear();
+  s.init_map.clear();
+  s.steps = a.steps;
+  s.epochs = a.epochs;
+  s.learning_rate = a.learning_rate;
+  s.warmup_steps = -1;
+  s.threads = a.threads;
+  s.seed = a.seed;
+  s.device = a.device;
+  s.parallel = a.parallel;
+  s.session = s.session_start = 0;
+  s.total_steps = s.batches_per_epoch = s.train_images = s.train_objects = 0;
+  return s;
+}
+
+// The old classes' exemplars for an add-class run: the old run's memory
+// when it keeps one, else a share of each class's images of its dataset.
+void WriteOldExemplars(const TrainSettings& s, const TrainSettings& old, const std::string& old_run) {
+  if (s.exemplars == 0) return;
+  models::DatasetPart part;
+  if (HasMemory(old_run)) {
+    part.root = MemoryDir(old_run);
+    part.data = LoadDataset(part.root);
+  } else {
+    DFLOW_REQUIRE(fs::is_directory(old.data), "add-class: the old run's data ", old.data,
+                  " (", ConfigPath(old_run), ") is not a folder here, and the run keeps no exemplar memory; ",
+                  "give --exemplars 0 to add the class without exemplars");
+    part.root = old.data;
+    models::DetectionDataset data = LoadDataset(old.data);
+    part.data = models::SelectImages(data, models::ChooseRandomExemplars(data, s.exemplars, s.seed));
+  }
+  models::DetectionDataset memory =
+      models::JoinDatasets({part}, old.class_names, old.category_ids);
+  models::WriteDatasetFolder(MemoryDir(s.out), memory);
+  std::cout << "exemplar memory: " << memory.images.size() << " images with " << memory.annotations.size()
+            << " objects of the old classes, from " << part.root << "\n";
+}
+
+}  // namespace
+
+std::string MemoryDir(const std::string& run_dir) { return (fs::path(run_dir) / "memory").string(); }
+
+void AddExemplarMemory(const TrainSettings& s, PreparedRun& run) {
+  if (!HasMemory(s.out)) return;
+  const std::string dir = MemoryDir(s.out);
+  run.data = models::JoinDatasets({{std::move(run.data), run.root}, {LoadDataset(dir), dir}},
+                                  s.class_names, s.category_ids);
+  run.root.clear();
+}
+
+void InitFromOldModel(Session& session, const DetectorGraph& g, const Saver& saver, const TrainSettings& s) {
+  std::unique_ptr<DetectorGraph> old_network = BuildInferenceGraph(TeacherSettings(s), {});
+  const std::vector<std::string> names = VariableNames(old_network->scope.graph());
+  SafetensorsReader reader(s.teacher);
+  std::vector<TensorName> fetches(names.begin(), names.end());
+  std::vector<Tensor> fresh = session.Run(fetches);  // the new model as initialised
+  const bool has_teacher = g.loss.distill_class_loss.valid();
+  const int64_t old_columns = ClassColumns(s, s.teacher_classes);
+  const int64_t new_columns = ClassColumns(s, static_cast<int64_t>(s.class_names.size()));
+  std::vector<NamedTensor> start;
+  int widened = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const TensorEntry* entry = reader.Find(names[i]);
+    if (!entry)
+      Fail(Code::kInvalidArgument, s.teacher, " has no \"", names[i], "\": it is not a checkpoint of the ",
+           s.model, " network of ", s.teacher_classes, " classes that ", ConfigPath(s.out), " names");
+    Tensor old = reader.Read(*entry);
+    if (has_teacher) start.push_back({std::string(kTeacherScope) + "/" + names[i], old});
+    if (old.shape() != fresh[i].shape()) {
+      old = models::detection::WidenClassOutputs(old, fresh[i], old_columns, new_columns);
+      ++widened;
+    }
+    start.push_back({names[i], std::move(old)});
+  }
+  // Through a file and the Saver, so that the values reach the variables on
+  // whichever device they live.
+  const std::string path = (fs::path(s.out) / "start.safetensors").string();
+  WriteSafetensors(path, start);
+  RestoreOptions restore;
+  for (const NamedTensor& t : start) restore.only.push_back(t.name);
+  saver.Restore(session, path, restore);
+  fs::remove(path);
+  std::cout << "from " << s.teacher << ": " << names.size() - static_cast<size_t>(widened)
+            << " variables copied, " << widened << " class layers widened from " << s.teacher_classes
+            << " to " << s.class_names.size() << " classes"
+            << (has_teacher ? "; the teacher holds the old model" : "") << "\n";
+}
+
+int64_t UpdateExemplarMemory(const TrainSettings& s, const models::DatasetPart& part) {
+  std::vector<models::DatasetPart> parts;
+  if (HasMemory(s.out)) parts.push_back({LoadDataset(MemoryDir(s.out)), MemoryDir(s.out)});
+  const uint64_t seed = models::SeededRandom::Combine({s.seed, static_cast<uint64_t>(s.session)});
+  parts.push_back(
+      {models::SelectImages(part.data, models::ChooseRandomExemplars(part.data, s.exemplars, seed)), part.root});
+  models::DetectionDataset memory = models::JoinDatasets(parts, s.class_names, s.category_ids);
+  models::WriteDatasetFolder(MemoryDir(s.out), memory);
+  return static_cast<int64_t>(memory.images.size());
+}
+
+int AddClass(const AddClassSettings& a) {
+  const std::string old_checkpoint = fs::absolute(apps::ResolveCheckpoint(a.from)).string();
+  const std::string old_run = apps::RunDirOf(old_checkpoint);
+  if (old_run.empty())
+    Fail(Code::kNotFound, "add-class: ", old_checkpoint, " is not inside a dflow-detect run directory ",
+         "(RUN/checkpoints/ next to RUN/config.json)");
+  DFLOW_REQUIRE(!fs::exists(ConfigPath(a.out)), "add-class: ", a.out,
+                " already holds a run; choose another --out");
+  DFLOW_REQUIRE(a.distill == "output" || a.distill == "none",
+                "add-class: --distill takes output or none, got \"", a.distill, "\"");
+  const TrainSettings old = ReadConfig(old_run);
+  TrainSettings s = NewClassSettings(old, LoadDataset(a.data), a, old_checkpoint);
+  CheckModel(s, "add-class");
+  WriteOldExemplars(s, old, old_run);
+  return Train(std::move(s), false);
+}
+
+}  // namespace dflow::detect_app

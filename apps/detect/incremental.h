@@ -1,0 +1,56 @@
+// Incremental learning in dflow-detect (seed 000, sections 3.3-3.4):
+//   - new data for known classes, in sessions: `train --session` continues a
+//     run on the session's data plus the run's exemplar memory, then keeps a
+//     few of the session's images per class in RUN/memory and nothing else;
+//   - a new class: `add-class` starts a run from an old one, the old model a
+//     frozen teacher in the graph and the new one a copy with a wider class
+//     head, trained on the new class's data, the old run's exemplars and the
+//     distillation terms (models/detection/incremental.h).
+#pragma once
+
+#include <string>
+
+#include "apps/detect/training.h"
+#include "models/checkpoint.h"
+#include "models/data/exemplars.h"
+
+namespace dflow::detect_app {
+
+// RUN/memory: the exemplar memory, a COCO folder (annotations.json, images/).
+std::string MemoryDir(const std::string& run_dir);
+
+// Joins the run's exemplar memory, when it has one, into the training set.
+void AddExemplarMemory(const TrainSettings& settings, PreparedRun& run);
+
+// The first step of an add-class run: every network variable of the new
+// model from the old checkpoint (settings.teacher), the class output layers
+// widened (old columns copied, new ones as initialised), and the teacher's
+// copy when the graph holds one. kInvalidArgument names a variable the
+// checkpoint lacks or cannot fill. `saver` covers every variable of the graph.
+void InitFromOldModel(Session& session, const DetectorGraph& graph, const Saver& saver,
+                      const TrainSettings& settings);
+
+// The end of a session run: exemplars of `part` (settings.exemplars of each
+// class's images, chosen at random with the run's seed) join RUN/memory,
+// which is rewritten whole. Returns the memory's image count.
+int64_t UpdateExemplarMemory(const TrainSettings& settings, const models::DatasetPart& part);
+
+struct AddClassSettings {
+  std::string from;  // the old run (or one of its checkpoints)
+  std::string data;  // the new classes' data: only new classes annotated
+  std::string out;   // the new run
+  double exemplars = 0.05;  // share of each old class's images kept from the old run
+  std::string distill = "output";
+  double distill_class_weight = 1.0, distill_box_weight = 1.0;
+  std::string freeze;
+  int64_t steps = 0;
+  double epochs = 0;
+  double learning_rate = 0;  // 0: the model's default
+  int threads = 2;
+  uint64_t seed = 1;
+  std::string device;
+  apps::DataParallelSettings parallel;
+};
+int AddClass(const AddClassSettings& settings);
+
+}  // namespace dflow::detect_app

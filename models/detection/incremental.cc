@@ -1,0 +1,71 @@
+// The distillation terms and the head widening of incremental.h.
+#include "models/detection/incremental.h"
+
+#include <algorithm>
+
+#include "graph/status.h"
+#include "models/detection/losses.h"
+#include "ops/ops.h"
+
+namespace dflow::models::detection {
+namespace {
+
+// The teacher's confidence that an anchor holds one of its objects, [N, A].
+Output ForegroundScore(const Scope& s, const Output& teacher_logits, ClassScores scores) {
+  if (scores == ClassScores::kSigmoid) return ops::Max(s, ops::Sigmoid(s, teacher_logits), -1);
+  Output background = ops::Slice(s, ops::Softmax(s, teacher_logits),
+                                 {int64_t{0}, int64_t{0}, int64_t{0}}, {int64_t{-1}, int64_t{-1}, int64_t{1}});
+  return ops::Sub(s, 1.0f, ops::Sum(s, background, -1));  // [N, A, 1] -> [N, A]
+}
+
+}  // namespace
+
+DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInputs& in) {
+  DFLOW_REQUIRE(in.old_columns >= 1, "distillation: old_columns must be >= 1, got ", in.old_columns);
+  Scope s = scope.NewSubScope("distillation");
+  Output teacher_logits = ops::StopGradient(s, in.teacher_logits);
+  Output teacher_boxes = ops::StopGradient(s, in.teacher_boxes);
+  Output student_old = ops::Slice(s, in.student_logits, {int64_t{0}, int64_t{0}, int64_t{0}},
+                                  {int64_t{-1}, int64_t{-1}, in.old_columns});
+  DistillationLoss loss;
+  loss.class_loss = ops::Mean(s.WithOpName("distill_class_loss"),
+                              ops::SquaredDifference(s, teacher_logits, student_old),
+                              ops::Range(s, 0, 3, 1));
+  Output weight = ForegroundScore(s, teacher_logits, in.scores);
+  Output total_weight = ops::Maximum(s, ops::Sum(s, weight, ops::Range(s, 0, 2, 1)), 1.0f);
+  loss.box_loss = ops::Div(s.WithOpName("distill_box_loss"),
+                           SmoothL1Loss(s, in.student_boxes, teacher_boxes, weight), total_weight);
+  return loss;
+}
+
+Tensor WidenClassOutputs(const Tensor& old, const Tensor& fresh, int64_t old_columns,
+                         int64_t new_columns) {
+  const Shape& from = old.shape();
+  const Shape& to = fresh.shape();
+  auto fail = [&] {
+    Fail(Code::kInvalidArgument, "widening a class output layer from ", old_columns, " to ",
+         new_columns, " columns per anchor: the old ", from.ToString(), " and new ", to.ToString(),
+         " do not fit");
+  };
+  if (old.dtype() != DType::kFloat32 || fresh.dtype() != DType::kFloat32 || from.rank() != to.rank() ||
+      from.rank() < 1 || old_columns < 1 || new_columns <= old_columns)
+    fail();
+  const int last = from.rank() - 1;
+  for (int i = 0; i < last; ++i)
+    if (from.dim(i) != to.dim(i)) fail();
+  const int64_t anchors = from.dim(last) / old_columns;
+  if (anchors * old_columns != from.dim(last) || anchors * new_columns != to.dim(last)) fail();
+  Tensor widened = fresh.Clone();
+  const float* src = old.data<float>();
+  float* dst = widened.data<float>();
+  // Every leading index (kernel position, input channel) holds one row of
+  // anchors x columns; the old columns of each anchor move to their new place.
+  const int64_t rows = old.NumElements() / from.dim(last);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t a = 0; a < anchors; ++a)
+      std::copy_n(src + (r * anchors + a) * old_columns, old_columns,
+                  dst + (r * anchors + a) * new_columns);
+  return widened;
+}
+
+}  // namespace dflow::models::detection

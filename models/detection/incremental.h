@@ -1,0 +1,60 @@
+// Incremental learning of detectors without catastrophic forgetting
+// (Shmelkov et al. 2017, "Incremental Learning of Object Detectors without
+// Catastrophic Forgetting"; seed 000, section 3.4, equations 3.1-3.3): the
+// old detector (the teacher) and its copy with a wider class head (the
+// student) run on the same images, and two distillation terms keep the
+// student's old-class scores and boxes close to the teacher's while it
+// learns the new classes.
+//
+//   student logits [N, A, K_new] --slice K_old--+
+//   teacher logits [N, A, K_old] ----------------+--> distill_cls (mean squared difference)
+//   student boxes, teacher boxes, teacher foreground ---> distill_box (weighted smooth-L1)
+#pragma once
+
+#include <cstdint>
+
+#include "graph/scope.h"
+#include "graph/tensor.h"
+
+namespace dflow::models::detection {
+
+// How a network turns class logits into scores.
+enum class ClassScores {
+  kSoftmaxWithBackground,  // SSD: column 0 is the background
+  kSigmoid,                // RetinaNet: one sigmoid per class, no background column
+};
+
+struct DistillationInputs {
+  Output teacher_logits;  // float32 [N, A, K_old]
+  Output teacher_boxes;   // float32 [N, A, 4]
+  Output student_logits;  // float32 [N, A, K_new]: its first K_old columns are the old classes
+  Output student_boxes;   // float32 [N, A, 4]
+  int64_t old_columns = 0;  // K_old: the teacher's class columns (SSD: classes + background)
+  ClassScores scores = ClassScores::kSoftmaxWithBackground;
+};
+
+struct DistillationLoss {
+  // Mean over every anchor and old column of (teacher logit - student logit)^2
+  // (equation 3.2): the student keeps the teacher's view of the old classes,
+  // background included, on every anchor.
+  Output class_loss;
+  // Smooth-L1 (beta 1) between the teacher's and the student's box deltas,
+  // summed over the 4 coordinates (equation 3.3), averaged over the anchors
+  // weighted by the teacher's foreground score (SSD: 1 - p(background);
+  // RetinaNet: the highest class sigmoid), so that the boxes of objects the
+  // teacher sees count and the background's do not.
+  Output box_loss;
+};
+
+// No gradient reaches the teacher: its outputs enter through StopGradient.
+DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInputs& inputs);
+
+// The class output layer of a widened head: `fresh` is the student's newly
+// initialised weight or bias, whose last dimension is anchors * new_columns;
+// `old` (the teacher's) has anchors * old_columns. Column c < old_columns of
+// anchor a is copied from the teacher; the new columns keep `fresh`'s
+// initial values. Throws kInvalidArgument when the shapes do not fit.
+Tensor WidenClassOutputs(const Tensor& old, const Tensor& fresh, int64_t old_columns,
+                         int64_t new_columns);
+
+}  // namespace dflow::models::detection

@@ -1,0 +1,153 @@
+// Incremental learning's graph pieces (models/detection/incremental.h): a
+// head widened for new classes gives the old classes' outputs bit for bit,
+// for SSD and RetinaNet; the distillation terms are what they say, and no
+// gradient reaches the teacher.
+#include <catch2/catch.hpp>
+
+#include "autodiff/gradients.h"
+#include "graph/session.h"
+#include "models/detection/incremental.h"
+#include "models/detection/retinanet.h"
+#include "models/detection/ssd.h"
+#include "ops/ops.h"
+
+using namespace dflow;
+using namespace dflow::models::detection;
+
+namespace {
+
+// A network of some class count in its own graph, initialised.
+struct Built {
+  Scope scope = Scope::NewRootScope();
+  Output images, class_logits, box_deltas;
+  std::unique_ptr<Session> session;
+};
+
+std::unique_ptr<Built> BuildSsd(int64_t classes, int64_t seed) {
+  auto b = std::make_unique<Built>();
+  b->scope.graph().set_seed(seed);
+  SsdNetwork net = BuildSsdNetwork(b->scope, {.num_classes = classes, .image_size = 64,
+                                              .width_multiplier = 0.25, .training = false});
+  b->images = net.images, b->class_logits = net.class_logits, b->box_deltas = net.box_deltas;
+  b->session = std::make_unique<Session>(b->scope);
+  b->session->Run({}, {}, {ops::GlobalVariablesInitializer(b->scope)});
+  return b;
+}
+
+std::unique_ptr<Built> BuildRetinaNet(int64_t classes, int64_t seed) {
+  auto b = std::make_unique<Built>();
+  b->scope.graph().set_seed(seed);
+  RetinaNetNetwork net = BuildRetinaNetNetwork(
+      b->scope, {.num_classes = classes, .image_size = 64, .depth = 18, .training = false});
+  b->images = net.images, b->class_logits = net.class_logits, b->box_deltas = net.box_deltas;
+  b->session = std::make_unique<Session>(b->scope);
+  b->session->Run({}, {}, {ops::GlobalVariablesInitializer(b->scope)});
+  return b;
+}
+
+// Every variable of `old` into `wide` (the same names), the class output
+// layers widened: what dflow-detect add-class does before its first step.
+int CopyWidened(Built& old, Built& wide, int64_t old_columns, int64_t new_columns) {
+  int widened = 0;
+  for (const Node* node : old.scope.graph().nodes()) {
+    if (node->op() != "VariableV2") continue;
+    Tensor value = old.session->Run({}, {node->name()})[0];
+    Tensor fresh = wide.session->Run({}, {node->name()})[0];
+    if (value.shape() != fresh.shape()) {
+      value = WidenClassOutputs(value, fresh, old_columns, new_columns);
+      ++widened;
+    }
+    wide.session->resources().FindVariable(node->name())->Assign(value);
+  }
+  return widened;
+}
+
+Tensor SomeImages() {
+  Tensor images(DType::kFloat32, Shape{2, 64, 64, 3});
+  for (int64_t i = 0; i < images.NumElements(); ++i)
+    images.data<float>()[i] = static_cast<float>((i * 7919) % 256) / 255.0f;
+  return images;
+}
+
+// The wide network's first `old_columns` class columns and its boxes equal
+// the old network's, bit for bit.
+void CheckSameOldOutputs(Built& old, Built& wide, int64_t old_columns) {
+  Tensor images = SomeImages();
+  std::vector<Tensor> a = old.session->Run({{old.images, images}}, {old.class_logits, old.box_deltas});
+  std::vector<Tensor> b = wide.session->Run({{wide.images, images}}, {wide.class_logits, wide.box_deltas});
+  const int64_t anchors = a[0].dim(1), new_columns = b[0].dim(2);
+  REQUIRE(a[0].dim(2) == old_columns);
+  REQUIRE(b[0].dim(1) == anchors);
+  int64_t differing = 0;
+  for (int64_t row = 0; row < 2 * anchors; ++row)
+    for (int64_t c = 0; c < old_columns; ++c)
+      differing += a[0].data<float>()[row * old_columns + c] != b[0].data<float>()[row * new_columns + c];
+  CHECK(differing == 0);
+  REQUIRE(a[1].NumElements() == b[1].NumElements());
+  CHECK(std::equal(a[1].data<float>(), a[1].data<float>() + a[1].NumElements(), b[1].data<float>()));
+}
+
+}  // namespace
+
+TEST_CASE("Incremental: SSD widened from 3 to 5 classes keeps the old outputs bit for bit",
+          "[incremental]") {
+  std::unique_ptr<Built> old = BuildSsd(3, 1), wide = BuildSsd(5, 2);
+  CHECK(CopyWidened(*old, *wide, 4, 6) == 12);  // weights and bias of six maps' class convs
+  CheckSameOldOutputs(*old, *wide, 4);
+}
+
+TEST_CASE("Incremental: RetinaNet widened from 2 to 3 classes keeps the old outputs bit for bit",
+          "[incremental]") {
+  std::unique_ptr<Built> old = BuildRetinaNet(2, 1), wide = BuildRetinaNet(3, 2);
+  CHECK(CopyWidened(*old, *wide, 2, 3) == 2);  // the class subnet's last conv, shared by the levels
+  CheckSameOldOutputs(*old, *wide, 2);
+}
+
+TEST_CASE("Incremental: widening copies each anchor's old columns and keeps the new ones",
+          "[incremental]") {
+  // 2 input rows x 2 anchors x 2 old columns -> 3 columns.
+  Tensor old = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8}, Shape{2, 4});
+  Tensor fresh = Tensor::FromVector<float>(std::vector<float>(12, -1.0f), Shape{2, 6});
+  Tensor wide = WidenClassOutputs(old, fresh, 2, 3);
+  std::vector<float> got(wide.data<float>(), wide.data<float>() + 12);
+  CHECK(got == std::vector<float>{1, 2, -1, 3, 4, -1, 5, 6, -1, 7, 8, -1});
+  CHECK(fresh.data<float>()[0] == -1.0f);  // the fresh value is not changed
+  CHECK_THROWS_WITH(WidenClassOutputs(old, Tensor::FromVector<float>(std::vector<float>(10, 0), Shape{2, 5}), 2, 3),
+                    Catch::Contains("from 2 to 3 columns per anchor: the old [2,4] and new [2,5] do not fit"));
+  CHECK_THROWS_WITH(WidenClassOutputs(old, fresh, 3, 2), Catch::Contains("do not fit"));
+}
+
+TEST_CASE("Incremental: the distillation terms, and no gradient reaches the teacher", "[incremental]") {
+  Scope scope = Scope::NewRootScope();
+  // One image, two anchors; the teacher has background + 1 class (SSD), the
+  // student one more class.
+  Output teacher_logits = ops::Placeholder(scope.WithOpName("teacher_logits"), DType::kFloat32, {1, 2, 2});
+  Output teacher_boxes = ops::Placeholder(scope.WithOpName("teacher_boxes"), DType::kFloat32, {1, 2, 4});
+  Output student_logits = ops::Placeholder(scope.WithOpName("student_logits"), DType::kFloat32, {1, 2, 3});
+  Output student_boxes = ops::Placeholder(scope.WithOpName("student_boxes"), DType::kFloat32, {1, 2, 4});
+  DistillationLoss loss = BuildDistillationLoss(
+      scope, {teacher_logits, teacher_boxes, student_logits, student_boxes, 2, ClassScores::kSoftmaxWithBackground});
+  // Anchor 0: the teacher sees background (logits 10, -10: p(bg) ~ 1);
+  // anchor 1: an object (logits 0, 0: p(bg) = 0.5, foreground 0.5).
+  Tensor tl = Tensor::FromVector<float>({10, -10, 0, 0}, Shape{1, 2, 2});
+  Tensor sl = Tensor::FromVector<float>({10, -9, 5, 1, 0, 7}, Shape{1, 2, 3});
+  Tensor tb = Tensor::FromVector<float>({0, 0, 0, 0, 0, 0, 0, 0}, Shape{1, 2, 4});
+  Tensor sb = Tensor::FromVector<float>({3, 3, 3, 3, 0.5f, 0, 0, 2}, Shape{1, 2, 4});
+  FeedList feeds{{teacher_logits, tl}, {student_logits, sl}, {teacher_boxes, tb}, {student_boxes, sb}};
+  Session session(scope);
+  std::vector<Tensor> out = session.Run(feeds, {loss.class_loss, loss.box_loss});
+  // (0^2 + 1^2 + 1^2 + 0^2) / 4 over the old columns; the new column is free.
+  CHECK(out[0].scalar<float>() == Approx(0.5f));
+  // Anchor 0 weighs ~4.5e-9, anchor 1 0.5: smooth-L1 0.125 + 1.5 over the
+  // weight sum max(1, 0.5) = 1, plus anchor 0's 4 * 2.5 * 4.5e-9.
+  CHECK(out[1].scalar<float>() == Approx(0.5f * (0.125f + 1.5f)).epsilon(1e-4));
+  std::vector<Output> grads =
+      autodiff::AddGradients(scope, {ops::Add(scope, loss.class_loss, loss.box_loss)},
+                             {teacher_logits, teacher_boxes, student_logits});
+  CHECK(!grads[0].valid());
+  CHECK(!grads[1].valid());
+  REQUIRE(grads[2].valid());
+  Tensor g = session.Run(feeds, {grads[2]})[0];
+  CHECK(g.data<float>()[2] == 0.0f);  // the new class's column is not distilled
+  CHECK(g.data<float>()[1] == Approx(2.0f * 1 / 4));  // d/ds (s - t)^2 / 4 at s - t = 1
+}
