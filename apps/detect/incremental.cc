@@ -12,7 +12,9 @@
 #include "models/data/seeded_random.h"
 #include "models/detection/incremental.h"
 #include "models/checkpoint.h"
+#include "models/data/text_numbers.h"
 #include "models/safetensors.h"
+#include "graph/file.h"
 
 namespace dflow::detect_app {
 namespace {
@@ -163,6 +165,55 @@ int64_t UpdateExemplarMemory(const TrainSettings& s, const models::DatasetPart& 
   models::DetectionDataset memory = models::JoinDatasets(parts, s.class_names, s.category_ids);
   models::WriteDatasetFolder(MemoryDir(s.out), memory);
   return static_cast<int64_t>(memory.images.size());
+}
+
+TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<CLI::Option*>& given_fixed) {
+  for (CLI::Option* option : given_fixed)
+    if (option->count() > 0)
+      Fail(Code::kInvalidArgument, "train --session: ", option->get_name(), " is fixed by ",
+           ConfigPath(given.out), "; a session gives only its --data and length");
+  DFLOW_REQUIRE(!given.data.empty(), "train --session: give the session's --data");
+  DFLOW_REQUIRE(given.steps > 0 || given.epochs > 0, "train --session: give the session's --steps or --epochs");
+  TrainSettings s = ReadConfig(given.out);
+  std::optional<std::string> latest = LatestCheckpoint(CheckpointDir(s));
+  if (!latest) Fail(Code::kNotFound, "train --session: no checkpoint in ", CheckpointDir(s), " to continue");
+  SafetensorsReader reader(*latest);
+  const TensorEntry* step = reader.Find("global_step");
+  DFLOW_REQUIRE(step, *latest, " has no global_step: it is not a dflow-detect checkpoint");
+  s.data = given.data;
+  s.steps = given.steps;
+  s.epochs = given.epochs;
+  s.session = std::max<int64_t>(s.session, 1) + 1;
+  s.session_start = reader.Read(*step).scalar<int64_t>();
+  s.total_steps = s.batches_per_epoch = 0;  // planned over the session's data
+  s.threads = given.threads;
+  s.device = given.device;
+  s.decode_threads = given.decode_threads;
+  s.prefetch = given.prefetch;
+  s.checkpoint_every = given.checkpoint_every;
+  s.keep = given.keep;
+  s.parallel = given.parallel;
+  return s;
+}
+
+void FinishSession(const TrainSettings& s, double seconds) {
+  const fs::path log = fs::path(s.out) / "sessions.json";
+  nlohmann::json sessions = fs::exists(log) ? apps::ReadJsonFile(log.string()) : nlohmann::json::array();
+  DFLOW_REQUIRE(sessions.is_array(), log.string(), ": expected a JSON array of sessions");
+  for (const nlohmann::json& line : sessions)
+    if (line.value("session", int64_t{0}) == s.session) return;
+  models::DatasetPart part{LoadDataset(s.data), s.data};
+  const int64_t memory = UpdateExemplarMemory(s, part);
+  sessions.push_back({{"session", s.session},
+                      {"data", fs::absolute(s.data).string()},
+                      {"images", part.data.images.size()},
+                      {"first_step", s.session_start},
+                      {"steps", s.total_steps - s.session_start},
+                      {"seconds", seconds},
+                      {"memory_images", memory}});
+  WriteFileAtomic(log.string(), sessions.dump(1) + "\n");
+  std::cout << "session " << s.session << " ended: " << MemoryDir(s.out) << " keeps " << memory
+            << " images (" << models::FormatNumber(100 * s.exemplars) << "% of each class per session)\n";
 }
 
 int AddClass(const AddClassSettings& a) {

@@ -9,6 +9,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "apps/detect/training.h"
 #include "models/checkpoint.h"
@@ -34,6 +37,18 @@ void InitFromOldModel(Session& session, const DetectorGraph& graph, const Saver&
 // class's images, chosen at random with the run's seed) join RUN/memory,
 // which is rewritten whole. Returns the memory's image count.
 int64_t UpdateExemplarMemory(const TrainSettings& settings, const models::DatasetPart& part);
+
+// `train --session` on a run that exists: its config.json with the new
+// session's data and length (--steps or --epochs, required) and the
+// resources given now; the session's number and first step (the latest
+// checkpoint's global step) recorded. `given_fixed` are the options that
+// fix a run, other than --data: kInvalidArgument names one that was given.
+TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<CLI::Option*>& given_fixed);
+
+// The end of a session: exemplars of its data join RUN/memory, and
+// RUN/sessions.json gains the session's line (once: a finished session
+// resumed again changes nothing).
+void FinishSession(const TrainSettings& settings, double seconds);
 
 struct AddClassSettings {
   std::string from;  // the old run (or one of its checkpoints)

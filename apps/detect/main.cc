@@ -1,6 +1,7 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
 // SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
 // Subcommands: train, add-class, eval, predict, cocoeval, convert, generate (see --help).
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -138,6 +139,12 @@ int main(int argc, char** argv) {
   CLI::App* train_app = app.add_subcommand("train", "Train a detector");
   std::vector<CLI::Option*> fixed = AddTrain(*train_app, train);
   train_app->add_flag("--resume", resume, "Continue the run in --out from its last checkpoint");
+  bool session = false;
+  train_app
+      ->add_flag("--session", session,
+                 "On-line learning: a new session's --data for the run in --out (started when new), "
+                 "trained with the run's exemplar memory, of which it then keeps a share")
+      ->excludes("--resume");
   AddClassSettings add_class;
   CLI::App* add_class_app =
       app.add_subcommand("add-class", "Learn new classes without forgetting the old ones (incremental learning)");
@@ -162,6 +169,12 @@ int main(int argc, char** argv) {
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
       if (resume) return Train(dflow::apps::ResumeSettings(train, fixed, ReadConfig), true);
+      if (session && std::filesystem::exists(ConfigPath(train.out))) {
+        std::vector<CLI::Option*> fixed_but_data = fixed;
+        std::erase_if(fixed_but_data, [](CLI::Option* o) { return o->get_name() == "--data"; });
+        return Train(NextSessionSettings(train, fixed_but_data), true);
+      }
+      if (session) train.session = 1;
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);
     }

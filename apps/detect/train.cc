@@ -57,7 +57,8 @@ struct TrainLoop {
     return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
   }
 
-  void Run(models::DetectionPipeline& pipeline, int64_t start) {
+  // Returns whether a stop request ended the run early, and its seconds.
+  std::pair<bool, double> Run(models::DetectionPipeline& pipeline, int64_t start) {
     apps::Progress progress(start, settings.total_steps, 20);
     auto loop_start = std::chrono::steady_clock::now();
     double waiting = 0;
@@ -82,6 +83,7 @@ struct TrainLoop {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
     apps::PrintSummary(stopped, step, progress, seconds > 0 ? waiting / seconds : 0,
                        chief() ? std::optional<std::string>(path) : std::nullopt);
+    return {stopped, seconds};
   }
 };
 
@@ -128,12 +130,13 @@ int Train(TrainSettings settings, bool resume) {
   if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, trained.trained);
   const int64_t start =
       StartVariables(session, trained, saver, settings, resume ? run.latest : std::nullopt, strategy.get());
-  if (resume) run.pipeline = OpenPipeline(settings, run, start, worker, workers);
+  if (resume) run.pipeline = OpenPipeline(settings, run, start - settings.session_start, worker, workers);
   PrintPlan(settings, trained);
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
   TrainLoop loop{settings, trained, session, saver, strategy.get()};
-  loop.Run(*run.pipeline, start);
+  auto [stopped, seconds] = loop.Run(*run.pipeline, start);
+  if (settings.session > 0 && !stopped && loop.chief()) FinishSession(settings, seconds);
   return g_stop_requested ? 130 : 0;
 }
 

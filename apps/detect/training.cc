@@ -92,15 +92,18 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   run.root = settings.data;
   RecordClasses(settings, run.data);
   AddExemplarMemory(settings, run);
-  if (!resume) {
+  // A new run, or a new session of one, plans its steps over its data.
+  const bool new_plan = !resume || settings.batches_per_epoch == 0;
+  if (new_plan) {
     settings.train_images = static_cast<int64_t>(run.data.images.size());
     settings.train_objects = static_cast<int64_t>(run.data.annotations.size());
   }
   if (settings.learning_rate <= 0) settings.learning_rate = DefaultLearningRate(settings.model);
   run.anchors = DefaultBoxes(settings);
   run.pipeline = OpenPipeline(settings, run, 0, worker, workers);
-  if (!resume) settings.batches_per_epoch = run.pipeline->batches_per_epoch();
-  settings.total_steps = TotalSteps(settings);  // a resumed run may be made longer
+  if (new_plan) settings.batches_per_epoch = run.pipeline->batches_per_epoch();
+  // A resumed run may be made longer; a session's steps follow the last one's.
+  settings.total_steps = settings.session_start + TotalSteps(settings);
   if (worker == 0) WriteConfig(settings);
   return run;
 }
