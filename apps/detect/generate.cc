@@ -70,7 +70,7 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
   CLI::Option* classes =
       generate
           ->add_option("--classes", scene.num_classes,
-                       "Classes, 1-8: circle square triangle diamond ring cross star hexagon")
+                       "Classes, 1-10: circle square triangle diamond ring cross star hexagon crescent tee")
           ->capture_default_str();
   generate->add_option("--seed", scene.seed, "Seed: another seed gives held-out data")
       ->capture_default_str();

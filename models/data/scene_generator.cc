@@ -139,7 +139,7 @@ void CheckSceneOptions(const SceneOptions& o, const SpriteSet* sprites) {
                 kMaxSide);
   DFLOW_REQUIRE(sprites || (o.num_classes >= 1 && o.num_classes <= kNumShapeKinds),
                 "scene options: num_classes ", o.num_classes, " outside 1..", kNumShapeKinds,
-                " (one class per shape: circle .. hexagon)");
+                " (one class per shape: circle .. tee)");
   DFLOW_REQUIRE(o.min_objects >= 0 && o.min_objects <= o.max_objects &&
                     o.max_objects <= kMaxObjects,
                 "scene options: objects per image ", o.min_objects, "..", o.max_objects,

@@ -1,5 +1,5 @@
-// Synthetic detection scenes: 1-8 classes of filled shapes (circle, square,
-// triangle, diamond, ring, cross, star, hexagon) in random colours, sizes,
+// Synthetic detection scenes: 1-10 classes of filled shapes (circle, square,
+// triangle, diamond, ring, cross, star, hexagon, crescent, tee) in random colours, sizes,
 // aspect ratios and rotations, over textured gradients with unlabelled
 // clutter, so that detectors can be trained and tested in minutes on a CPU.
 // Each scene is a pure function of (options, index), byte for byte on every
@@ -19,12 +19,12 @@
 namespace dflow::models {
 
 // The category names, in category order (id = position + 1).
-inline constexpr std::array<std::string_view, 8> kSceneShapeNames = {
-    "circle", "square", "triangle", "diamond", "ring", "cross", "star", "hexagon"};
+inline constexpr std::array<std::string_view, 10> kSceneShapeNames = {
+    "circle", "square", "triangle", "diamond", "ring", "cross", "star", "hexagon", "crescent", "tee"};
 
 struct SceneOptions {
   int64_t height = 320, width = 320;  // each 16 .. 4096
-  int num_classes = 8;                // the first num_classes shapes, 1..8
+  int num_classes = 8;                // the first num_classes shapes, 1..10
   int min_objects = 1, max_objects = 8;
   int64_t min_size = 12;  // the sides of every visible box, pixels
   int64_t max_size = 0;   // 0: half the image's shorter side

@@ -16,6 +16,8 @@ constexpr std::array<std::array<int64_t, 2>, 10> kStar = {{{0, -65536}, {14714, 
 constexpr int64_t kHexagonHalfHeight = 56756;  // sqrt(3) / 2
 constexpr int64_t kRingInner = 36045;          // 0.55: the hole's radius
 constexpr int64_t kCrossArm = kUnit / 3;       // half the width of an arm
+constexpr int64_t kBiteCentre = 29491;         // 0.45: the crescent's bite, centred right of the disc's
+constexpr int64_t kBiteRadius = 52429;         // 0.8
 
 // Even-odd crossing test: a ray to the right crosses the outline an odd
 // number of times from inside. Products stay below 2^36.
@@ -47,6 +49,11 @@ bool InsideUnitShape(ShapeKind kind, int64_t u, int64_t v) {
     case ShapeKind::kHexagon:  // flat top: |v| <= h and 2h |u| + |v| <= 2h
       return av <= kHexagonHalfHeight && 2 * kHexagonHalfHeight * au + av * kUnit <=
                                              2 * kHexagonHalfHeight * kUnit;
+    case ShapeKind::kCrescent:  // the disc less a bite of radius 0.8 centred at u = 0.45
+      return r2 <= kUnit * kUnit &&
+             (u - kBiteCentre) * (u - kBiteCentre) + v * v > kBiteRadius * kBiteRadius;
+    case ShapeKind::kTee:  // a bar along the top (v <= -1/3) and a stem down the middle
+      return au <= kUnit && av <= kUnit && (v <= -kCrossArm || au <= kCrossArm);
   }
   return false;
 }
@@ -73,7 +80,7 @@ class Frame {
 // Aspect ratio ranges, per mille, by kind.
 constexpr std::array<std::array<int64_t, 2>, kNumShapeKinds> kAspect = {{
     {700, 1000}, {750, 1000}, {700, 1000}, {500, 720}, {750, 1000}, {800, 1000},
-    {850, 1000}, {800, 1000}}};
+    {850, 1000}, {800, 1000}, {800, 1000}, {800, 1000}}};
 
 // Samples of a 4x4 grid inside the pixel whose corner is (x, y) eighths from the centre.
 uint8_t Coverage(const Frame& frame, int64_t x, int64_t y) {

@@ -25,8 +25,10 @@ inline int64_t RandomIn(SeededRandom& random, int64_t lo, int64_t hi) {
 }
 
 // The classes, in category order (category id = kind + 1).
-enum class ShapeKind { kCircle, kSquare, kTriangle, kDiamond, kRing, kCross, kStar, kHexagon };
-inline constexpr int kNumShapeKinds = 8;
+enum class ShapeKind {
+  kCircle, kSquare, kTriangle, kDiamond, kRing, kCross, kStar, kHexagon, kCrescent, kTee
+};
+inline constexpr int kNumShapeKinds = 10;
 
 // A rotation as (cos, sin) in units of 1 / kAngleOne.
 struct Rotation {

@@ -91,6 +91,20 @@ TEST_CASE("scene boxes, counts and classes stay within the options", "[scenes]")
   CHECK((names[0].id == 1 && names[0].name == "circle" && names[2].name == "triangle"));
 }
 
+TEST_CASE("all ten shapes are drawn, each owning pixels of its box", "[scenes]") {
+  SceneOptions options{.height = 128, .width = 128, .num_classes = 10, .min_objects = 3,
+                       .max_objects = 6, .min_size = 20, .seed = 4};
+  std::set<int64_t> classes;
+  for (uint64_t index = 0; index < 40; ++index)
+    for (const SceneObject& o : GenerateScene(options, index).objects) {
+      classes.insert(o.category_id);
+      CHECK(o.area > 0);
+      CHECK(o.area <= static_cast<int64_t>(o.bbox[2] * o.bbox[3]));
+    }
+  CHECK(classes.size() == 10);
+  CHECK(SceneCategories(10).back().name == "tee");
+}
+
 TEST_CASE("no labelled object is hidden beyond the occlusion bound", "[scenes]") {
   SceneOptions options{.height = 128, .width = 128, .min_objects = 12, .max_objects = 16,
                        .min_size = 12, .max_size = 48, .occlusion = 0.4, .seed = 2};
@@ -151,9 +165,9 @@ TEST_CASE("every option is usable: plain, without clutter, aliased, one class", 
 TEST_CASE("bad scene options are refused with the option named", "[scenes]") {
   using O = SceneOptions;
   ExpectError([] { GenerateScene(O{.num_classes = 0}, 0); }, Code::kInvalidArgument,
-              {"num_classes 0 outside 1..8"});
-  ExpectError([] { GenerateScene(O{.num_classes = 9}, 0); }, Code::kInvalidArgument,
-              {"num_classes 9"});
+              {"num_classes 0 outside 1..10"});
+  ExpectError([] { GenerateScene(O{.num_classes = 11}, 0); }, Code::kInvalidArgument,
+              {"num_classes 11"});
   ExpectError([] { GenerateScene(O{.min_size = 50, .max_size = 40}, 0); },
               Code::kInvalidArgument, {"min_size 50 > max_size 40"});
   ExpectError([] { GenerateScene(O{.height = 100, .width = 100, .min_size = 60}, 0); },
