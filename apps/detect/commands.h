@@ -7,6 +7,8 @@
 
 #include "apps/detect/run_config.h"
 #include "models/data/detection_dataset.h"
+#include "models/metrics/coco_eval.h"
+#include "models/metrics/voc_eval.h"
 
 namespace dflow::detect_app {
 
@@ -34,6 +36,18 @@ struct EvalSettings {
   std::string device;
 };
 int Eval(const EvalSettings& settings);
+
+// A trained detector's detections on a labelled dataset and their metrics;
+// `summary` is the JSON line `eval` prints (COCO stats, voc07_map, per_class).
+struct Evaluation {
+  std::vector<models::Detection> detections;
+  models::CocoEvalResult coco;
+  models::VocEvalResult voc;
+  int64_t images = 0;
+  nlohmann::json summary;
+};
+struct TrainedDetector;
+Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int64_t batch, int threads);
 
 struct PredictSettings {
   std::string checkpoint;

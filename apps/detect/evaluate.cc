@@ -59,43 +59,49 @@ nlohmann::json PerClass(const models::CocoEvalResult& coco, const models::VocEva
 
 }  // namespace
 
-int Eval(const EvalSettings& settings) {
-  std::unique_ptr<TrainedDetector> detector =
-      LoadTrainedDetector(settings.checkpoint, settings.threads, settings.device, {});
-  const TrainSettings& run = detector->config;
-  models::DetectionDataset data = InRunOrder(LoadDataset(settings.data), run, settings.data);
+Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int64_t batch, int threads) {
+  const TrainSettings& run = detector.config;
+  models::DetectionDataset data = InRunOrder(LoadDataset(data_dir), run, data_dir);
   std::vector<int64_t> category_ids;
   for (const models::DetectionCategory& c : data.categories) category_ids.push_back(c.id);
 
   models::DetectionPipelineOptions options;
   options.image_size = run.size;
-  options.batch_size = settings.batch;
+  options.batch_size = batch;
   options.augment = false;
   options.shuffle = false;
   options.repeat = false;
   options.drop_remainder = false;
-  models::DetectionPipeline pipeline(data, settings.data, options);
-  std::vector<models::Detection> detections;
-  while (std::optional<models::DetectionBatch> batch = pipeline.Next()) {
+  models::DetectionPipeline pipeline(data, data_dir, options);
+  Evaluation e;
+  while (std::optional<models::DetectionBatch> next = pipeline.Next()) {
     std::vector<models::Detection> found =
-        Detect(*detector, batch->images, batch->image_ids, batch->original_sizes, category_ids);
-    detections.insert(detections.end(), found.begin(), found.end());
+        Detect(detector, next->images, next->image_ids, next->original_sizes, category_ids);
+    e.detections.insert(e.detections.end(), found.begin(), found.end());
   }
   // Evaluation sees the dataset's own categories only.
   std::erase_if(data.categories, [](const models::DetectionCategory& c) { return c.id < 0; });
-  models::CocoEvalResult coco = models::EvaluateCoco(data, detections, {.threads = settings.threads});
-  models::VocEvalResult voc = models::EvaluateVoc(data, detections);
-  if (!settings.results.empty()) models::WriteCocoResults(settings.results, detections);
-  std::cout << "evaluated " << detector->checkpoint << " on " << data.images.size() << " images of "
-            << settings.data << " (" << detections.size() << " detections)\n"
-            << models::FormatCocoSummary(coco.stats) << "Pascal VOC 2007 AP@0.5 (11-point):\n"
-            << models::FormatVocTable(voc);
-  nlohmann::json summary = nlohmann::json::parse(models::CocoStatsJson(coco.stats));
-  summary["voc07_map"] = voc.map;
-  summary["per_class"] = PerClass(coco, voc);
-  summary["checkpoint"] = detector->checkpoint;
-  summary["images"] = data.images.size();
-  std::cout << summary.dump() << std::endl;
+  e.coco = models::EvaluateCoco(data, e.detections, {.threads = threads});
+  e.voc = models::EvaluateVoc(data, e.detections);
+  e.images = static_cast<int64_t>(data.images.size());
+  e.summary = nlohmann::json::parse(models::CocoStatsJson(e.coco.stats));
+  e.summary["voc07_map"] = e.voc.map;
+  e.summary["per_class"] = PerClass(e.coco, e.voc);
+  e.summary["checkpoint"] = detector.checkpoint;
+  e.summary["images"] = e.images;
+  return e;
+}
+
+int Eval(const EvalSettings& settings) {
+  std::unique_ptr<TrainedDetector> detector =
+      LoadTrainedDetector(settings.checkpoint, settings.threads, settings.device, {});
+  Evaluation e = Evaluate(*detector, settings.data, settings.batch, settings.threads);
+  if (!settings.results.empty()) models::WriteCocoResults(settings.results, e.detections);
+  std::cout << "evaluated " << detector->checkpoint << " on " << e.images << " images of "
+            << settings.data << " (" << e.detections.size() << " detections)\n"
+            << models::FormatCocoSummary(e.coco.stats) << "Pascal VOC 2007 AP@0.5 (11-point):\n"
+            << models::FormatVocTable(e.voc);
+  std::cout << e.summary.dump() << std::endl;
   return 0;
 }
 

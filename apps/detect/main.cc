@@ -1,6 +1,6 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
 // SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
-// Subcommands: train, add-class, eval, predict, cocoeval, convert, generate (see --help).
+// Subcommands: train, add-class, forgetting-report, eval, predict, cocoeval, convert, generate (see --help).
 #include <filesystem>
 #include <iostream>
 
@@ -9,6 +9,7 @@
 #include "apps/common/train_options.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
+#include "apps/detect/forgetting_report.h"
 #include "apps/detect/generate.h"
 #include "apps/detect/incremental.h"
 #include "dist/transport/zmq_transport.h"
@@ -106,6 +107,32 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
   dflow::apps::AddDataParallelOptions(app, s.parallel);
 }
 
+void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
+  app.add_option("--data", s.data, "Labelled training folder with every class")->required();
+  app.add_option("--test", s.test, "Labelled held-out folder")->required();
+  app.add_option("--out", s.out, "New or empty folder for the splits, the four runs and report.json")
+      ->required();
+  app.add_option("--new-class", s.new_classes, "A class to add (the others are old); repeatable")
+      ->required();
+  app.add_option("--model", s.model, "Network")
+      ->check(CLI::IsMember({kSsdMobileNet, kSsdSqueezeNet, kRetinaNetResNet18, kRetinaNetResNet50}));
+  app.add_option("--size", s.size, "Network input size (square), pixels")->check(CLI::Range(64, 2048));
+  app.add_option("--width", s.width, "MobileNet width multiplier")->check(CLI::Range(0.1, 2.0));
+  app.add_option("--augment", s.augment, "ssd, light or none")->check(CLI::IsMember({"ssd", "light", "none"}));
+  app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber);
+  app.add_option("--old-steps", s.old_steps, "Steps of the old model's training")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--new-steps", s.new_steps, "Steps of each new model's training")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lr", s.learning_rate, "Adam learning rate (default: the model's)")->check(CLI::PositiveNumber);
+  app.add_option("--exemplars", s.exemplars, "The distillation run's share of each old class's images")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  app.add_option("--seed", s.seed, "Seed of every run");
+}
+
 void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO")->required();
   app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
@@ -149,6 +176,11 @@ int main(int argc, char** argv) {
   CLI::App* add_class_app =
       app.add_subcommand("add-class", "Learn new classes without forgetting the old ones (incremental learning)");
   AddAddClass(*add_class_app, add_class);
+  ForgettingReportSettings forgetting;
+  AddForgettingReport(*app.add_subcommand("forgetting-report",
+                                          "Old model, joint training, fine-tuning and distillation + "
+                                          "exemplars compared per class (seed 000, Table 4.4)"),
+                      forgetting);
   EvalSettings eval;
   AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a labelled dataset"), eval);
   PredictSettings predict;
@@ -185,6 +217,7 @@ int main(int argc, char** argv) {
       }
       return AddClass(add_class);
     }
+    if (app.got_subcommand("forgetting-report")) return ForgettingReport(forgetting);
     if (app.got_subcommand("eval")) return Eval(eval);
     if (app.got_subcommand("predict")) return Predict(predict);
     if (app.got_subcommand("convert")) return Convert(convert);
