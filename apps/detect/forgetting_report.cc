@@ -22,16 +22,14 @@ namespace fs = std::filesystem;
 
 struct Setting {
   const char* name;
-  const char* title;
   double exemplars;
   const char* distill;
+  bool every_class;  // the new images with all their objects, not the new classes' alone
 };
 
 // The three new models; `old` is the fourth column.
 std::vector<Setting> NewModelSettings(double exemplars) {
-  return {{"joint", "joint (old + new data)", 1.0, "none"},
-          {"fine-tune", "fine-tune (new data only)", 0.0, "none"},
-          {"distill", "distillation + exemplars", exemplars, "output"}};
+  return {{"joint", 1.0, "none", true}, {"fine-tune", 0.0, "none", false}, {"distill", exemplars, "output", false}};
 }
 
 // The images of `data` that hold an object of `select` (or, with
@@ -105,6 +103,9 @@ int ForgettingReport(const ForgettingReportSettings& r) {
   DFLOW_REQUIRE(!old_classes.empty(), "forgetting-report: every class of ", r.data, " is new");
   const std::string old_data = WriteSplit(out / "data" / "old", Part(train, added, false, old_classes));
   const std::string new_data = WriteSplit(out / "data" / "new", Part(train, added, true, added));
+  std::set<std::string> every_class = old_classes;
+  every_class.insert(added.begin(), added.end());
+  const std::string joint_data = WriteSplit(out / "data" / "new_all_objects", Part(train, added, true, every_class));
   // The old model is evaluated on the old classes' objects of every test image.
   const std::string old_test = WriteSplit(out / "data" / "test_old", Part(test, {}, false, old_classes));
 
@@ -117,9 +118,9 @@ int ForgettingReport(const ForgettingReportSettings& r) {
   std::map<std::string, std::string> runs{{"old", t.out}};
   for (const Setting& setting : NewModelSettings(r.exemplars)) {
     AddClassSettings a;
-    a.from = t.out, a.data = new_data, a.out = (out / setting.name).string();
-    a.exemplars = setting.exemplars, a.distill = setting.distill;
-    a.steps = r.new_steps, a.learning_rate = r.learning_rate, a.threads = r.threads, a.seed = r.seed;
+    a.from = t.out, a.data = setting.every_class ? joint_data : new_data, a.out = (out / setting.name).string();
+    a.exemplars = setting.exemplars, a.distill = setting.distill, a.old_classes_in_data = setting.every_class;
+    a.steps = r.new_steps, a.learning_rate = r.new_learning_rate, a.threads = r.threads, a.seed = r.seed;
     if (int code = AddClass(a)) return code;
     runs[setting.name] = a.out;
   }

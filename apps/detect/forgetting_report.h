@@ -4,7 +4,8 @@
 // objects), an old model is trained on the first part, and four detectors
 // are compared on a held-out folder, per class:
 //   old        the old model (old classes only);
-//   joint      the old model fine-tuned on all the old data and the new data;
+//   joint      the old model fine-tuned on all the training data, every
+//              class annotated (the upper bound);
 //   fine-tune  the old model fine-tuned on the new data alone (forgetting);
 //   distill    add-class: the new data, exemplars of the old classes and
 //              distillation from the old model.
@@ -29,7 +30,8 @@ struct ForgettingReportSettings {
   std::string augment = "ssd";
   int64_t batch = 8;
   int64_t old_steps = 0, new_steps = 0;  // the old model's training, and each new model's
-  double learning_rate = 0;             // 0: the model's default
+  double learning_rate = 0;             // the old model's; 0: the model's default
+  double new_learning_rate = 0;         // the new models'; 0: add-class's default
   double exemplars = 0.05;              // the distill run's share of each old class's images
   int threads = 2;
   uint64_t seed = 1;

@@ -48,10 +48,12 @@ TrainSettings NewClassSettings(const TrainSettings& old, const models::Detection
   int64_t next_id = *std::max_element(old.category_ids.begin(), old.category_ids.end()) + 1;
   std::set<int64_t> used(old.category_ids.begin(), old.category_ids.end());
   for (const models::DetectionCategory& c : data.categories) {
-    DFLOW_REQUIRE(std::find(old.class_names.begin(), old.class_names.end(), c.name) == old.class_names.end(),
-                  "add-class: the class \"", c.name, "\" of ", a.data, " already exists in ", a.from,
+    const bool known = std::find(old.class_names.begin(), old.class_names.end(), c.name) != old.class_names.end();
+    DFLOW_REQUIRE(!known || a.old_classes_in_data, "add-class: the class \"", c.name, "\" of ", a.data,
+                  " already exists in ", a.from,
                   "; add-class learns new classes from data annotated with them alone "
                   "(more data of known classes: train --session)");
+    if (known) continue;
     s.class_names.push_back(c.name);
     // A new class keeps its dataset's id unless an old class has it.
     int64_t id = used.count(c.id) ? next_id++ : c.id;
@@ -72,7 +74,7 @@ TrainSettings NewClassSettings(const TrainSettings& old, const models::Detection
   s.init_map.clear();
   s.steps = a.steps;
   s.epochs = a.epochs;
-  s.learning_rate = a.learning_rate;
+  s.learning_rate = a.learning_rate > 0 ? a.learning_rate : DefaultLearningRate(old.model) / 10;
   s.warmup_steps = -1;
   s.threads = a.threads;
   s.seed = a.seed;

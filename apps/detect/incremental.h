@@ -60,7 +60,10 @@ struct AddClassSettings {
   std::string freeze;
   int64_t steps = 0;
   double epochs = 0;
-  double learning_rate = 0;  // 0: the model's default
+  double learning_rate = 0;  // 0: a tenth of the model's default (fine-tuning a trained model)
+  // The data may hold old classes too (the forgetting report's joint
+  // training); otherwise an old class in --data is an error.
+  bool old_classes_in_data = false;
   int threads = 2;
   uint64_t seed = 1;
   std::string device;

@@ -99,7 +99,7 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--freeze", s.freeze, "Keep these variables as the old model has them: backbone")
       ->check(CLI::IsMember({"backbone"}));
-  app.add_option("--lr", s.learning_rate, "Adam learning rate (default: the model's)")
+  app.add_option("--lr", s.learning_rate, "Adam learning rate (default: a tenth of the model's)")
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", s.seed, "Seed of the new head, the exemplars, augmentation and data order");
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
@@ -126,7 +126,10 @@ void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
   app.add_option("--new-steps", s.new_steps, "Steps of each new model's training")
       ->required()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lr", s.learning_rate, "Adam learning rate (default: the model's)")->check(CLI::PositiveNumber);
+  app.add_option("--lr", s.learning_rate, "The old model's Adam learning rate (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--new-lr", s.new_learning_rate, "The new models' rate (default: add-class's)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--exemplars", s.exemplars, "The distillation run's share of each old class's images")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
