@@ -177,6 +177,7 @@ TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<
   DFLOW_REQUIRE(!given.data.empty(), "train --session: give the session's --data");
   DFLOW_REQUIRE(given.steps > 0 || given.epochs > 0, "train --session: give the session's --steps or --epochs");
   TrainSettings s = ReadConfig(given.out);
+  s.out = given.out;  // the run may have been moved since
   std::optional<std::string> latest = LatestCheckpoint(CheckpointDir(s));
   if (!latest) Fail(Code::kNotFound, "train --session: no checkpoint in ", CheckpointDir(s), " to continue");
   SafetensorsReader reader(*latest);
