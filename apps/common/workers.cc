@@ -109,6 +109,11 @@ std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& set
   return cluster;
 }
 
+bool IsChiefProcess() {
+  std::optional<dist::ClusterSpec> cluster = dist::ClusterSpec::FromEnvironment();
+  return !cluster || !cluster->self() || *cluster->self() == dist::TaskId{"worker", 0};
+}
+
 int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster) { return cluster ? cluster->self()->index : 0; }
 
 int NumWorkers(const std::optional<dist::ClusterSpec>& cluster) {

@@ -34,6 +34,9 @@ bool ShouldLaunchWorkers(const DataParallelSettings& settings);
 // cluster does not name this process as a worker, or `device` (--device) is
 // not the CPU (RequireCpuWhenDistributed).
 std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings, const std::string& device);
+// True for a single-process run and for worker 0 of a cluster (the one that
+// writes a run's files); false for the other workers and the ps tasks.
+bool IsChiefProcess();
 // This process's worker index and the number of workers: 0 and 1 without a cluster.
 int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster);
 int NumWorkers(const std::optional<dist::ClusterSpec>& cluster);

@@ -7,6 +7,7 @@
 
 #include "apps/detect/run_config.h"
 #include "models/data/detection_dataset.h"
+#include "models/data/exemplars.h"
 #include "models/metrics/coco_eval.h"
 #include "models/metrics/voc_eval.h"
 
@@ -24,8 +25,10 @@ struct CocoEvalSettings {
 int CocoEval(const CocoEvalSettings& settings);
 
 // `resume`: continue RUN from its config.json and latest checkpoint; only
-// `steps`/`epochs` (a longer run) may be given with it.
-int Train(TrainSettings settings, bool resume);
+// `steps`/`epochs` (a longer run) may be given with it. `exemplars`: an
+// add-class run's old-class exemplars, joined to the data by every worker
+// alike (null: RUN/memory when the run has one).
+int Train(TrainSettings settings, bool resume, const models::DatasetPart* exemplars = nullptr);
 
 struct EvalSettings {
   std::string data;

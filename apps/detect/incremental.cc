@@ -7,6 +7,7 @@
 #include <iostream>
 #include <set>
 
+#include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "models/data/exemplars.h"
 #include "models/data/seeded_random.h"
@@ -86,9 +87,12 @@ TrainSettings NewClassSettings(const TrainSettings& old, const models::Detection
 }
 
 // The old classes' exemplars for an add-class run: the old run's memory
-// when it keeps one, else a share of each class's images of its dataset.
-void WriteOldExemplars(const TrainSettings& s, const TrainSettings& old, const std::string& old_run) {
-  if (s.exemplars == 0) return;
+// when it keeps one, else a share of each class's images of its dataset
+// (seeded: every worker of a data-parallel run chooses the same). The
+// chief also stores them as the new run's memory.
+std::optional<models::DatasetPart> OldExemplars(const TrainSettings& s, const TrainSettings& old,
+                                                const std::string& old_run) {
+  if (s.exemplars == 0) return std::nullopt;
   models::DatasetPart part;
   if (HasMemory(old_run)) {
     part.root = MemoryDir(old_run);
@@ -101,11 +105,12 @@ void WriteOldExemplars(const TrainSettings& s, const TrainSettings& old, const s
     models::DetectionDataset data = LoadDataset(old.data);
     part.data = models::SelectImages(data, models::ChooseRandomExemplars(data, s.exemplars, s.seed));
   }
-  models::DetectionDataset memory =
-      models::JoinDatasets({part}, old.class_names, old.category_ids);
-  models::WriteDatasetFolder(MemoryDir(s.out), memory);
-  std::cout << "exemplar memory: " << memory.images.size() << " images with " << memory.annotations.size()
-            << " objects of the old classes, from " << part.root << "\n";
+  models::DatasetPart memory{models::JoinDatasets({part}, old.class_names, old.category_ids), ""};
+  if (!apps::IsChiefProcess()) return memory;
+  models::WriteDatasetFolder(MemoryDir(s.out), memory.data);
+  std::cout << "exemplar memory: " << memory.data.images.size() << " images with "
+            << memory.data.annotations.size() << " objects of the old classes, from " << part.root << "\n";
+  return memory;
 }
 
 }  // namespace
@@ -178,16 +183,13 @@ TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<
   DFLOW_REQUIRE(given.steps > 0 || given.epochs > 0, "train --session: give the session's --steps or --epochs");
   TrainSettings s = ReadConfig(given.out);
   s.out = given.out;  // the run may have been moved since
-  std::optional<std::string> latest = LatestCheckpoint(CheckpointDir(s));
-  if (!latest) Fail(Code::kNotFound, "train --session: no checkpoint in ", CheckpointDir(s), " to continue");
-  SafetensorsReader reader(*latest);
-  const TensorEntry* step = reader.Find("global_step");
-  DFLOW_REQUIRE(step, *latest, " has no global_step: it is not a dflow-detect checkpoint");
+  if (!LatestCheckpoint(CheckpointDir(s)))
+    Fail(Code::kNotFound, "train --session: no checkpoint in ", CheckpointDir(s), " to continue");
   s.data = given.data;
   s.steps = given.steps;
   s.epochs = given.epochs;
   s.session = std::max<int64_t>(s.session, 1) + 1;
-  s.session_start = reader.Read(*step).scalar<int64_t>();
+  s.session_start = LatestStep(s);
   s.total_steps = s.batches_per_epoch = 0;  // planned over the session's data
   s.threads = given.threads;
   s.device = given.device;
@@ -197,6 +199,15 @@ TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<
   s.keep = given.keep;
   s.parallel = given.parallel;
   return s;
+}
+
+int64_t LatestStep(const TrainSettings& s) {
+  std::optional<std::string> latest = LatestCheckpoint(CheckpointDir(s));
+  if (!latest) return 0;
+  SafetensorsReader reader(*latest);
+  const TensorEntry* step = reader.Find("global_step");
+  DFLOW_REQUIRE(step, *latest, " has no global_step: it is not a dflow-detect checkpoint");
+  return reader.Read(*step).scalar<int64_t>();
 }
 
 void FinishSession(const TrainSettings& s, double seconds) {
@@ -225,15 +236,16 @@ int AddClass(const AddClassSettings& a) {
   if (old_run.empty())
     Fail(Code::kNotFound, "add-class: ", old_checkpoint, " is not inside a dflow-detect run directory ",
          "(RUN/checkpoints/ next to RUN/config.json)");
-  DFLOW_REQUIRE(!fs::exists(ConfigPath(a.out)), "add-class: ", a.out,
+  // Other workers may find the chief's config.json already written.
+  DFLOW_REQUIRE(!fs::exists(ConfigPath(a.out)) || !apps::IsChiefProcess(), "add-class: ", a.out,
                 " already holds a run; choose another --out");
   DFLOW_REQUIRE(a.distill == "output" || a.distill == "none",
                 "add-class: --distill takes output or none, got \"", a.distill, "\"");
   const TrainSettings old = ReadConfig(old_run);
   TrainSettings s = NewClassSettings(old, LoadDataset(a.data), a, old_checkpoint);
   CheckModel(s, "add-class");
-  WriteOldExemplars(s, old, old_run);
-  return Train(std::move(s), false);
+  std::optional<models::DatasetPart> exemplars = OldExemplars(s, old, old_run);
+  return Train(std::move(s), false, exemplars ? &*exemplars : nullptr);
 }
 
 }  // namespace dflow::detect_app

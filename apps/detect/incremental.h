@@ -45,6 +45,9 @@ int64_t UpdateExemplarMemory(const TrainSettings& settings, const models::Datase
 // fix a run, other than --data: kInvalidArgument names one that was given.
 TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<CLI::Option*>& given_fixed);
 
+// The global step of the run's latest checkpoint (0 when it has none).
+int64_t LatestStep(const TrainSettings& settings);
+
 // The end of a session: exemplars of its data join RUN/memory, and
 // RUN/sessions.json gains the session's line (once: a finished session
 // resumed again changes nothing).

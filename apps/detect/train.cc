@@ -110,13 +110,13 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
 
 }  // namespace
 
-int Train(TrainSettings settings, bool resume) {
+int Train(TrainSettings settings, bool resume, const models::DatasetPart* exemplars) {
   CheckSessionDevice(settings.device);  // before the run directory is written
   if (apps::UsesParameterServers(settings.parallel, settings.device))
-    return TrainWithParameterServers(std::move(settings), resume);
+    return TrainWithParameterServers(std::move(settings), resume, exemplars);
   std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
   const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
-  PreparedRun run = PrepareRun(settings, resume, worker, workers);
+  PreparedRun run = PrepareRun(settings, resume, worker, workers, exemplars);
   // The schedule reads total_steps.
   std::unique_ptr<DetectorGraph> graph =
       BuildTrainingGraph(settings, cluster ? TrainOp::kFedGradients : TrainOp::kMinimize);

@@ -4,6 +4,8 @@
 // shard and pushes its gradients; the chief alone runs the batch-norm
 // updates, so the moving statistics are its own, as under ring all-reduce,
 // and writes the checkpoints. See docs/detection.md.
+#include <chrono>
+
 #include "apps/common/ps_trainer.h"
 #include "apps/common/workers.h"
 #include "apps/detect/incremental.h"
@@ -19,8 +21,10 @@ class DetectionInput : public apps::PsInput {
       : settings_(settings), graph_(graph), run_(run) {}
 
   void Open(int64_t shard_step, int shard, int shards) override {
-    if (shard_step == 0) pipeline_ = std::move(run_.pipeline);
-    else pipeline_ = OpenPipeline(settings_, run_, shard_step, shard, shards);
+    // A session's data is read from its own first step.
+    const int64_t position = shard_step - settings_.session_start;
+    if (position == 0) pipeline_ = std::move(run_.pipeline);
+    else pipeline_ = OpenPipeline(settings_, run_, position, shard, shards);
     PrintPlan(settings_, graph_);
   }
   FeedList Next() override {
@@ -40,9 +44,10 @@ class DetectionInput : public apps::PsInput {
   models::DetectionBatch batch_;
 };
 
-void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) {
+void TrainWorker(TrainSettings settings, bool resume, const models::DatasetPart* exemplars,
+                 const dist::PsTask& task) {
   apps::CheckPsWorker(settings.parallel, settings.device, task);
-  PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers());
+  PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers(), exemplars);
   std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(settings, TrainOp::kNone);
   const DetectorGraph& g = *graph;
   // The chief alone runs the batch-norm updates (see the top of this file).
@@ -55,19 +60,24 @@ void TrainWorker(TrainSettings settings, bool resume, const dist::PsTask& task) 
     if (!settings.init_from.empty()) InitBackbone(session, g, settings);
   };
   DetectionInput input(settings, g, run);
+  auto start = std::chrono::steady_clock::now();
   apps::TrainPsWorker(task,
                       {.scope = g.scope, .loss = g.loss.loss, .learning_rate = g.learning_rate,
                        .global_step = g.global_step, .variables = g.trained, .fetches = fetches},
                       options, input);
+  // A session that reached its last step keeps its exemplars (a stopped one
+  // resumes first).
+  if (task.is_chief() && settings.session > 0 && LatestStep(settings) == settings.total_steps)
+    FinishSession(settings, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace
 
 // Ctrl-C: the ps tasks stop serving at once, so the run resumes from the
 // chief's last periodic checkpoint (as dflow-count's).
-int TrainWithParameterServers(TrainSettings settings, bool resume) {
+int TrainWithParameterServers(TrainSettings settings, bool resume, const models::DatasetPart* exemplars) {
   // --threads for the ps tasks too: with 1, every sum runs in one order.
-  return dist::RunPsTask([&](const dist::PsTask& task) { TrainWorker(settings, resume, task); },
+  return dist::RunPsTask([&](const dist::PsTask& task) { TrainWorker(settings, resume, exemplars, task); },
                          settings.threads);
 }
 

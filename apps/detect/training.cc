@@ -84,14 +84,21 @@ std::optional<std::string> CheckRunDir(const TrainSettings& settings, bool resum
 
 std::string CheckpointDir(const TrainSettings& s) { return (fs::path(s.out) / "checkpoints").string(); }
 
-PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int workers) {
+PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int workers,
+                       const models::DatasetPart* exemplars) {
   PreparedRun run;
   CheckModel(settings, "train");
   run.latest = CheckRunDir(settings, resume, worker);
   run.data = LoadDataset(settings.data);
   run.root = settings.data;
   RecordClasses(settings, run.data);
-  AddExemplarMemory(settings, run);
+  if (exemplars) {
+    run.data = models::JoinDatasets({{std::move(run.data), run.root}, *exemplars}, settings.class_names,
+                                    settings.category_ids);
+    run.root.clear();
+  } else {
+    AddExemplarMemory(settings, run);
+  }
   // A new run, or a new session of one, plans its steps over its data.
   const bool new_plan = !resume || settings.batches_per_epoch == 0;
   if (new_plan) {

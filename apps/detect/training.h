@@ -13,6 +13,7 @@
 #include "apps/common/progress.h"
 #include "apps/detect/detector.h"
 #include "models/data/detection_pipeline.h"
+#include "models/data/exemplars.h"
 
 namespace dflow::detect_app {
 
@@ -33,7 +34,9 @@ struct PreparedRun {
 // its classes, plans a new run (batches per epoch, total steps) and lets
 // worker 0 alone write config.json. The pipeline checks every image and box
 // before the run directory is written.
-PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int workers);
+// `exemplars` (add-class) join the data; without them, the run's memory does.
+PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int workers,
+                       const models::DatasetPart* exemplars);
 
 // Worker `shard` of `shards` reads its shard of the images from `start_step`
 // batches in; every shard makes the same number of batches (drop_remainder),
@@ -55,6 +58,6 @@ void PrintPlan(const TrainSettings& settings, const DetectorGraph& graph);
 // `--strategy ps` under a cluster: a ps task serves the variables, a worker
 // trains its shard through a dist::PsWorker. Returns the process's exit
 // code (apps/detect/train_ps.cc).
-int TrainWithParameterServers(TrainSettings settings, bool resume);
+int TrainWithParameterServers(TrainSettings settings, bool resume, const models::DatasetPart* exemplars);
 
 }  // namespace dflow::detect_app
