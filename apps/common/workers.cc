@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/cli_checks.h"
 #include "graph/device.h"
 #include "graph/status.h"
 
@@ -36,7 +37,7 @@ std::string DflowExecutable() {
 void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
   app.add_option("--workers", s.workers,
                  "Data-parallel workers, one process each, started by dflow launch; --batch is per worker")
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerRange(1, kMaxWorkers));
   app.add_option("--strategy", s.strategy,
                  "How the workers combine gradients: ring (all-reduce) or ps (parameter servers)");
   app.add_option("--ps", s.ps, "With --strategy ps: parameter-server processes (default 1)")

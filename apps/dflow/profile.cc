@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "graph/graph_io.h"
 #include "graph/run_metadata.h"
@@ -66,7 +67,7 @@ void AddProfileCommand(CLI::App& app) {
   cmd->add_option("--steps", args->steps, "Traced steps.")->check(CLI::Range(1, 100000));
   cmd->add_option("--top", args->top, "Slowest nodes to list.")->check(CLI::Range(0, 100000));
   cmd->add_option("--threads", args->threads, "Worker threads (default: one per core).")
-      ->check(CLI::Range(0, 4096));
+      ->check(apps::ThreadCount(/*zero_means_default=*/true));
   cmd->add_option("--trace", args->trace,
                   "Write the mean step as a Chrome trace (a profile for dflow place --profile).");
   cmd->callback([args] { Profile(*args); });
