@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "models/checkpoint.h"
 
@@ -33,6 +34,20 @@ void PlanNewRun(TrainSettings& s, const models::TileIndex& index, int64_t batche
   s.train_mean_count = stats.mean_count;
   s.train_count_per_pixel = stats.count_per_pixel;
   s.batches_per_epoch = batches_per_epoch;
+}
+
+// The dataset as the run sees it: every image's file (relative to the
+// dataset) and points, in the order training reads them.
+apps::DatasetIdentity IdentifyPoints(const std::string& dir, const std::vector<models::AnnotatedImage>& images) {
+  std::vector<std::string> lines;
+  for (const models::AnnotatedImage& image : images) {
+    std::ostringstream line;
+    line.precision(17);
+    line << fs::path(image.path).lexically_relative(dir).generic_string();
+    for (const models::Point& p : image.points) line << " " << p.x << "," << p.y;
+    lines.push_back(line.str());
+  }
+  return apps::IdentifyDataset(static_cast<int64_t>(images.size()), lines);
 }
 
 int64_t TotalSteps(const TrainSettings& s) {
@@ -68,7 +83,12 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   if (resume && !exists)
     Fail(Code::kNotFound, "train --resume: ", ConfigPath(settings.out), " does not exist");
   PreparedRun run;
-  run.index = models::IndexTiles(models::ReadPointsDataset(settings.data), settings.tile);
+  if (!resume) settings.data = apps::AbsolutePath(settings.data);  // resumable from anywhere
+  std::vector<models::AnnotatedImage> images = models::ReadPointsDataset(settings.data);
+  apps::DatasetIdentity identity = IdentifyPoints(settings.data, images);
+  if (resume) apps::CheckSameDataset(settings.dataset, identity, settings.data, ConfigPath(settings.out));
+  settings.dataset = identity;
+  run.index = models::IndexTiles(std::move(images), settings.tile);
   run.latest = LatestCheckpoint(CheckpointDir(settings));
   if (resume && !run.latest)
     Fail(Code::kNotFound, "train --resume: no checkpoint in ", CheckpointDir(settings));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "apps/detect/commands.h"
 #include "models/checkpoint.h"
@@ -34,6 +35,22 @@ void RecordDataset(TrainSettings& s, const models::DetectionDataset& data, bool 
   s.category_ids = ids;
   s.train_images = static_cast<int64_t>(data.images.size());
   s.train_objects = static_cast<int64_t>(data.annotations.size());
+}
+
+// The dataset as the run sees it: its images, objects and classes in order.
+apps::DatasetIdentity IdentifyDetections(const models::DetectionDataset& data) {
+  std::vector<std::string> lines;
+  auto line = [&lines](auto... fields) {
+    std::ostringstream out;
+    out.precision(17);
+    ((out << fields << " "), ...);
+    lines.push_back(out.str());
+  };
+  for (const models::DetectionImage& i : data.images) line("image", i.id, i.file_name, i.width, i.height);
+  for (const models::DetectionObject& o : data.annotations)
+    line("object", o.image_id, o.category_id, o.bbox[0], o.bbox[1], o.bbox[2], o.bbox[3]);
+  for (const models::DetectionCategory& c : data.categories) line("class", c.id, c.name);
+  return apps::IdentifyDataset(static_cast<int64_t>(data.images.size()), lines);
 }
 
 models::DetectionPipelineOptions PipelineOptionsFor(const TrainSettings& s, const Tensor& anchors,
@@ -85,7 +102,15 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   PreparedRun run;
   CheckModel(settings, "train");
   run.latest = CheckRunDir(settings, resume, worker);
+  if (!resume) {  // resumable from anywhere
+    settings.data = apps::AbsolutePath(settings.data);
+    if (!settings.init_from.empty()) settings.init_from = apps::AbsolutePath(settings.init_from);
+    if (!settings.init_map.empty()) settings.init_map = apps::AbsolutePath(settings.init_map);
+  }
   run.data = LoadDataset(settings.data);
+  apps::DatasetIdentity identity = IdentifyDetections(run.data);
+  if (resume) apps::CheckSameDataset(settings.dataset, identity, settings.data, ConfigPath(settings.out));
+  settings.dataset = identity;
   RecordDataset(settings, run.data, resume);
   if (settings.learning_rate <= 0) settings.learning_rate = DefaultLearningRate(settings.model);
   run.anchors = DefaultBoxes(settings);
