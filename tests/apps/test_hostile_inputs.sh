@@ -54,4 +54,51 @@ grep -q '"keep": 5' "$TMP/run/config.json" || fail "an explicit --keep was not r
 sed -i 's/"field_00001.png": \[/"field_00001.png": [[1, 1], /' "$TMP/data/points.json"
 expect_error "is not the one this run trained on" "$COUNT" train --out "$TMP/run" --resume --steps 5
 
+# --- Outputs: a device or pipe is written through, not replaced by a regular
+# file; a link's target is replaced, not the link; every failed write is an
+# error naming the file. The links keep a regression from replacing /dev.
+ln -s /dev/full "$TMP/full"
+ln -s /dev/null "$TMP/null"
+image=$TMP/data/field_00000.png
+expect_error "cannot write '$TMP/full' (write): No space left on device" \
+  "$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/full" "$image"
+expect_error "cannot write '$TMP/full'" "$COUNT" eval --data "$TMP/data" --checkpoint "$TMP/run" --metrics "$TMP/full"
+"$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/null" "$image" > /dev/null || fail "predict --csv /dev/null"
+[[ -L $TMP/null && -c $TMP/null ]] || fail "writing through a link to /dev/null replaced the link"
+expect_error "it is a directory" "$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/data" "$image"
+echo old > "$TMP/real.csv"
+ln -s real.csv "$TMP/link.csv"
+"$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/link.csv" "$image" > /dev/null || fail "predict --csv LINK"
+[[ -L $TMP/link.csv ]] && grep -q "image,count" "$TMP/real.csv" || fail "the link was replaced, not its target"
+mkfifo "$TMP/fifo"
+timeout 60 cat "$TMP/fifo" > "$TMP/from-fifo" &
+reader=$!
+"$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/fifo" "$image" > /dev/null || fail "predict --csv FIFO"
+wait $reader
+[[ -p $TMP/fifo ]] && grep -q "image,count" "$TMP/from-fifo" || fail "the FIFO was replaced, not written"
+cat > "$TMP/v.json" << 'EOF'
+{"format": "dflow.graph/1", "seed": 0, "nodes": [
+  {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [-1, 3]}},
+  {"name": "w", "op": "VariableV2", "attrs": {"dtype": "float32", "shape": [3]}},
+  {"name": "w/value", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [3], "values": [1, 2, 3]}}},
+  {"name": "w/init", "op": "Assign", "inputs": ["w", "w/value"]},
+  {"name": "y", "op": "Mul", "inputs": ["x", "w"]}
+]}
+EOF
+expect_error "cannot write '$TMP/full'" "$DFLOW" freeze "$TMP/v.json" --output y --init -o "$TMP/full"
+expect_error "cannot write '$TMP/full'" "$DFLOW" run "$TMP/v.json" --fetch w/value --trace "$TMP/full" \
+  --out "$TMP/fetched"
+
+# --- A failed predict writes nothing: a truncated image among good ones.
+mkdir "$TMP/mixed"
+cp "$TMP/data/field_00000.png" "$TMP/data/field_00001.png" "$TMP/mixed/"
+head -c 300 "$TMP/data/field_00002.png" > "$TMP/mixed/field_00002.png"
+expect_error "field_00002.png" "$COUNT" predict --checkpoint "$TMP/run" --heatmap "$TMP/heat" --csv "$TMP/c.csv" \
+  "$TMP/mixed"
+[[ ! -e $TMP/heat && ! -e $TMP/c.csv ]] || fail "a failed predict left outputs behind"
+[[ -z $(find "$TMP" -name '*.partial.*') ]] || fail "a failed predict left its staging folder"
+"$COUNT" predict --checkpoint "$TMP/run" --heatmap "$TMP/heat" "$TMP/data" > /dev/null || fail "predict --heatmap"
+[[ -s $TMP/heat/field_00003_heatmap.png ]] || fail "predict --heatmap wrote no heatmaps"
+
 echo "hostile input checks passed"
