@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("train")) {
+      dflow::apps::CheckStrategy(train.parallel);  // also with one worker, which does not use it
       if (dflow::apps::ShouldLaunchWorkers(train.parallel)) {
         dflow::apps::RequireCpuWhenDistributed(train.device);
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);

@@ -101,4 +101,11 @@ expect_error "field_00002.png" "$COUNT" predict --checkpoint "$TMP/run" --heatma
 "$COUNT" predict --checkpoint "$TMP/run" --heatmap "$TMP/heat" "$TMP/data" > /dev/null || fail "predict --heatmap"
 [[ -s $TMP/heat/field_00003_heatmap.png ]] || fail "predict --heatmap wrote no heatmaps"
 
+# --- A data-parallel strategy is checked even with one worker.
+expect_error "unknown data-parallel strategy 'bogus'" "$COUNT" train --data "$TMP/data" --out "$TMP/r1" --steps 1 \
+  --strategy bogus --workers 1
+expect_error "unknown data-parallel strategy 'bogus'" "$DETECT" train --data "$TMP/data" --out "$TMP/r1" --steps 1 \
+  --strategy bogus
+[[ ! -e $TMP/r1 ]] || fail "a refused train wrote its run directory"
+
 echo "hostile input checks passed"

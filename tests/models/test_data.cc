@@ -111,9 +111,23 @@ TEST_CASE("malformed datasets name the file and entry", "[data]") {
   WriteBytes(dir / "points.json", "{\"a.png\": [[1, 2], [3]]}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"points.json", "image 'a.png'", "[x, y]"});
-  WriteBytes(dir / "points.json", "[1, 2");
+  WriteBytes(dir / "points.json", "[1, 2]");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"points.json", "not a JSON object"});
+  // The parser's own reason is shown, not hidden behind "not a JSON object".
+  WriteBytes(dir / "points.json", "[1, 2");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not valid JSON", "parse error"});
+  WriteBytes(dir / "points.json", "{\"a.png\": [[NaN, 2]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not valid JSON", "invalid literal"});
+  WriteBytes(dir / "points.json", "{\"a.png\": [[1e999, 2]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not valid JSON", "number overflow parsing '1e999'"});
+  // A repeated image would silently lose one of its lists.
+  WriteBytes(dir / "points.json", "{\"a.png\": [[1, 2]], \"b.png\": [], \"a.png\": [[3, 4]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "lists image 'a.png' twice"});
   WriteBytes(dir / "points.json", "{}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"annotates no images"});
