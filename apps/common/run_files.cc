@@ -29,8 +29,15 @@ nlohmann::json ReadJsonFile(const std::string& path) {
 std::string ResolveCheckpoint(const std::string& path) {
   if (!fs::exists(path)) Fail(Code::kNotFound, "checkpoint ", path, " does not exist");
   if (!fs::is_directory(path)) return path;
-  for (const fs::path& dir : {fs::path(path), fs::path(path) / "checkpoints"})
-    if (std::optional<std::string> latest = LatestCheckpoint(dir.string())) return *latest;
+  for (const fs::path& dir : {fs::path(path), fs::path(path) / "checkpoints"}) {
+    std::optional<std::string> latest = LatestCheckpoint(dir.string());
+    if (!latest) continue;
+    // Said here: restoring a missing file would be blamed on the checkpoint's contents.
+    if (!fs::exists(*latest))
+      Fail(Code::kNotFound, "the checkpoint index of ", dir.string(), " names ", fs::path(*latest).filename().string(),
+           " as the latest checkpoint, but ", *latest, " does not exist (deleted or not copied?)");
+    return *latest;
+  }
   Fail(Code::kNotFound, "no checkpoint in ", path, " (nor in ", (fs::path(path) / "checkpoints").string(),
        ")");
 }

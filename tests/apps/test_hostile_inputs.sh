@@ -108,4 +108,10 @@ expect_error "unknown data-parallel strategy 'bogus'" "$DETECT" train --data "$T
   --strategy bogus
 [[ ! -e $TMP/r1 ]] || fail "a refused train wrote its run directory"
 
+# --- A checkpoint index naming a missing file says so.
+cp -r "$TMP/run" "$TMP/copied"
+latest=$(ls "$TMP/copied/checkpoints/" | grep safetensors | sort -t- -k2 -n | tail -1)
+rm "$TMP/copied/checkpoints/$latest"
+expect_error "names $latest as the latest checkpoint, but" "$COUNT" predict --checkpoint "$TMP/copied" "$image"
+
 echo "hostile input checks passed"
