@@ -110,6 +110,9 @@ void WriteAndRename(const std::string& path, const std::string& target,
   // same path never interleave; the last rename wins.
   std::string temp = StrCat(target, ".tmp.", ::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // WriteFileAtomic's callers take a missing folder for kNotFound, as a read would.
+  if (fd < 0 && !durable)
+    Fail(Code::kNotFound, "cannot write '", path, "' (create temp file): ", std::strerror(errno));
   if (fd < 0) FailWrite(path, "create temp file", errno);
   const char* step = nullptr;
   for (std::string_view piece : pieces)
