@@ -5,6 +5,7 @@
 // and DFLOW_STRATEGY; see task_processes.h for how they are supervised.
 #include <nlohmann/json.hpp>
 
+#include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "apps/dflow/task_processes.h"
 #include "dist/training/ps_training.h"
@@ -36,7 +37,11 @@ double DefaultFailureWaitSeconds(const std::string& strategy) {
 
 void Validate(LaunchSettings& s) {
   DFLOW_REQUIRE(s.workers >= 1, "launch: -n must be at least 1, got ", s.workers);
-  DFLOW_REQUIRE(s.ps >= 0, "launch: --ps must be 0 or more, got ", s.ps);
+  // Each task is a process: an absurd count would fork until the machine refuses.
+  DFLOW_REQUIRE(s.workers <= apps::kMaxWorkers, "launch: -n must be at most ", apps::kMaxWorkers, ", got ",
+                s.workers);
+  DFLOW_REQUIRE(s.ps >= 0 && s.ps <= apps::kMaxWorkers, "launch: --ps must be 0 to ", apps::kMaxWorkers, ", got ",
+                s.ps);
   if (s.strategy.empty()) s.strategy = s.ps > 0 ? "ps" : "ring";
   DFLOW_REQUIRE(s.strategy == "ps" || s.strategy == "ring", "launch: unknown --strategy '",
                 s.strategy, "' (expected ps or ring)");

@@ -97,6 +97,7 @@ expect_contains "SIGINT reported" err.txt "interrupted by signal 2"
 
 # --- bad arguments
 expect_error "no workers" "-n must be at least 1, got 0" launch -n 0 -- true
+expect_error "too many workers" "-n must be at most 256, got 100000" launch -n 100000 -- true
 expect_error "ps strategy without ps" "--strategy ps needs at least one parameter server" launch -n 2 --strategy ps -- true
 expect_error "ring with ps" "--strategy ring takes no parameter servers, got --ps 1" launch -n 2 --ps 1 --strategy ring -- true
 expect_error "unknown strategy" "unknown --strategy 'star' (expected ps or ring)" launch -n 2 --strategy star -- true
