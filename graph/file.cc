@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include "graph/status.h"
 
@@ -69,6 +70,7 @@ void SyncDirectoryOf(const std::string& path) {
 struct OutputTarget {
   std::string path;     // where the bytes go (a symlink's target)
   bool stream = false;  // a character device or FIFO: written in place
+  bool append = false;  // a stream that is a regular file (/dev/stdout > file)
 };
 
 OutputTarget ResolveOutput(const std::string& path) {
@@ -78,6 +80,9 @@ OutputTarget ResolveOutput(const std::string& path) {
     FailWrite(path, "stat", errno);
   }
   if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return {path, true};
+  // /dev/stdout redirected to a file: the bytes belong in that open file,
+  // after what was printed, not in a new file renamed over its name.
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return {path, true, true};
   if (S_ISDIR(info.st_mode)) Fail(Code::kInvalidArgument, "cannot write '", path, "': it is a directory");
   if (!S_ISREG(info.st_mode))
     Fail(Code::kInvalidArgument, "cannot write '", path,
@@ -89,8 +94,11 @@ OutputTarget ResolveOutput(const std::string& path) {
 
 // A device or pipe gets the bytes directly; every write and the close are
 // checked, so /dev/full reports "No space left on device".
-void WriteThrough(const std::string& path, const std::vector<std::string_view>& pieces) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+void WriteThrough(const std::string& path, const std::vector<std::string_view>& pieces, bool append) {
+  // The stream may be this process's stdout: what it printed before comes first.
+  std::cout.flush();
+  std::fflush(nullptr);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (append ? O_APPEND : 0));
   if (fd < 0) FailWrite(path, "open", errno);
   bool ok = true;
   for (std::string_view piece : pieces) ok = ok && WriteAll(fd, piece);
@@ -136,7 +144,7 @@ void WriteAndRename(const std::string& path, const std::string& target,
 
 void WriteOutput(const std::string& path, const std::vector<std::string_view>& pieces, bool durable) {
   OutputTarget target = ResolveOutput(path);
-  if (target.stream) return WriteThrough(target.path, pieces);
+  if (target.stream) return WriteThrough(target.path, pieces, target.append);
   WriteAndRename(path, target.path, pieces, durable);
 }
 

@@ -15,10 +15,12 @@ std::string ReadFileToString(const std::string& path);
 // `path`, so a reader never sees a half-written file. Throws kUnavailable
 // naming `path` when a write, the close or the rename fails. Not durable:
 // after a power loss the rename may be lost.
-// An existing `path` that is a character device or a FIFO (/dev/null,
-// /dev/stdout, a pipe) is written through, not replaced; a symlink's target
-// is replaced, not the link; any other non-regular file (a directory, a
-// block device, a socket) is refused with kInvalidArgument.
+// An existing `path` that is a character device or a FIFO (/dev/null, a
+// pipe), or any path under /dev/ or /proc/ (/dev/stdout redirected to a
+// file: appended to), is written through, not replaced, after flushing
+// std::cout; a symlink's target is replaced, not the link; any other
+// non-regular file (a directory, a block device, a socket) is refused with
+// kInvalidArgument.
 void WriteFileAtomic(const std::string& path, std::string_view bytes);
 
 // Like WriteFileAtomic (devices and links included), and durable: the concatenated `pieces` go to

@@ -65,6 +65,9 @@ expect_error "cannot write '$TMP/full' (write): No space left on device" \
 expect_error "cannot write '$TMP/full'" "$COUNT" eval --data "$TMP/data" --checkpoint "$TMP/run" --metrics "$TMP/full"
 "$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/null" "$image" > /dev/null || fail "predict --csv /dev/null"
 [[ -L $TMP/null && -c $TMP/null ]] || fail "writing through a link to /dev/null replaced the link"
+"$COUNT" predict --checkpoint "$TMP/run" --csv /dev/stdout "$image" > "$TMP/stdout.txt" || fail "--csv /dev/stdout"
+grep -q "^image,count" "$TMP/stdout.txt" && grep -q "field_00000.png  " "$TMP/stdout.txt" ||
+  fail "--csv /dev/stdout redirected to a file lost the CSV or the printed count: $(cat "$TMP/stdout.txt")"
 expect_error "it is a directory" "$COUNT" predict --checkpoint "$TMP/run" --csv "$TMP/data" "$image"
 echo old > "$TMP/real.csv"
 ln -s real.csv "$TMP/link.csv"
