@@ -65,14 +65,18 @@ StagedOutputDir::StagedOutputDir(std::string dir) : dir_(std::move(dir)) {
   fs::path target = fs::absolute(dir_).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();
   staging_ = (target.parent_path() / StrCat(".", target.filename().string(), ".partial.", ::getpid())).string();
+  // The folders above DIR that do not exist yet are made now and, should the
+  // command fail, removed again (deepest first).
+  for (fs::path p = target.parent_path(); !p.empty() && !fs::exists(p); p = p.parent_path())
+    created_.insert(created_.begin(), p);
   fs::create_directories(staging_);
 }
 
 StagedOutputDir::~StagedOutputDir() {
-  if (enabled() && !committed_) {
-    std::error_code ignored;  // a destructor cannot report: the command's own error is on its way
-    fs::remove_all(staging_, ignored);
-  }
+  if (!enabled() || committed_) return;
+  std::error_code ignored;  // a destructor cannot report: the command's own error is on its way
+  fs::remove_all(staging_, ignored);
+  for (auto p = created_.rbegin(); p != created_.rend(); ++p) fs::remove(*p, ignored);  // empty ones only
 }
 
 std::string StagedOutputDir::StagingPath(const std::string& name) const {

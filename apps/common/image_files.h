@@ -2,6 +2,7 @@
 // images go to, written all at once or not at all.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ class StagedOutputDir {
 
  private:
   std::string dir_, staging_;
+  std::vector<std::filesystem::path> created_;  // folders above DIR made for it, outermost first
   bool committed_ = false;
 };
 

@@ -100,6 +100,8 @@ head -c 300 "$TMP/data/field_00002.png" > "$TMP/mixed/field_00002.png"
 expect_error "field_00002.png" "$COUNT" predict --checkpoint "$TMP/run" --heatmap "$TMP/heat" --csv "$TMP/c.csv" \
   "$TMP/mixed"
 [[ ! -e $TMP/heat && ! -e $TMP/c.csv ]] || fail "a failed predict left outputs behind"
+expect_error "field_00002.png" "$COUNT" predict --checkpoint "$TMP/run" --heatmap "$TMP/new/deep/heat" "$TMP/mixed"
+[[ ! -e $TMP/new ]] || fail "a failed predict left the folders it made for its output"
 [[ -z $(find "$TMP" -name '*.partial.*') ]] || fail "a failed predict left its staging folder"
 "$COUNT" predict --checkpoint "$TMP/run" --heatmap "$TMP/heat" "$TMP/data" > /dev/null || fail "predict --heatmap"
 [[ -s $TMP/heat/field_00003_heatmap.png ]] || fail "predict --heatmap wrote no heatmaps"
