@@ -41,8 +41,11 @@ CLI::Validator IntegerRange(int64_t min, int64_t max) {
 
 CLI::Validator AtLeast(int64_t min) { return IntegerRange(min, INT64_MAX); }
 
-CLI::Validator PositiveReal() {
-  auto check = [](std::string& input) -> std::string {
+namespace {
+
+// A real option that must be finite and above 0 (or at least 0 when `zero_ok`).
+CLI::Validator RealAbove0(bool zero_ok) {
+  auto check = [zero_ok](std::string& input) -> std::string {
     double value = 0;
     try {
       size_t used = 0;
@@ -51,11 +54,17 @@ CLI::Validator PositiveReal() {
     } catch (const std::exception&) {
       return StrCat("expected a number, got '", input, "'");
     }
-    if (!std::isfinite(value) || value <= 0) return StrCat("must be a number greater than 0, got ", input);
-    return "";
+    if (std::isfinite(value) && (value > 0 || (zero_ok && value == 0))) return "";
+    return StrCat("must be a number ", zero_ok ? "of 0 or more" : "greater than 0", ", got ", input);
   };
-  return CLI::Validator(check, "greater than 0", "PositiveReal");
+  return CLI::Validator(check, zero_ok ? "0 or more" : "greater than 0", "RealAbove0");
 }
+
+}  // namespace
+
+CLI::Validator PositiveReal() { return RealAbove0(false); }
+
+CLI::Validator NonNegativeReal() { return RealAbove0(true); }
 
 CLI::Validator ThreadCount(bool zero_means_default) { return IntegerRange(zero_means_default ? 0 : 1, kMaxThreads); }
 

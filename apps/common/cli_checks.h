@@ -31,6 +31,8 @@ CLI::Validator IntegerRange(int64_t min, int64_t max);
 CLI::Validator AtLeast(int64_t min);
 // A real option that must be greater than 0.
 CLI::Validator PositiveReal();
+// A real option that must be 0 or more.
+CLI::Validator NonNegativeReal();
 // A thread count: 1 .. kMaxThreads, or 0 as well when `zero_means_default`
 // (the option's "one per core").
 CLI::Validator ThreadCount(bool zero_means_default = false);
