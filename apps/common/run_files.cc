@@ -26,18 +26,20 @@ nlohmann::json ReadJsonFile(const std::string& path) {
   }
 }
 
+std::optional<std::string> LatestExistingCheckpoint(const std::string& dir) {
+  std::optional<std::string> latest = LatestCheckpoint(dir);
+  // Said here: restoring a missing file would be blamed on the checkpoint's contents.
+  if (latest && !fs::exists(*latest))
+    Fail(Code::kNotFound, "the checkpoint index of ", dir, " names ", fs::path(*latest).filename().string(),
+         " as the latest checkpoint, but ", *latest, " does not exist (deleted or not copied?)");
+  return latest;
+}
+
 std::string ResolveCheckpoint(const std::string& path) {
   if (!fs::exists(path)) Fail(Code::kNotFound, "checkpoint ", path, " does not exist");
   if (!fs::is_directory(path)) return path;
-  for (const fs::path& dir : {fs::path(path), fs::path(path) / "checkpoints"}) {
-    std::optional<std::string> latest = LatestCheckpoint(dir.string());
-    if (!latest) continue;
-    // Said here: restoring a missing file would be blamed on the checkpoint's contents.
-    if (!fs::exists(*latest))
-      Fail(Code::kNotFound, "the checkpoint index of ", dir.string(), " names ", fs::path(*latest).filename().string(),
-           " as the latest checkpoint, but ", *latest, " does not exist (deleted or not copied?)");
-    return *latest;
-  }
+  for (const fs::path& dir : {fs::path(path), fs::path(path) / "checkpoints"})
+    if (std::optional<std::string> latest = LatestExistingCheckpoint(dir.string())) return *latest;
   Fail(Code::kNotFound, "no checkpoint in ", path, " (nor in ", (fs::path(path) / "checkpoints").string(),
        ")");
 }

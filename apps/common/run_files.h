@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -23,6 +24,10 @@ void WriteConfigJson(const std::string& run_dir, const nlohmann::json& config);
 // The file's JSON; kNotFound when it cannot be read, kInvalidArgument
 // naming the file when it is not JSON.
 nlohmann::json ReadJsonFile(const std::string& path);
+
+// The latest checkpoint in `dir` by its index (nullopt: none saved there);
+// kNotFound when the index names a file that does not exist.
+std::optional<std::string> LatestExistingCheckpoint(const std::string& dir);
 
 // `path` as a checkpoint file: a .safetensors file itself, or the latest
 // checkpoint of a checkpoint directory or of a run directory

@@ -50,6 +50,17 @@ apps::DatasetIdentity IdentifyPoints(const std::string& dir, const std::vector<m
   return apps::IdentifyDataset(static_cast<int64_t>(images.size()), lines);
 }
 
+// The run's tiles. A new run records the dataset's absolute path (so that
+// it resumes from any directory) and identity; a resumed one checks it.
+models::TileIndex IndexDataset(TrainSettings& settings, bool resume) {
+  if (!resume) settings.data = apps::AbsolutePath(settings.data);
+  std::vector<models::AnnotatedImage> images = models::ReadPointsDataset(settings.data);
+  apps::DatasetIdentity identity = IdentifyPoints(settings.data, images);
+  if (resume) apps::CheckSameDataset(settings.dataset, identity, settings.data, ConfigPath(settings.out));
+  settings.dataset = identity;
+  return models::IndexTiles(std::move(images), settings.tile);
+}
+
 int64_t TotalSteps(const TrainSettings& s) {
   DFLOW_REQUIRE(s.steps > 0 || s.epochs > 0, "train: give --steps or --epochs");
   if (s.steps > 0) return s.steps;
@@ -83,15 +94,10 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   if (resume && !exists)
     Fail(Code::kNotFound, "train --resume: ", ConfigPath(settings.out), " does not exist");
   PreparedRun run;
-  if (!resume) settings.data = apps::AbsolutePath(settings.data);  // resumable from anywhere
-  std::vector<models::AnnotatedImage> images = models::ReadPointsDataset(settings.data);
-  apps::DatasetIdentity identity = IdentifyPoints(settings.data, images);
-  if (resume) apps::CheckSameDataset(settings.dataset, identity, settings.data, ConfigPath(settings.out));
-  settings.dataset = identity;
-  run.index = models::IndexTiles(std::move(images), settings.tile);
-  run.latest = LatestCheckpoint(CheckpointDir(settings));
+  run.latest = apps::LatestExistingCheckpoint(CheckpointDir(settings));
   if (resume && !run.latest)
     Fail(Code::kNotFound, "train --resume: no checkpoint in ", CheckpointDir(settings));
+  run.index = IndexDataset(settings, resume);
   if (!resume) {
     run.pipeline = std::make_unique<models::InputPipeline>(run.index,
                                                            PipelineOptionsFor(settings, 0, worker, workers));

@@ -89,7 +89,7 @@ std::optional<std::string> CheckRunDir(const TrainSettings& settings, bool resum
                 " already holds a run; pass --resume to continue it or choose another --out");
   if (resume && !exists)
     Fail(Code::kNotFound, "train --resume: ", ConfigPath(settings.out), " does not exist");
-  std::optional<std::string> latest = LatestCheckpoint(CheckpointDir(settings));
+  std::optional<std::string> latest = apps::LatestExistingCheckpoint(CheckpointDir(settings));
   if (resume && !latest) Fail(Code::kNotFound, "train --resume: no checkpoint in ", CheckpointDir(settings));
   return latest;
 }

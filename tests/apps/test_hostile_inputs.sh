@@ -118,5 +118,6 @@ cp -r "$TMP/run" "$TMP/copied"
 latest=$(ls "$TMP/copied/checkpoints/" | grep safetensors | sort -t- -k2 -n | tail -1)
 rm "$TMP/copied/checkpoints/$latest"
 expect_error "names $latest as the latest checkpoint, but" "$COUNT" predict --checkpoint "$TMP/copied" "$image"
+expect_error "names $latest as the latest checkpoint, but" "$COUNT" train --out "$TMP/copied" --resume --steps 9
 
 echo "hostile input checks passed"
