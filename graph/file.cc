@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include "graph/status.h"
 
@@ -28,25 +29,6 @@ std::string ReadFileToString(const std::string& path) {
   std::fclose(file);
   if (failed) Fail(Code::kDataLoss, "cannot read '", path, "': ", std::strerror(err));
   return bytes;
-}
-
-void WriteFileAtomic(const std::string& path, std::string_view bytes) {
-  // The temporary name is unique per process, so concurrent writers of the
-  // same path never interleave; the last rename wins.
-  std::string temp = StrCat(path, ".tmp.", ::getpid());
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (!file) Fail(Code::kNotFound, "cannot write '", path, "': ", std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  int err = errno;
-  ok = (std::fclose(file) == 0) && ok;
-  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(temp.c_str());
-    Fail(Code::kUnavailable, "cannot write '", path, "': ", std::strerror(err));
-  }
 }
 
 namespace {
@@ -79,22 +61,77 @@ void SyncDirectoryOf(const std::string& path) {
   if (rc != 0) FailWrite(path, "fsync directory", err);
 }
 
-}  // namespace
+// Where an output named `path` goes. A temp file renamed over a device
+// (/dev/null as root) or a pipe would replace it with a regular file, and
+// renamed over a symlink would replace the link: so a character device or a
+// FIFO is written through (the user asked for the bytes to go there), a
+// symlink's target is replaced instead of the link, and any other existing
+// non-regular file (a directory, a block device, a socket) is refused.
+struct OutputTarget {
+  std::string path;     // where the bytes go (a symlink's target)
+  bool stream = false;  // a character device or FIFO: written in place
+  bool append = false;  // a stream that is a regular file (/dev/stdout > file)
+};
 
-void WriteFileDurable(const std::string& path, const std::vector<std::string_view>& pieces) {
-  std::string temp = StrCat(path, ".tmp.", ::getpid());
+OutputTarget ResolveOutput(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return {path, false};  // a new file (or a dangling link: replaced)
+    FailWrite(path, "stat", errno);
+  }
+  if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return {path, true};
+  // /dev/stdout redirected to a file: the bytes belong in that open file,
+  // after what was printed, not in a new file renamed over its name.
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return {path, true, true};
+  if (S_ISDIR(info.st_mode)) Fail(Code::kInvalidArgument, "cannot write '", path, "': it is a directory");
+  if (!S_ISREG(info.st_mode))
+    Fail(Code::kInvalidArgument, "cannot write '", path,
+         "': it exists and is not a regular file, a character device or a pipe");
+  std::error_code ec;
+  std::filesystem::path target = std::filesystem::canonical(path, ec);
+  return {ec ? path : target.string(), false};
+}
+
+// A device or pipe gets the bytes directly; every write and the close are
+// checked, so /dev/full reports "No space left on device".
+void WriteThrough(const std::string& path, const std::vector<std::string_view>& pieces, bool append) {
+  // The stream may be this process's stdout: what it printed before comes first.
+  std::cout.flush();
+  std::fflush(nullptr);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (append ? O_APPEND : 0));
+  if (fd < 0) FailWrite(path, "open", errno);
+  bool ok = true;
+  for (std::string_view piece : pieces) ok = ok && WriteAll(fd, piece);
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) FailWrite(path, "write", err);
+}
+
+// The temp file + rename of WriteFileAtomic (durable: with fsyncs) for a
+// regular `target` that `path` names.
+void WriteAndRename(const std::string& path, const std::string& target,
+                    const std::vector<std::string_view>& pieces, bool durable) {
+  // The temporary name is unique per process, so concurrent writers of the
+  // same path never interleave; the last rename wins.
+  std::string temp = StrCat(target, ".tmp.", ::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // WriteFileAtomic's callers take a missing folder for kNotFound, as a read would.
+  if (fd < 0 && !durable)
+    Fail(Code::kNotFound, "cannot write '", path, "' (create temp file): ", std::strerror(errno));
   if (fd < 0) FailWrite(path, "create temp file", errno);
   const char* step = nullptr;
   for (std::string_view piece : pieces)
     if (!step && !WriteAll(fd, piece)) step = "write";
-  if (!step && ::fsync(fd) != 0) step = "fsync";
+  if (!step && durable && ::fsync(fd) != 0) step = "fsync";
   int err = errno;
   if (::close(fd) != 0 && !step) {
     step = "close";
     err = errno;
   }
-  if (!step && std::rename(temp.c_str(), path.c_str()) != 0) {
+  if (!step && std::rename(temp.c_str(), target.c_str()) != 0) {
     step = "rename";
     err = errno;
   }
@@ -102,7 +139,21 @@ void WriteFileDurable(const std::string& path, const std::vector<std::string_vie
     std::remove(temp.c_str());
     FailWrite(path, step, err);
   }
-  SyncDirectoryOf(path);
+  if (durable) SyncDirectoryOf(target);
+}
+
+void WriteOutput(const std::string& path, const std::vector<std::string_view>& pieces, bool durable) {
+  OutputTarget target = ResolveOutput(path);
+  if (target.stream) return WriteThrough(target.path, pieces, target.append);
+  WriteAndRename(path, target.path, pieces, durable);
+}
+
+}  // namespace
+
+void WriteFileAtomic(const std::string& path, std::string_view bytes) { WriteOutput(path, {bytes}, false); }
+
+void WriteFileDurable(const std::string& path, const std::vector<std::string_view>& pieces) {
+  WriteOutput(path, pieces, true);
 }
 
 RandomAccessFile::RandomAccessFile(const std::string& path) : path_(path) {

@@ -12,11 +12,18 @@ namespace dflow {
 // The file's bytes; throws kNotFound when it cannot be opened or read.
 std::string ReadFileToString(const std::string& path);
 // Writes `bytes` to a temporary file beside `path`, then renames it over
-// `path`, so a reader never sees a half-written file. Throws on failure.
-// Not durable: after a power loss the rename may be lost.
+// `path`, so a reader never sees a half-written file. Throws kUnavailable
+// naming `path` when a write, the close or the rename fails. Not durable:
+// after a power loss the rename may be lost.
+// An existing `path` that is a character device or a FIFO (/dev/null, a
+// pipe), or any path under /dev/ or /proc/ (/dev/stdout redirected to a
+// file: appended to), is written through, not replaced, after flushing
+// std::cout; a symlink's target is replaced, not the link; any other
+// non-regular file (a directory, a block device, a socket) is refused with
+// kInvalidArgument.
 void WriteFileAtomic(const std::string& path, std::string_view bytes);
 
-// Like WriteFileAtomic, and durable: the concatenated `pieces` go to
+// Like WriteFileAtomic (devices and links included), and durable: the concatenated `pieces` go to
 // "<path>.tmp.<pid>", which is fsynced before it is renamed over `path`, and
 // the directory is fsynced after, so once this returns the new file survives
 // a crash, and a process killed before the rename leaves `path` as it was

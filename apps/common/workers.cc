@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/cli_checks.h"
 #include "graph/device.h"
 #include "graph/status.h"
 
@@ -36,16 +37,16 @@ std::string DflowExecutable() {
 void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
   app.add_option("--workers", s.workers,
                  "Data-parallel workers, one process each, started by dflow launch; --batch is per worker")
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerRange(1, kMaxWorkers));
   app.add_option("--strategy", s.strategy,
                  "How the workers combine gradients: ring (all-reduce) or ps (parameter servers)");
   app.add_option("--ps", s.ps, "With --strategy ps: parameter-server processes (default 1)")
-      ->check(CLI::Range(1, 64));
+      ->check(IntegerRange(1, 64));
   app.add_option("--ps-mode", s.ps_mode, "With --strategy ps: sync (mean of all workers per step) or async");
   app.add_option("--codec", s.codec, "With --strategy ring: gradients on the wire, none, fp16 or 1bit (error feedback)")
       ->check(CLI::IsMember({"none", "fp16", "1bit"}));
   app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
-      ->check(CLI::Range(1, 65535));
+      ->check(IntegerRange(1, 65535));
 }
 
 bool ShouldLaunchWorkers(const DataParallelSettings& settings) {

@@ -22,7 +22,9 @@ int Predict(const PredictSettings& settings) {
   // Inputs that share a file name get heatmaps of their own (x, x_2, ...).
   std::vector<std::string> heatmaps = apps::UniqueOutputNames(images, "_heatmap.png");
   std::unique_ptr<TrainedModel> trained = LoadTrainedModel(settings.checkpoint, settings.threads, settings.device);
-  if (!settings.heatmap_dir.empty()) fs::create_directories(settings.heatmap_dir);
+  // A failed command writes nothing: the heatmaps are staged until every
+  // image is counted and the CSV is written.
+  apps::StagedOutputDir heatmap_dir(settings.heatmap_dir);
   std::ostringstream csv;
   csv << "image,count\n" << std::fixed << std::setprecision(3);
   for (size_t i = 0; i < images.size(); ++i) {
@@ -33,13 +35,13 @@ int Predict(const PredictSettings& settings) {
     for (float v : density.flat<float>()) count += v;
     std::cout << path << "  " << std::fixed << std::setprecision(1) << count << "\n";
     csv << path << "," << count << "\n";
-    if (!settings.heatmap_dir.empty()) {
-      std::string out = (fs::path(settings.heatmap_dir) / heatmaps[i]).string();
-      models::WritePng(out, DensityOverlay(image, density));
-      std::cout << "  heatmap " << out << "\n";
+    if (heatmap_dir.enabled()) {
+      models::WritePng(heatmap_dir.StagingPath(heatmaps[i]), DensityOverlay(image, density));
+      std::cout << "  heatmap " << heatmap_dir.FinalPath(heatmaps[i]) << "\n";
     }
   }
   if (!settings.csv.empty()) WriteFileAtomic(settings.csv, csv.str());
+  heatmap_dir.Commit();
   return 0;
 }
 

@@ -15,7 +15,7 @@ namespace dflow::count_app {
 using apps::ConfigPath;
 
 struct TrainSettings {
-  std::string data;  // dataset directory (points.json or points.csv)
+  std::string data;  // dataset directory (points.json or points.csv), absolute once recorded
   std::string out;   // run directory
   int64_t steps = 0;  // total steps; 0: from epochs
   double epochs = 0;
@@ -43,6 +43,7 @@ struct TrainSettings {
   int64_t train_images = 0, train_tiles = 0;
   double train_mean_count = 0;       // points per training image
   double train_count_per_pixel = 0;  // points per pixel over the training images
+  apps::DatasetIdentity dataset;     // checked on --resume (apps/common/run_files.h)
 };
 
 nlohmann::json ToJson(const TrainSettings& settings);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "models/checkpoint.h"
 
@@ -33,6 +34,31 @@ void PlanNewRun(TrainSettings& s, const models::TileIndex& index, int64_t batche
   s.train_mean_count = stats.mean_count;
   s.train_count_per_pixel = stats.count_per_pixel;
   s.batches_per_epoch = batches_per_epoch;
+}
+
+// The dataset as the run sees it: every image's file (relative to the
+// dataset) and points, in the order training reads them.
+apps::DatasetIdentity IdentifyPoints(const std::string& dir, const std::vector<models::AnnotatedImage>& images) {
+  std::vector<std::string> lines;
+  for (const models::AnnotatedImage& image : images) {
+    std::ostringstream line;
+    line.precision(17);
+    line << fs::path(image.path).lexically_relative(dir).generic_string();
+    for (const models::Point& p : image.points) line << " " << p.x << "," << p.y;
+    lines.push_back(line.str());
+  }
+  return apps::IdentifyDataset(static_cast<int64_t>(images.size()), lines);
+}
+
+// The run's tiles. A new run records the dataset's absolute path (so that
+// it resumes from any directory) and identity; a resumed one checks it.
+models::TileIndex IndexDataset(TrainSettings& settings, bool resume) {
+  if (!resume) settings.data = apps::AbsolutePath(settings.data);
+  std::vector<models::AnnotatedImage> images = models::ReadPointsDataset(settings.data);
+  apps::DatasetIdentity identity = IdentifyPoints(settings.data, images);
+  if (resume) apps::CheckSameDataset(settings.dataset, identity, settings.data, ConfigPath(settings.out));
+  settings.dataset = identity;
+  return models::IndexTiles(std::move(images), settings.tile);
 }
 
 int64_t TotalSteps(const TrainSettings& s) {
@@ -68,10 +94,10 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   if (resume && !exists)
     Fail(Code::kNotFound, "train --resume: ", ConfigPath(settings.out), " does not exist");
   PreparedRun run;
-  run.index = models::IndexTiles(models::ReadPointsDataset(settings.data), settings.tile);
-  run.latest = LatestCheckpoint(CheckpointDir(settings));
+  run.latest = apps::LatestExistingCheckpoint(CheckpointDir(settings));
   if (resume && !run.latest)
     Fail(Code::kNotFound, "train --resume: no checkpoint in ", CheckpointDir(settings));
+  run.index = IndexDataset(settings, resume);
   if (!resume) {
     run.pipeline = std::make_unique<models::InputPipeline>(run.index,
                                                            PipelineOptionsFor(settings, 0, worker, workers));

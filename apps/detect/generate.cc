@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "apps/common/cli_checks.h"
 #include "graph/status.h"
 #include "graph/thread_pool.h"
 #include "models/data/coco.h"
@@ -64,7 +65,7 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
   models::SceneOptions& scene = s.scene;
   generate->add_option("--out", s.out, "Directory for images/ and annotations.json")->required();
   generate->add_option("--images", s.images, "Number of images")
-      ->check(CLI::PositiveNumber)
+      ->check(apps::IntegerRange(1, apps::kMaxGeneratedImages))
       ->capture_default_str();
   generate->add_option("--size", s.size, "Image size, WIDTHxHEIGHT")->capture_default_str();
   CLI::Option* classes =
@@ -93,7 +94,7 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
       "--sprite-labels", s.sprite_labels, "IDX file of their labels [count]: class = label + 1");
   sprites->needs(labels)->excludes(classes);
   generate->add_option("--threads", s.threads, "Threads (default: one per core)")
-      ->check(CLI::PositiveNumber);
+      ->check(apps::ThreadCount(/*zero_means_default=*/true));
   labels->needs(sprites);
 }
 

@@ -174,15 +174,11 @@ int64_t UpdateExemplarMemory(const TrainSettings& s, const models::DatasetPart& 
   return static_cast<int64_t>(memory.images.size());
 }
 
-TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<CLI::Option*>& given_fixed) {
-  for (CLI::Option* option : given_fixed)
-    if (option->count() > 0)
-      Fail(Code::kInvalidArgument, "train --session: ", option->get_name(), " is fixed by ",
-           ConfigPath(given.out), "; a session gives only its --data and length");
+TrainSettings NextSessionSettings(const TrainSettings& given, apps::TrainOptionGroups options) {
+  std::erase_if(options.fixed, [](CLI::Option* o) { return o->get_name() == "--data"; });
   DFLOW_REQUIRE(!given.data.empty(), "train --session: give the session's --data");
   DFLOW_REQUIRE(given.steps > 0 || given.epochs > 0, "train --session: give the session's --steps or --epochs");
-  TrainSettings s = ReadConfig(given.out);
-  s.out = given.out;  // the run may have been moved since
+  TrainSettings s = apps::ResumeSettings(given, options, ReadConfig);
   if (!LatestCheckpoint(CheckpointDir(s)))
     Fail(Code::kNotFound, "train --session: no checkpoint in ", CheckpointDir(s), " to continue");
   s.data = given.data;
@@ -191,13 +187,6 @@ TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<
   s.session = std::max<int64_t>(s.session, 1) + 1;
   s.session_start = LatestStep(s);
   s.total_steps = s.batches_per_epoch = 0;  // planned over the session's data
-  s.threads = given.threads;
-  s.device = given.device;
-  s.decode_threads = given.decode_threads;
-  s.prefetch = given.prefetch;
-  s.checkpoint_every = given.checkpoint_every;
-  s.keep = given.keep;
-  s.parallel = given.parallel;
   return s;
 }
 

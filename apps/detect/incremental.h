@@ -13,6 +13,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/common/train_options.h"
+
 #include "apps/detect/training.h"
 #include "models/checkpoint.h"
 #include "models/data/exemplars.h"
@@ -38,12 +40,12 @@ void InitFromOldModel(Session& session, const DetectorGraph& graph, const Saver&
 // which is rewritten whole. Returns the memory's image count.
 int64_t UpdateExemplarMemory(const TrainSettings& settings, const models::DatasetPart& part);
 
-// `train --session` on a run that exists: its config.json with the new
-// session's data and length (--steps or --epochs, required) and the
-// resources given now; the session's number and first step (the latest
-// checkpoint's global step) recorded. `given_fixed` are the options that
-// fix a run, other than --data: kInvalidArgument names one that was given.
-TrainSettings NextSessionSettings(const TrainSettings& given, const std::vector<CLI::Option*>& given_fixed);
+// `train --session` on a run that exists: its config.json as --resume reads
+// it (apps/common/train_options.h: a fixed option given is refused, a
+// recorded resource given overrides the record), with the new session's
+// data and length (--steps or --epochs, required); the session's number and
+// first step (the latest checkpoint's global step) recorded.
+TrainSettings NextSessionSettings(const TrainSettings& given, apps::TrainOptionGroups options);
 
 // The global step of the run's latest checkpoint (0 when it has none).
 int64_t LatestStep(const TrainSettings& settings);

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/common/cli_checks.h"
 #include "apps/common/train_options.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
@@ -18,11 +19,15 @@
 namespace {
 
 using namespace dflow::detect_app;
+using dflow::apps::AtLeast;
+using dflow::apps::IntegerRange;
+using dflow::apps::PositiveReal;
+using dflow::apps::ThreadCount;
 
 void AddCocoEval(CLI::App& app, CocoEvalSettings& s) {
   app.add_option("--gt", s.gt, "Ground truth: COCO instances JSON")->required();
   app.add_option("--dt", s.dt, "Detections: COCO results JSON")->required();
-  app.add_option("--threads", s.threads, "Threads (default: one per core)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "Threads (default: one per core)")->check(ThreadCount(true));
 }
 
 void AddConvert(CLI::App& app, ConvertSettings& s) {
@@ -42,31 +47,31 @@ void AddConvert(CLI::App& app, ConvertSettings& s) {
 }
 
 // The options that fix a run; --resume takes them from RUN/config.json.
-std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
+dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO");
   app.add_option("--out", s.out, "Run directory: config.json and checkpoints/")->required();
-  app.add_option("--steps", s.steps, "Training steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", s.steps, "Training steps")->check(AtLeast(1));
   app.add_option("--epochs", s.epochs, "Training epochs (when --steps is not given)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   std::vector<CLI::Option*> fixed = {
       app.get_option("--data"),
       app.add_option("--model", s.model,
                      "Network: SSD on MobileNetV1 or SqueezeNet 1.1, or RetinaNet on ResNet-18/50")
           ->check(CLI::IsMember(
               {kSsdMobileNet, kSsdSqueezeNet, kRetinaNetResNet18, kRetinaNetResNet50})),
-      app.add_option("--size", s.size, "Network input size (square), pixels")->check(CLI::Range(64, 2048)),
+      app.add_option("--size", s.size, "Network input size (square), pixels")->check(IntegerRange(64, 2048)),
       app.add_option("--width", s.width, "MobileNet width multiplier (ssd-squeezenet refuses it)")
           ->check(CLI::Range(0.1, 2.0)),
       app.add_option("--min-scale", s.min_scale, "SSD's smallest default box, of the input size")
           ->check(CLI::Range(0.01, 1.0)),
       app.add_option("--max-scale", s.max_scale, "SSD's largest default box, of the input size")
           ->check(CLI::Range(0.01, 1.0)),
-      app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber),
+      app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1)),
       app.add_option("--lr", s.learning_rate,
                      "Adam learning rate, warm-up then cosine to 5% (default: 1e-2 SSD, 1e-3 RetinaNet)")
-          ->check(CLI::PositiveNumber),
+          ->check(PositiveReal()),
       app.add_option("--warmup", s.warmup_steps, "Warm-up steps (default: 5% of the run, at most 300)")
-          ->check(CLI::NonNegativeNumber),
+          ->check(AtLeast(0)),
       app.add_option("--augment", s.augment,
                      "ssd: photometric, expand, IoU crop, flip; light: photometric and flip; none")
           ->check(CLI::IsMember({"ssd", "light", "none"})),
@@ -77,8 +82,7 @@ std::vector<CLI::Option*> AddTrain(CLI::App& app, TrainSettings& s) {
                      "With --init-from: JSON {variable here: tensor name in the checkpoint}"),
       app.add_option("--seed", s.seed, "Seed of initialisation, augmentation and data order"),
   };
-  dflow::apps::AddTrainingResourceOptions(app, s);
-  return fixed;
+  return {fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
 }
 
 void AddAddClass(CLI::App& app, AddClassSettings& s) {
@@ -141,8 +145,8 @@ void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
       ->required();
   app.add_option("--results", s.results, "Write the detections as a COCO results file");
-  app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber);
-  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1));
+  app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
   dflow::apps::AddDeviceOption(app, s.device);
 }
 
@@ -154,7 +158,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
   app.add_option("--json", s.json, "COCO results file of the detections");
   app.add_option("--csv", s.csv, "CSV file of the detections");
   app.add_option("--score", s.score, "Lowest score reported")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
   dflow::apps::AddDeviceOption(app, s.device);
 }
 
@@ -167,7 +171,7 @@ int main(int argc, char** argv) {
   TrainSettings train;
   bool resume = false;
   CLI::App* train_app = app.add_subcommand("train", "Train a detector");
-  std::vector<CLI::Option*> fixed = AddTrain(*train_app, train);
+  dflow::apps::TrainOptionGroups train_options = AddTrain(*train_app, train);
   train_app->add_flag("--resume", resume, "Continue the run in --out from its last checkpoint");
   bool session = false;
   train_app
@@ -199,16 +203,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("train")) {
+      dflow::apps::CheckStrategy(train.parallel);  // also with one worker, which does not use it
       if (dflow::apps::ShouldLaunchWorkers(train.parallel)) {
         dflow::apps::RequireCpuWhenDistributed(train.device);
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
-      if (resume) return Train(dflow::apps::ResumeSettings(train, fixed, ReadConfig), true);
-      if (session && std::filesystem::exists(ConfigPath(train.out))) {
-        std::vector<CLI::Option*> fixed_but_data = fixed;
-        std::erase_if(fixed_but_data, [](CLI::Option* o) { return o->get_name() == "--data"; });
-        return Train(NextSessionSettings(train, fixed_but_data), true);
-      }
+      if (resume) return Train(dflow::apps::ResumeSettings(train, train_options, ReadConfig), true);
+      if (session && std::filesystem::exists(ConfigPath(train.out)))
+        return Train(NextSessionSettings(train, train_options), true);
       if (session) train.session = 1;
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");
       return Train(train, false);

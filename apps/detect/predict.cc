@@ -66,7 +66,9 @@ int Predict(const PredictSettings& settings) {
       settings.checkpoint, settings.threads, settings.device,
       {.score_threshold = static_cast<float>(settings.score)});
   const TrainSettings& run = detector->config;
-  if (!settings.out.empty()) fs::create_directories(settings.out);
+  // A failed command writes nothing: the drawn images are staged until every
+  // image is done and the CSV and JSON are written.
+  apps::StagedOutputDir drawn_dir(settings.out);
   std::string csv = "image,class,score,x,y,width,height\n";
   nlohmann::json results = nlohmann::json::array();
   // A few images are listed with their boxes; a folder gets a progress bar.
@@ -84,7 +86,7 @@ int Predict(const PredictSettings& settings) {
     for (const models::Detection& d : found) results.push_back(ResultEntry(d, images[i], run));
     if (!settings.out.empty()) {
       DrawDetections(image, found, run.category_ids, run.class_names);
-      models::WritePng((fs::path(settings.out) / drawn[i]).string(), image);
+      models::WritePng(drawn_dir.StagingPath(drawn[i]), image);
     }
     if (list)
       std::cout << images[i] << ": " << found.size() << " objects\n" << rows;
@@ -94,6 +96,7 @@ int Predict(const PredictSettings& settings) {
   if (!list) progress.Finish();
   if (!settings.csv.empty()) WriteFileAtomic(settings.csv, csv);
   if (!settings.json.empty()) WriteFileAtomic(settings.json, results.dump() + "\n");
+  drawn_dir.Commit();
   std::cout << objects << " objects in " << images.size() << " images (score >= " << settings.score
             << ")" << (settings.out.empty() ? "" : ", drawn in " + settings.out) << "\n";
   return 0;

@@ -31,7 +31,7 @@ double DefaultLearningRate(const std::string& model);
 int ResNetDepth(const std::string& model);
 
 struct TrainSettings {
-  std::string data;  // dataset directory (annotations.json)
+  std::string data;  // dataset directory (annotations.json), absolute once recorded
   std::string out;   // run directory
   std::string model = kSsdMobileNet;
   int64_t size = 300;            // square network input, pixels
@@ -84,6 +84,7 @@ struct TrainSettings {
   int64_t total_steps = 0;
   int64_t batches_per_epoch = 0;
   int64_t train_images = 0, train_objects = 0;
+  apps::DatasetIdentity dataset;  // checked on --resume (apps/common/run_files.h)
 };
 
 nlohmann::json ToJson(const TrainSettings& settings);

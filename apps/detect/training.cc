@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "apps/detect/commands.h"
 #include "apps/detect/incremental.h"
@@ -37,6 +38,22 @@ void RecordClasses(TrainSettings& s, const models::DetectionDataset& data) {
   DFLOW_REQUIRE(!names.empty(), "train: ", s.data, " has no categories");
   s.class_names = names;
   s.category_ids = ids;
+}
+
+// The dataset as the run sees it: its images, objects and classes in order.
+apps::DatasetIdentity IdentifyDetections(const models::DetectionDataset& data) {
+  std::vector<std::string> lines;
+  auto line = [&lines](auto... fields) {
+    std::ostringstream out;
+    out.precision(17);
+    ((out << fields << " "), ...);
+    lines.push_back(out.str());
+  };
+  for (const models::DetectionImage& i : data.images) line("image", i.id, i.file_name, i.width, i.height);
+  for (const models::DetectionObject& o : data.annotations)
+    line("object", o.image_id, o.category_id, o.bbox[0], o.bbox[1], o.bbox[2], o.bbox[3]);
+  for (const models::DetectionCategory& c : data.categories) line("class", c.id, c.name);
+  return apps::IdentifyDataset(static_cast<int64_t>(data.images.size()), lines);
 }
 
 models::DetectionPipelineOptions PipelineOptionsFor(const TrainSettings& s, const Tensor& anchors,
@@ -75,7 +92,7 @@ std::optional<std::string> CheckRunDir(const TrainSettings& settings, bool resum
                 " already holds a run; pass --resume to continue it or choose another --out");
   if (resume && !exists)
     Fail(Code::kNotFound, "train --resume: ", ConfigPath(settings.out), " does not exist");
-  std::optional<std::string> latest = LatestCheckpoint(CheckpointDir(settings));
+  std::optional<std::string> latest = apps::LatestExistingCheckpoint(CheckpointDir(settings));
   if (resume && !latest) Fail(Code::kNotFound, "train --resume: no checkpoint in ", CheckpointDir(settings));
   return latest;
 }
@@ -89,7 +106,17 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   PreparedRun run;
   CheckModel(settings, "train");
   run.latest = CheckRunDir(settings, resume, worker);
+  // A new run, or a new session of one, plans its steps over its data.
+  const bool new_plan = !resume || settings.batches_per_epoch == 0;
+  if (new_plan) {  // resumable from anywhere
+    settings.data = apps::AbsolutePath(settings.data);
+    if (!settings.init_from.empty()) settings.init_from = apps::AbsolutePath(settings.init_from);
+    if (!settings.init_map.empty()) settings.init_map = apps::AbsolutePath(settings.init_map);
+  }
   run.data = LoadDataset(settings.data);
+  apps::DatasetIdentity identity = IdentifyDetections(run.data);
+  if (!new_plan) apps::CheckSameDataset(settings.dataset, identity, settings.data, ConfigPath(settings.out));
+  settings.dataset = identity;
   run.root = settings.data;
   RecordClasses(settings, run.data);
   if (exemplars) {
@@ -99,8 +126,6 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   } else {
     AddExemplarMemory(settings, run);
   }
-  // A new run, or a new session of one, plans its steps over its data.
-  const bool new_plan = !resume || settings.batches_per_epoch == 0;
   if (new_plan) {
     settings.train_images = static_cast<int64_t>(run.data.images.size());
     settings.train_objects = static_cast<int64_t>(run.data.annotations.size());

@@ -5,8 +5,10 @@
 // and DFLOW_STRATEGY; see task_processes.h for how they are supervised.
 #include <nlohmann/json.hpp>
 
+#include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "apps/dflow/task_processes.h"
+#include "dist/training/ps_training.h"
 
 namespace dflow::cli {
 namespace {
@@ -18,12 +20,28 @@ struct LaunchSettings {
   int base_port = 2222;
   double grace_seconds = 3;
   double failure_wait_seconds = 10;
+  bool failure_wait_given = false;  // else the strategy's DefaultFailureWaitSeconds
   std::vector<std::string> command;
 };
 
+// How long the others get to report a failed task before they are
+// stopped. Under parameter servers the chief notices a dead worker only
+// when a step has waited its step timeout (PsTrainingOptions), so the wait
+// must outlast that by a margin, or the chief's report is lost to the stop.
+double DefaultFailureWaitSeconds(const std::string& strategy) {
+  constexpr double kRingSeconds = 10, kReportMarginSeconds = 5;
+  if (strategy != "ps") return kRingSeconds;
+  const auto step_timeout = dist::PsTrainingOptions{}.step_timeout;
+  return std::chrono::duration<double>(step_timeout).count() + kReportMarginSeconds;
+}
+
 void Validate(LaunchSettings& s) {
   DFLOW_REQUIRE(s.workers >= 1, "launch: -n must be at least 1, got ", s.workers);
-  DFLOW_REQUIRE(s.ps >= 0, "launch: --ps must be 0 or more, got ", s.ps);
+  // Each task is a process: an absurd count would fork until the machine refuses.
+  DFLOW_REQUIRE(s.workers <= apps::kMaxWorkers, "launch: -n must be at most ", apps::kMaxWorkers, ", got ",
+                s.workers);
+  DFLOW_REQUIRE(s.ps >= 0 && s.ps <= apps::kMaxWorkers, "launch: --ps must be 0 to ", apps::kMaxWorkers, ", got ",
+                s.ps);
   if (s.strategy.empty()) s.strategy = s.ps > 0 ? "ps" : "ring";
   DFLOW_REQUIRE(s.strategy == "ps" || s.strategy == "ring", "launch: unknown --strategy '",
                 s.strategy, "' (expected ps or ring)");
@@ -37,6 +55,7 @@ void Validate(LaunchSettings& s) {
   DFLOW_REQUIRE(s.grace_seconds >= 0, "launch: --grace must be >= 0, got ", s.grace_seconds);
   DFLOW_REQUIRE(s.failure_wait_seconds >= 0, "launch: --failure-wait must be >= 0, got ",
                 s.failure_wait_seconds);
+  if (!s.failure_wait_given) s.failure_wait_seconds = DefaultFailureWaitSeconds(s.strategy);
   DFLOW_REQUIRE(!s.command.empty(), "launch: no program to run (give it after --)");
 }
 
@@ -89,11 +108,15 @@ void AddLaunchCommand(CLI::App& app) {
                   "First port; workers take the first N, parameter servers the next P");
   cmd->add_option("--grace", settings->grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when stopping tasks");
-  cmd->add_option("--failure-wait", settings->failure_wait_seconds,
+  CLI::Option* failure_wait = cmd->add_option("--failure-wait", settings->failure_wait_seconds,
                   "After a task fails, seconds the others get to exit by themselves (reporting "
-                  "the dead task) before they are stopped (default 10; 0: stop them at once)");
+                  "the dead task) before they are stopped (default 10; with --strategy ps 15, longer than the "
+                  "chief's 10 s step timeout; 0: stop them at once)");
   cmd->add_option("command", settings->command, "-- PROGRAM ARGS...");
-  cmd->callback([settings] { Launch(*settings); });
+  cmd->callback([settings, failure_wait] {
+    settings->failure_wait_given = failure_wait->count() > 0;
+    Launch(*settings);
+  });
 }
 
 }  // namespace dflow::cli

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "graph/graph_io.h"
 #include "graph/run_metadata.h"
@@ -62,11 +63,11 @@ void AddProfileCommand(CLI::App& app) {
   AddRepeatable(cmd, "--fetch", args->fetches, "NAME[:i]: a tensor each step computes.");
   AddRepeatable(cmd, "--target", args->targets, "NODE: a node each step runs (a train op).");
   cmd->add_option("--init", args->init, "NODE to run once first (a variable initializer).");
-  cmd->add_option("--warmup", args->warmup, "Untraced steps first.")->check(CLI::Range(0, 100000));
-  cmd->add_option("--steps", args->steps, "Traced steps.")->check(CLI::Range(1, 100000));
-  cmd->add_option("--top", args->top, "Slowest nodes to list.")->check(CLI::Range(0, 100000));
+  cmd->add_option("--warmup", args->warmup, "Untraced steps first.")->check(apps::IntegerRange(0, 100000));
+  cmd->add_option("--steps", args->steps, "Traced steps.")->check(apps::IntegerRange(1, 100000));
+  cmd->add_option("--top", args->top, "Slowest nodes to list.")->check(apps::IntegerRange(0, 100000));
   cmd->add_option("--threads", args->threads, "Worker threads (default: one per core).")
-      ->check(CLI::Range(0, 4096));
+      ->check(apps::ThreadCount(/*zero_means_default=*/true));
   cmd->add_option("--trace", args->trace,
                   "Write the mean step as a Chrome trace (a profile for dflow place --profile).");
   cmd->callback([args] { Profile(*args); });

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "graph/graph_io.h"
 #include "graph/npy.h"
@@ -120,7 +121,7 @@ void AddRunCommand(CLI::App& app) {
   run->add_option("--out", args->out, "DIR for the fetched .npy files (created if missing).");
   run->add_option("--trace", args->trace, "Write a Chrome trace (chrome://tracing, Perfetto).");
   run->add_option("--threads", args->threads, "Worker threads (default: one per core).")
-      ->check(CLI::Range(0, 4096));
+      ->check(apps::ThreadCount(/*zero_means_default=*/true));
   run->add_option("--devices", args->devices,
                   "Comma-separated CPU devices by full name, each with its own --threads, e.g. "
                   "/job:localhost/replica:0/task:0/device:CPU:0,/job:localhost/replica:0/task:0/device:CPU:1.");

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "dist/runtime/worker_service.h"
 
@@ -82,13 +83,14 @@ void AddServerCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand("server", "run a worker task of a cluster (until SIGINT/SIGTERM)");
   command->add_option("--cluster", args->cluster_file, "cluster JSON file (default: $DFLOW_CLUSTER)");
   command->add_option("--job", args->job, "this task's job (default: the cluster document's task)");
-  command->add_option("--task", args->task, "this task's index in its job")->check(CLI::NonNegativeNumber);
+  command->add_option("--task", args->task, "this task's index in its job")->check(apps::AtLeast(0));
   command->add_option("--bind", args->bind, "listen on HOST:PORT instead of 127.0.0.1 (warns)");
-  command->add_option("--threads", args->threads, "threads per device (default: one per core)");
+  command->add_option("--threads", args->threads, "threads per device (default: one per core)")
+      ->check(apps::ThreadCount(/*zero_means_default=*/true));
   command->add_option("--step-timeout", args->step_timeout_s,
                       "abort and forget a step once its client has been silent this many seconds "
                       "(0: never; default 30)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(apps::NonNegativeReal());
   command->callback([args] { Serve(*args); });
 }
 

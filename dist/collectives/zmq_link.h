@@ -101,6 +101,9 @@ class ZmqLink final : public PointToPoint {
   // Empty when `hello` (from a peer) agrees with ours, else why not.
   std::string CheckHello(const std::string& hello, int expected_rank) const;
   void Handshake(const std::vector<std::string>& addresses);
+  // Throws for the peers in `unreachable` (their names, addresses and errors)
+  // after `elapsed` of the handshake: a wait that ran out, or a wrong answer.
+  [[noreturn]] void FailUnanswered(const std::string& unreachable, std::chrono::steady_clock::duration elapsed) const;
   // The next message from `from` under `tag`; fails when `from` (or, with
   // any_peer_lost_fails, any peer) stops answering, or at the deadline.
   Bytes Await(int from, const std::string& tag, Deadline deadline, bool any_peer_lost_fails);

@@ -113,6 +113,21 @@ void ZmqLink::ServeHello(const Message& request, std::function<void(Message)> re
   respond(Message::ErrorReply(request.request_id, error));
 }
 
+// A hello that failed before the start-up timeout was answered by
+// something that is not this run's peer (a busy port: another program, or a
+// dflow process of another run), not met by silence: say that, with the
+// time it really took, rather than blame a slow start.
+void ZmqLink::FailUnanswered(const std::string& unreachable, std::chrono::steady_clock::duration elapsed) const {
+  const auto timeout = options_.startup_timeout;
+  const int64_t elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  if (elapsed < timeout)
+    Fail(Code::kUnavailable, RankName(rank_), "'s hello at start-up failed after ", elapsed_ms, " ms for ",
+         unreachable, ": something other than this run's rank answers at that address (is the port busy, ",
+         "used by another program or another run?)");
+  Fail(Code::kUnavailable, RankName(rank_), " waited ", timeout.count(), " ms at start-up for ", unreachable,
+       " to answer its hello; start every rank, or raise the start-up timeout");
+}
+
 void ZmqLink::Handshake(const std::vector<std::string>& addresses) {
   auto answers = std::make_shared<HelloAnswers>();
   answers->done.assign(num_ranks_, false);
@@ -120,6 +135,7 @@ void ZmqLink::Handshake(const std::vector<std::string>& addresses) {
   answers->disagreeing.resize(num_ranks_);
   answers->done[rank_] = true;
   const auto timeout = options_.startup_timeout;
+  const auto started = std::chrono::steady_clock::now();
   std::string hello = Hello();
   std::vector<std::unique_ptr<Channel>> hello_channels(num_ranks_);
   for (int r = 0; r < num_ranks_; ++r) {
@@ -168,9 +184,7 @@ void ZmqLink::Handshake(const std::vector<std::string>& addresses) {
     std::this_thread::sleep_for(kReplyFlush);
     Fail(Code::kFailedPrecondition, disagreements);
   }
-  if (!unreachable.empty())
-    Fail(Code::kUnavailable, RankName(rank_), " waited ", timeout.count(), " ms at start-up for ",
-         unreachable, " to answer its hello; start every rank, or raise the start-up timeout");
+  if (!unreachable.empty()) FailUnanswered(unreachable, std::chrono::steady_clock::now() - started);
 }
 
 void ZmqLink::Connect(const std::vector<std::string>& addresses) {

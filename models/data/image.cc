@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include <stb_image.h>
 #include <stb_image_write.h>
@@ -20,17 +21,98 @@ int ByteLength(std::string_view bytes, const std::string& source) {
   return static_cast<int>(bytes.size());
 }
 
+// A file's format by its first bytes (TGA has none: nullptr, like an
+// unknown file), so that errors can name the format the file claims to be.
+const char* SniffFormat(std::string_view b) {
+  auto starts = [&b](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
+  if (starts("\x89PNG\r\n\x1a\n")) return "PNG";
+  if (starts("\xff\xd8\xff")) return "JPEG";
+  if (starts("GIF8")) return "GIF";
+  if (starts("BM")) return "BMP";
+  if (starts("P5") || starts("P6")) return "PNM";
+  return nullptr;
+}
+
+uint32_t BigEndian(std::string_view b, size_t at, size_t bytes) {
+  uint32_t value = 0;
+  for (size_t i = 0; i < bytes; ++i) value = (value << 8) | static_cast<uint8_t>(b[at + i]);
+  return value;
+}
+
+struct Dims {
+  int64_t width = 0, height = 0;
+};
+
+// A PNG's size from its IHDR chunk, which must come first.
+std::optional<Dims> PngSize(std::string_view b) {
+  if (b.size() < 24 || b.substr(12, 4) != "IHDR") return std::nullopt;
+  return Dims{BigEndian(b, 16, 4), BigEndian(b, 20, 4)};
+}
+
+// A JPEG's size from its frame header (SOFn), found by walking the marker
+// segments that precede it; nullopt when the file ends (or the scan starts)
+// before it.
+std::optional<Dims> JpegSize(std::string_view b) {
+  size_t i = 2;
+  while (i + 4 <= b.size()) {
+    const auto marker = static_cast<uint8_t>(b[i + 1]);
+    if (static_cast<uint8_t>(b[i]) != 0xff || marker == 0xda || marker == 0xd9) return std::nullopt;
+    if (marker == 0xff) {  // fill byte
+      ++i;
+      continue;
+    }
+    const bool frame = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
+    if (frame) {
+      if (i + 9 > b.size()) return std::nullopt;
+      return Dims{BigEndian(b, i + 7, 2), BigEndian(b, i + 5, 2)};
+    }
+    i += 2 + BigEndian(b, i + 2, 2);
+  }
+  return std::nullopt;
+}
+
+// stb_image refuses a header it finds too large or empty with "unknown
+// image type" (it then tries every other format), so the size a PNG or
+// JPEG declares is checked here first, with a message that says so.
+void CheckDeclaredSize(const Dims& d, const std::string& source, const char* format) {
+  if (d.width <= 0 || d.height <= 0)
+    Fail(Code::kDataLoss, "image '", source, "' is empty: its ", format, " header declares ", d.width, "x",
+         d.height, " pixels");
+  if (d.width > kMaxImagePixels || d.height > kMaxImagePixels || d.width * d.height > kMaxImagePixels)
+    Fail(Code::kDataLoss, "image '", source, "' is too large: its ", format, " header declares ", d.width,
+         "x", d.height, " pixels, more than the ", kMaxImagePixels, " accepted");
+}
+
 ImageInfo Info(std::string_view bytes, const std::string& source) {
+  if (bytes.empty()) Fail(Code::kDataLoss, "image '", source, "' is empty (0 bytes)");
+  const char* format = SniffFormat(bytes);
+  std::optional<Dims> declared;
+  const std::string_view format_name = format ? format : "";
+  if (format_name == "PNG") declared = PngSize(bytes);
+  if (format_name == "JPEG") declared = JpegSize(bytes);
+  if (declared) CheckDeclaredSize(*declared, source, format);
   int width = 0, height = 0, channels = 0;
   auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  if (!stbi_info_from_memory(data, ByteLength(bytes, source), &width, &height, &channels))
-    Fail(Code::kDataLoss, "'", source, "' is not an image that can be decoded (",
-         stbi_failure_reason() ? stbi_failure_reason() : "unknown format", ")");
-  ImageInfo info{height, width, channels};
-  if (height <= 0 || width <= 0 || info.height * info.width > kMaxImagePixels)
-    Fail(Code::kDataLoss, "image '", source, "' claims ", width, "x", height,
-         " pixels, outside 1 .. ", kMaxImagePixels, " pixels");
-  return info;
+  if (!stbi_info_from_memory(data, ByteLength(bytes, source), &width, &height, &channels)) {
+    // stb's reason is from the last format it tried: useless once the format is known.
+    if (format)
+      Fail(Code::kDataLoss, "image '", source, "' is a ", format, " file whose header cannot be read (",
+           declared ? "corrupt" : "truncated or corrupt", ", ", bytes.size(), " bytes)");
+    Fail(Code::kDataLoss, "'", source, "' is not an image that can be decoded: not a JPEG, PNG, BMP, GIF, ",
+         "TGA or PNM file");
+  }
+  CheckDeclaredSize({width, height}, source, format ? format : "image");
+  return {height, width, channels};
+}
+
+// Why stb_image could not decode a file whose header it read: its terse
+// reason ("outofdata", "bad huffman code") with the format it decoded as.
+[[noreturn]] void FailDecode(std::string_view bytes, const std::string& source) {
+  const char* format = SniffFormat(bytes);
+  const char* reason = stbi_failure_reason();
+  Fail(Code::kDataLoss, "cannot decode image '", source, "'", format ? StrCat(" as ", format) : std::string(),
+       ": the file is truncated or corrupt (stb_image: ", reason ? reason : "no reason given", ", ",
+       bytes.size(), " bytes)");
 }
 
 }  // namespace
@@ -45,9 +127,7 @@ Tensor DecodeImage(std::string_view bytes, const std::string& source, int channe
       stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
                             ByteLength(bytes, source), &width, &height, &stored, channels),
       stbi_image_free);
-  if (!pixels)
-    Fail(Code::kDataLoss, "cannot decode image '", source, "': ",
-         stbi_failure_reason() ? stbi_failure_reason() : "corrupt data");
+  if (!pixels) FailDecode(bytes, source);
   if (width != info.width || height != info.height)
     Fail(Code::kDataLoss, "image '", source, "': header and data disagree on the size");
   Tensor image(DType::kUInt8, Shape{height, width, channels});

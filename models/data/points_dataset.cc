@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -27,9 +28,27 @@ Point ParsePoint(const Json& value, const std::string& where) {
   return p;
 }
 
+// The file's JSON, refusing an image listed twice (a JSON object may repeat
+// a key, and the parser would keep one of them silently). kInvalidArgument
+// names the file and the parser's own reason (NaN, 1e999, a missing comma).
+Json ParsePointsJson(const std::string& path) {
+  std::set<std::string> images;
+  auto refuse_repeats = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::key && depth == 1 && !images.insert(parsed.get<std::string>()).second)
+      Fail(Code::kInvalidArgument, "'", path, "' lists image '", parsed.get<std::string>(),
+           "' twice; give all its points in one list");
+    return true;
+  };
+  try {
+    return Json::parse(ReadFileToString(path), refuse_repeats);
+  } catch (const Json::exception& e) {
+    Fail(Code::kInvalidArgument, "'", path, "' is not valid JSON: ", e.what());
+  }
+}
+
 Annotations ReadJson(const std::string& path) {
-  Json root = Json::parse(ReadFileToString(path), nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object())
+  Json root = ParsePointsJson(path);
+  if (!root.is_object())
     Fail(Code::kInvalidArgument, "'", path, "' is not a JSON object mapping image files to "
          "lists of [x, y] points");
   Annotations out;

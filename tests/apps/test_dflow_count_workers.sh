@@ -98,7 +98,7 @@ expect_error "--codec 1bit goes with --strategy ring" \
 expect_error "--codec: 2bit not in" \
   "$EXE" train "${train[@]}" --out "$TMP/codec2" --steps 2 --workers 2 --codec 2bit
 
-expect_error "--ps: Value 0 not in range" \
+expect_error "--ps: must be between 1 and 64, got 0" \
   "$EXE" train "${train[@]}" --out "$TMP/ps0" --steps 2 --workers 2 --strategy ps --ps 0
 expect_error "--ps and --ps-mode go with --strategy ps" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-ring" --steps 2 --workers 2 --strategy ring --ps 2

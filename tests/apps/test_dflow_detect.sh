@@ -217,7 +217,7 @@ expect_error "short.idx' has 100 bytes of values where its dimensions [2,10,10] 
 # Bad options: named, exit 1, nothing written.
 expect_error "min_size 30 > max_size 20" \
   "$EXE" generate --out "$TMP/bad" --min-size 30 --max-size 20
-expect_error "num_classes 9 outside 1..8" "$EXE" generate --out "$TMP/bad" --classes 9
+expect_error "num_classes 11 outside 1..10" "$EXE" generate --out "$TMP/bad" --classes 11
 expect_error "--size '96' is not WIDTHxHEIGHT" "$EXE" generate --out "$TMP/bad" --size 96
 [[ ! -e $TMP/bad ]] || fail "generate wrote into --out despite bad options"
 "$EXE" generate --images 1 > /dev/null 2>&1 && fail "generate accepted a missing --out"

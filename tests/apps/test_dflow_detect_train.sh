@@ -66,6 +66,26 @@ head -n 1 "$TMP/pred.csv" | grep -q "image,class,score" || fail "no CSV header"
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert isinstance(r, list) and r and "bbox" in r[0]' \
   "$TMP/pred.json" || fail "predict --json is not a list of COCO results"
 
+# A predict that fails on its last image (truncated) writes no drawn images,
+# JSON or CSV (issue 22).
+mkdir -p "$TMP/mixed"
+cp "$TMP/test/images/scene_00000.png" "$TMP/mixed/"
+head -c 200 "$TMP/test/images/scene_00001.png" > "$TMP/mixed/scene_00001.png"
+expect_error "scene_00001.png" "$EXE" predict --checkpoint "$TMP/full" --out "$TMP/drawn-mixed" \
+  --json "$TMP/mixed.json" --csv "$TMP/mixed.csv" "$TMP/mixed"
+[[ ! -e $TMP/drawn-mixed && ! -e $TMP/mixed.json && ! -e $TMP/mixed.csv ]] ||
+  fail "a failed predict left outputs behind"
+# Resuming keeps the recorded --keep unless given, and says when it is
+# overridden; data changed under the run's path is refused.
+"$EXE" train --out "$TMP/resumed" --resume --steps 7 --keep 4 > "$TMP/resume2.txt" ||
+  { cat "$TMP/resume2.txt"; fail "resume --keep"; }
+grep -qF -- "--keep 4 overrides the run's recorded 10" "$TMP/resume2.txt" || { cat "$TMP/resume2.txt"; fail "no override message"; }
+cp -r "$TMP/data" "$TMP/data-moved"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["annotations"][0]["bbox"][0] += 1; json.dump(d, open(sys.argv[1], "w"))' \
+  "$TMP/data/annotations.json" || fail "editing annotations.json"
+expect_error "is not the one this run trained on" "$EXE" train --out "$TMP/resumed" --resume --steps 8
+rm -rf "$TMP/data" && mv "$TMP/data-moved" "$TMP/data"
+
 # RetinaNet on ResNet-18 goes through the same commands.
 "$EXE" train --data "$TMP/data" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --batch 2 \
   --steps 2 --threads 1 > "$TMP/retina.txt" || { cat "$TMP/retina.txt"; fail "train retinanet"; }

@@ -37,6 +37,11 @@ launch 0 "ps stopped after workers" -n 2 --ps 1 --base-port 23100 -- \
 expect_contains "ps strategy" out.txt "[ps:0] serving"
 expect_contains "workers" out.txt "[worker:1] trained"
 
+# --- under parameter servers the others get longer than the chief's 10 s
+# step timeout to report a dead worker, so its report is not cut off.
+launch 1 "ps failure wait" -n 2 --ps 1 --base-port 23150 -- bash -c "if $IS_WORKER1; then exit 3; fi; sleep 0.2"
+expect_contains "ps failure wait" err.txt "waiting up to 15000 ms for the other tasks"
+
 # --- one worker fails: the others that do not exit within --failure-wait are
 # stopped, and the launcher says who failed first
 launch 1 "a worker fails" -n 3 --failure-wait 0.5 -- bash -c "if $IS_WORKER1; then echo failing; exit 3; fi; sleep 60"
@@ -92,6 +97,7 @@ expect_contains "SIGINT reported" err.txt "interrupted by signal 2"
 
 # --- bad arguments
 expect_error "no workers" "-n must be at least 1, got 0" launch -n 0 -- true
+expect_error "too many workers" "-n must be at most 256, got 100000" launch -n 100000 -- true
 expect_error "ps strategy without ps" "--strategy ps needs at least one parameter server" launch -n 2 --strategy ps -- true
 expect_error "ring with ps" "--strategy ring takes no parameter servers, got --ps 1" launch -n 2 --ps 1 --strategy ring -- true
 expect_error "unknown strategy" "unknown --strategy 'star' (expected ps or ring)" launch -n 2 --strategy star -- true

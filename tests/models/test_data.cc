@@ -61,6 +61,40 @@ TEST_CASE("bad image files are named errors", "[data]") {
               Code::kInvalidArgument, {"uint8"});
 }
 
+// A PNG of `width` x `height` as its header claims: a real 4x4 PNG whose
+// IHDR says otherwise (stb_image reads the header before any CRC).
+std::string PngClaiming(uint32_t width, uint32_t height) {
+  ScratchDir dir("png_claiming");
+  WritePng(dir / "a.png", Gradient(4, 4, 3));
+  std::string bytes = ReadBytes(dir / "a.png");
+  for (int i = 0; i < 4; ++i) {
+    bytes[16 + i] = static_cast<char>(width >> (24 - 8 * i));
+    bytes[20 + i] = static_cast<char>(height >> (24 - 8 * i));
+  }
+  return bytes;
+}
+
+TEST_CASE("image errors name the format and the real cause", "[data]") {
+  ScratchDir dir("image_causes");
+  // A JPEG cut off before its frame header is named a JPEG (stb_image's own
+  // reason is about the last format it tried: "bad png sig").
+  WriteBytes(dir / "cut.jpg", std::string("\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01", 13));
+  ExpectError([&] { ReadImage(dir / "cut.jpg"); }, Code::kDataLoss,
+              {"cut.jpg", "is a JPEG file whose header cannot be read", "truncated"});
+  WriteBytes(dir / "huge.png", PngClaiming(30000, 30000));
+  ExpectError([&] { ReadImageInfo(dir / "huge.png"); }, Code::kDataLoss,
+              {"huge.png", "too large", "30000x30000 pixels"});
+  WriteBytes(dir / "wide.png", PngClaiming(0xffffffffu, 0xffffffffu));
+  ExpectError([&] { ReadImageInfo(dir / "wide.png"); }, Code::kDataLoss, {"wide.png", "too large"});
+  WriteBytes(dir / "none.png", PngClaiming(0, 0));
+  ExpectError([&] { ReadImage(dir / "none.png"); }, Code::kDataLoss, {"none.png", "is empty", "0x0 pixels"});
+  WritePng(dir / "good.png", Gradient(40, 40, 3));
+  std::string bytes = ReadBytes(dir / "good.png");
+  WriteBytes(dir / "half.png", bytes.substr(0, bytes.size() / 2));
+  ExpectError([&] { ReadImage(dir / "half.png"); }, Code::kDataLoss,
+              {"cannot decode image", "half.png", "as PNG", "truncated or corrupt"});
+}
+
 TEST_CASE("density maps sum to the count, also at the border", "[data]") {
   std::vector<Point> points = {{10.5, 10.5}, {0.2, 0.3}, {31.9, 15.0}, {20, 0.1}};
   for (double sigma : {1.0, 2.0, 4.0}) {
@@ -111,9 +145,23 @@ TEST_CASE("malformed datasets name the file and entry", "[data]") {
   WriteBytes(dir / "points.json", "{\"a.png\": [[1, 2], [3]]}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"points.json", "image 'a.png'", "[x, y]"});
-  WriteBytes(dir / "points.json", "[1, 2");
+  WriteBytes(dir / "points.json", "[1, 2]");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"points.json", "not a JSON object"});
+  // The parser's own reason is shown, not hidden behind "not a JSON object".
+  WriteBytes(dir / "points.json", "[1, 2");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not valid JSON", "parse error"});
+  WriteBytes(dir / "points.json", "{\"a.png\": [[NaN, 2]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not valid JSON", "invalid literal"});
+  WriteBytes(dir / "points.json", "{\"a.png\": [[1e999, 2]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "not valid JSON", "number overflow parsing '1e999'"});
+  // A repeated image would silently lose one of its lists.
+  WriteBytes(dir / "points.json", "{\"a.png\": [[1, 2]], \"b.png\": [], \"a.png\": [[3, 4]]}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json", "lists image 'a.png' twice"});
   WriteBytes(dir / "points.json", "{}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"annotates no images"});

@@ -7,6 +7,7 @@
 #include "dist/collectives/communicator.h"
 #include "dist/collectives/in_process_link.h"
 #include "dist/collectives/zmq_link.h"
+#include "dist/transport/zmq_server.h"
 
 namespace dflow {
 namespace {
@@ -184,6 +185,24 @@ TEST_CASE("ZmqLink: a rank that never starts fails Connect after the start-up ti
     CHECK_THAT(e.what(), Contains("rank 1 (" + nobody) && Contains("waited 500 ms at start-up"));
   }
   CHECK(Clock::now() - start < std::chrono::seconds(10));  // a bound on the hang, not a speed test
+}
+
+TEST_CASE("ZmqLink: a busy port that answers wrongly is named as such, with the time it took",
+          "[zmq_link]") {
+  // Another dflow process on the peer's port: it answers every hello with an error.
+  dist::MessageServer other("127.0.0.1:0", [](dist::Message request, dist::MessageServer::Respond respond) {
+    respond(dist::Message::ErrorReply(request.request_id, Error(Code::kInvalidArgument, "not a link")));
+  });
+  const std::string busy = "127.0.0.1:" + std::to_string(other.port());
+  ZmqLink a(0, 2, "127.0.0.1:0", {.startup_timeout = std::chrono::milliseconds(60000)});
+  try {
+    a.Connect({a.address(), busy});
+    FAIL("Connect returned");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kUnavailable);
+    CHECK_THAT(e.what(), Contains("rank 1 (" + busy) && Contains("is the port busy") &&
+                             !Contains("waited 60000 ms"));
+  }
 }
 
 TEST_CASE("ZmqLink: bad start-up settings are refused", "[zmq_link]") {
