@@ -154,10 +154,8 @@ Tensor TensorFromJson(const Json& value) {
     Fail(Code::kInvalidArgument, "a tensor's shape must be fully known, got ", shape.ToString());
   const Json& values = value["values"];
   if (!values.is_array()) Mismatch("\"values\" as a flat list", values);
-  int64_t count = 1;
-  for (int64_t dim : shape.dims())
-    if (__builtin_mul_overflow(count, dim, &count))
-      Fail(Code::kInvalidArgument, "tensor shape ", shape.ToString(), " has too many elements");
+  CheckShapeSize(shape, static_cast<int64_t>(DTypeSize(dtype)));
+  int64_t count = shape.NumElements();
   if (count != static_cast<int64_t>(values.size()))
     Fail(Code::kInvalidArgument, values.size(), " values do not fill shape ", shape.ToString(),
          " (", count, " elements)");
