@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "graph/file.h"
+#include "graph/json.h"
 #include "models/data/text_numbers.h"
 
 namespace dflow::models {
@@ -20,16 +21,16 @@ using Annotations = std::map<std::string, std::vector<Point>>;  // sorted by fil
 Point ParsePoint(const Json& value, const std::string& where) {
   if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
     Fail(Code::kInvalidArgument, where, ": a point must be [x, y] with two numbers, got ",
-         value.dump());
+         JsonForMessage(value));
   Point p{value[0].get<double>(), value[1].get<double>()};
   if (!std::isfinite(p.x) || !std::isfinite(p.y))
-    Fail(Code::kInvalidArgument, where, ": point ", value.dump(), " is not finite");
+    Fail(Code::kInvalidArgument, where, ": point ", JsonForMessage(value), " is not finite");
   return p;
 }
 
 Annotations ReadJson(const std::string& path) {
-  Json root = Json::parse(ReadFileToString(path), nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object())
+  Json root = ParseJson(ReadFileToString(path), path);
+  if (!root.is_object())
     Fail(Code::kInvalidArgument, "'", path, "' is not a JSON object mapping image files to "
          "lists of [x, y] points");
   Annotations out;
