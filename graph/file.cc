@@ -22,7 +22,8 @@ uint64_t CheckedReadableSize(int fd, const std::string& path) {
   struct stat info;
   if (::fstat(fd, &info) != 0)
     Fail(Code::kDataLoss, "cannot read '", path, "': ", std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) Fail(Code::kInvalidArgument, "cannot read '", path, "': it is a directory");
+  if (S_ISDIR(info.st_mode))
+    Fail(Code::kInvalidArgument, "cannot read '", path, "': it is a directory");
   if (!S_ISREG(info.st_mode))
     Fail(Code::kInvalidArgument, "cannot read '", path, "': not a regular file");
   auto size = static_cast<uint64_t>(info.st_size);

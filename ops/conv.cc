@@ -101,8 +101,8 @@ int64_t TransposedSize(const ops::Conv2DTransposeAttrs& a, int dim, int64_t in, 
   }
   // Attrs may hold anything: the arithmetic is checked.
   const char* what = "Conv2DTranspose's output size";
-  int64_t size = CheckedAdd(CheckedMul(in - 1, stride, what),
-                            CheckedAdd(CheckedMul(k - 1, a.dilations[dim], what), 1 + extra, what), what);
+  int64_t window = CheckedAdd(CheckedMul(k - 1, a.dilations[dim], what), 1 + extra, what);
+  int64_t size = CheckedAdd(CheckedMul(in - 1, stride, what), window, what);
   if (a.padding == "EXPLICIT")
     size -= CheckedAdd(a.explicit_paddings[2 * dim], a.explicit_paddings[2 * dim + 1], what);
   return size;

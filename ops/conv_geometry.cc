@@ -43,15 +43,17 @@ SpatialDim Resolve(const ConvParams& p, int64_t in, int64_t k, int64_t stride, i
   if (in < 0 || k < 0) return {};
   // Strides, dilations and paddings are attrs a graph file may set to
   // anything: the arithmetic is checked.
-  int64_t window = CheckedAdd(CheckedMul(k - 1, dilation, "the dilated filter"), 1, "the dilated filter");
+  const char* dilated = "the dilated filter";
+  const char* padded_input = "the padded input";
+  int64_t window = CheckedAdd(CheckedMul(k - 1, dilation, dilated), 1, dilated);
   if (p.padding == ConvPadding::kSame) {
     int64_t out = in / stride + (in % stride != 0);
-    int64_t reach = CheckedAdd(CheckedMul(out - 1, stride, "the padded input"), window, "the padded input");
+    int64_t reach = CheckedAdd(CheckedMul(out - 1, stride, padded_input), window, padded_input);
     return {out, std::max<int64_t>(reach - in, 0) / 2};
   }
   int64_t padded = p.padding == ConvPadding::kValid
                        ? in
-                       : CheckedAdd(CheckedAdd(in, before, "the padded input"), after, "the padded input");
+                       : CheckedAdd(CheckedAdd(in, before, padded_input), after, padded_input);
   if (padded < window)
     Fail(Code::kInvalidArgument, "the filter's ", dim_name, " window ", window, " (size ", k,
          ", dilation ", dilation, ") is larger than the padded input's ", dim_name, " ", padded);

@@ -71,7 +71,7 @@ void CombinedNonMaxSuppressionShape(InferenceContext& ctx) {
   int64_t detections = total.value_or(-1);
   if (ctx.attr<bool>("pad_per_class") && total)
     detections = per_class && classes >= 0
-                     ? std::min(*total, CheckedMul(*per_class, classes, "max_output_size_per_class * classes"))
+                     ? std::min(*total, CheckedMul(*per_class, classes, "per_class * classes"))
                      : -1;
   int64_t batch = Either(boxes.dim(0), scores.dim(0));
   ctx.set_output(0, Shape{batch, detections, 4});

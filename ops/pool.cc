@@ -16,7 +16,8 @@ WindowDim MakeWindowDim(int64_t in, int64_t size, int64_t stride, bool same) {
   if (same) {
     // Window sizes and strides are attrs a graph file may set to anything.
     d.out = in / stride + (in % stride != 0);
-    int64_t reach = CheckedAdd(CheckedMul(d.out - 1, stride, "the pooled input"), size, "the pooled input");
+    const char* what = "the pooled input";
+    int64_t reach = CheckedAdd(CheckedMul(d.out - 1, stride, what), size, what);
     d.pad_before = std::max<int64_t>(reach - in, 0) / 2;
   } else {
     if (in < size)
@@ -39,7 +40,8 @@ WindowDim MakeExplicitWindowDim(int64_t in, int64_t size, int64_t stride, int64_
   if (in == 0)
     Fail(Code::kInvalidArgument, "EXPLICIT padding needs a non-empty input: its ", dim_name,
          " is 0, so every window would cover padding only");
-  int64_t padded = CheckedAdd(CheckedAdd(in, before, "the padded input"), after, "the padded input");
+  const char* what = "the padded input";
+  int64_t padded = CheckedAdd(CheckedAdd(in, before, what), after, what);
   if (padded < size)
     Fail(Code::kInvalidArgument, "EXPLICIT padding needs the window's ", dim_name, " (", size,
          ") to fit in the padded input's (", in, " + ", before, " + ", after, ")");

@@ -23,7 +23,8 @@ struct Entry {
 
   std::string Where() const {
     std::string where = StrCat("'", source, "': ", list, "[", index, "]");
-    if (value.is_object() && value.contains("id")) where += " (id " + JsonForMessage(value["id"]) + ")";
+    if (value.is_object() && value.contains("id"))
+      where += " (id " + JsonForMessage(value["id"]) + ")";
     return where;
   }
   [[noreturn]] void Bad(const std::string& what) const {
