@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph_io.h"
+#include "graph/json.h"
 
 namespace dflow {
 namespace {
@@ -196,9 +197,7 @@ Json ToJsonValue(const std::vector<T>& values) {
 }  // namespace
 
 std::string DescribeJson(const nlohmann::ordered_json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return StrCat(value.type_name(), " ", text);
+  return StrCat(value.type_name(), " ", JsonForMessage(value, 40));
 }
 
 nlohmann::ordered_json AttrToJson(const AttrValue& value) {
