@@ -145,7 +145,7 @@ IntValue IntAt(const Scope& s, const IntValue& v, const IntValue& i) {
 IntValue IntProd(const Scope& s, const IntValue& v) {
   return Folded({v}, [&](const std::vector<Ints>& x) {
     int64_t product = 1;
-    for (int64_t d : x[0]) product *= d;
+    for (int64_t d : x[0]) product = CheckedMul(product, d, "a product of dimensions");
     return IntValue::Scalar(product);
   }, [&] { return IntValue(ops::Prod(s, v.Out(s), 0)); });
 }

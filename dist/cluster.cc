@@ -7,6 +7,7 @@
 
 #include "graph/file.h"
 #include "graph/graph_io.h"
+#include "graph/json.h"
 #include "graph/status.h"
 
 namespace dflow::dist {
@@ -127,13 +128,7 @@ ClusterSpec ClusterSpec::FromJson(const Json& doc, std::string_view source) {
 }
 
 ClusterSpec ClusterSpec::Parse(std::string_view text, std::string_view source) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    Bad(source, "not valid JSON: ", e.what());
-  }
-  return FromJson(doc, source);
+  return FromJson(ParseJson<Json>(text, source), source);
 }
 
 ClusterSpec ClusterSpec::Load(const std::string& path) {

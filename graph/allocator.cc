@@ -1,10 +1,15 @@
 #include "graph/allocator.h"
 
+#include <unistd.h>
+
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 #include <vector>
-#include <cstring>
 
 #include "graph/status.h"
 
@@ -117,6 +122,69 @@ class HostAllocator final : public Allocator {
 Allocator* CpuAllocator() {
   static HostAllocator* allocator = new HostAllocator;  // never destroyed: tensors may outlive main
   return allocator;
+}
+
+namespace {
+
+std::atomic<int64_t> max_allocation_override{0};
+
+int64_t PhysicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<int64_t>::max();  // unknown: no limit
+  return static_cast<int64_t>(pages) * page;
+}
+
+// "1073741824", "512M", "8G": a positive byte count with an optional binary suffix.
+int64_t ParseByteCount(const std::string& text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  std::string_view suffix(end, text.data() + text.size() - end);
+  int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30
+              : suffix == "T" ? 40 : -1;
+  if (ec != std::errc() || value <= 0 || shift < 0 || value > (INT64_MAX >> shift))
+    Fail(Code::kInvalidArgument, "DFLOW_MAX_ALLOCATION='", text, "' is not a byte count "
+         "(a positive integer, optionally followed by K, M, G or T)");
+  return value << shift;
+}
+
+int64_t DefaultMaxAllocationBytes() {
+  const char* env = std::getenv("DFLOW_MAX_ALLOCATION");
+  if (env && *env) return ParseByteCount(env);
+  return PhysicalMemoryBytes();
+}
+
+// "4.0 MiB (4194304 bytes)"
+std::string ByteCountText(uint64_t bytes) {
+  if (bytes < 1024) return StrCat(bytes, " bytes");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  for (; value >= 1024 && unit < 5; ++unit) value /= 1024;
+  std::ostringstream out;
+  out.precision(1);
+  out << std::fixed << value << " " << units[unit] << " (" << bytes << " bytes)";
+  return out.str();
+}
+
+}  // namespace
+
+int64_t MaxAllocationBytes() {
+  int64_t set = max_allocation_override.load(std::memory_order_relaxed);
+  if (set > 0) return set;
+  static const int64_t default_limit = DefaultMaxAllocationBytes();
+  return default_limit;
+}
+
+void SetMaxAllocationBytes(int64_t bytes) {
+  DFLOW_REQUIRE(bytes >= 0, "the allocation limit must be positive (0: the default), got ", bytes);
+  max_allocation_override.store(bytes, std::memory_order_relaxed);
+}
+
+void FailAllocationTooLarge(uint64_t bytes, std::string_view what) {
+  int64_t limit = MaxAllocationBytes();
+  Fail(Code::kInvalidArgument, "cannot allocate ", ByteCountText(bytes), " for ", what,
+         ": above the allocation limit of ", ByteCountText(static_cast<uint64_t>(limit)),
+         " (the machine's memory unless DFLOW_MAX_ALLOCATION says otherwise)");
 }
 
 }  // namespace dflow

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace dflow {
 
@@ -46,5 +47,25 @@ class Allocator {
 
 // The process-wide host allocator.
 Allocator* CpuAllocator();
+
+// The largest single buffer dflow asks any allocator for (and the largest
+// file it reads into memory), in bytes. A request above it fails at once with
+// kInvalidArgument naming the size and the limit, instead of being attempted:
+// a hostile shape must not swap the machine to a halt or get the process
+// killed. Default: the machine's physical memory; the environment variable
+// DFLOW_MAX_ALLOCATION overrides it with a byte count, optionally with a
+// binary suffix K, M, G or T ("512M", "8G").
+int64_t MaxAllocationBytes();
+// Sets the limit for this process (a program's flag, a test); 0 restores the default.
+void SetMaxAllocationBytes(int64_t bytes);
+// Throws kInvalidArgument naming the size, `what` and the limit.
+[[noreturn]] void FailAllocationTooLarge(uint64_t bytes, std::string_view what);
+// FailAllocationTooLarge when `bytes` exceeds MaxAllocationBytes(). `what()`
+// names the buffer ("float32[4096,4096]", "'graph.json'"); it is called only
+// then, so the name costs nothing on the usual path.
+template <typename DescribeBuffer>
+void CheckAllocationSize(uint64_t bytes, DescribeBuffer&& what) {
+  if (bytes > static_cast<uint64_t>(MaxAllocationBytes())) FailAllocationTooLarge(bytes, what());
+}
 
 }  // namespace dflow

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph_io.h"
+#include "graph/json.h"
 
 namespace dflow {
 namespace {
@@ -154,10 +155,8 @@ Tensor TensorFromJson(const Json& value) {
     Fail(Code::kInvalidArgument, "a tensor's shape must be fully known, got ", shape.ToString());
   const Json& values = value["values"];
   if (!values.is_array()) Mismatch("\"values\" as a flat list", values);
-  int64_t count = 1;
-  for (int64_t dim : shape.dims())
-    if (__builtin_mul_overflow(count, dim, &count))
-      Fail(Code::kInvalidArgument, "tensor shape ", shape.ToString(), " has too many elements");
+  CheckShapeSize(shape, static_cast<int64_t>(DTypeSize(dtype)));
+  int64_t count = shape.NumElements();
   if (count != static_cast<int64_t>(values.size()))
     Fail(Code::kInvalidArgument, values.size(), " values do not fill shape ", shape.ToString(),
          " (", count, " elements)");
@@ -198,9 +197,7 @@ Json ToJsonValue(const std::vector<T>& values) {
 }  // namespace
 
 std::string DescribeJson(const nlohmann::ordered_json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return StrCat(value.type_name(), " ", text);
+  return StrCat(value.type_name(), " ", JsonForMessage(value, 40));
 }
 
 nlohmann::ordered_json AttrToJson(const AttrValue& value) {

@@ -10,25 +10,57 @@
 #include <filesystem>
 #include <iostream>
 
+#include "graph/allocator.h"
 #include "graph/status.h"
 
 namespace dflow {
 
-std::string ReadFileToString(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+namespace {
+
+// Only regular files are read whole, and only up to the allocation limit:
+// /dev/zero, a FIFO or a terminal would otherwise be read without end.
+uint64_t CheckedReadableSize(int fd, const std::string& path) {
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    Fail(Code::kDataLoss, "cannot read '", path, "': ", std::strerror(errno));
+  if (S_ISDIR(info.st_mode))
     Fail(Code::kInvalidArgument, "cannot read '", path, "': it is a directory");
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) Fail(Code::kNotFound, "cannot open '", path, "': ", std::strerror(errno));
-  std::string bytes;
-  char chunk[1 << 16];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, file)) > 0) bytes.append(chunk, n);
-  bool failed = std::ferror(file);
-  int err = errno;
-  std::fclose(file);
-  if (failed) Fail(Code::kDataLoss, "cannot read '", path, "': ", std::strerror(err));
-  return bytes;
+  if (!S_ISREG(info.st_mode))
+    Fail(Code::kInvalidArgument, "cannot read '", path, "': not a regular file");
+  auto size = static_cast<uint64_t>(info.st_size);
+  CheckAllocationSize(size, [&] { return StrCat("the contents of '", path, "'"); });
+  return size;
+}
+
+// Reads `n` bytes; a file that shrank while being read is an error.
+void ReadExactly(int fd, const std::string& path, char* out, uint64_t n) {
+  uint64_t done = 0;
+  while (done < n) {
+    ssize_t got = ::read(fd, out + done, n - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) Fail(Code::kDataLoss, "cannot read '", path, "': ", std::strerror(errno));
+    if (got == 0)
+      Fail(Code::kDataLoss, "'", path, "' changed while it was read: it ends at byte ", done,
+           " of ", n);
+    done += static_cast<uint64_t>(got);
+  }
+}
+
+}  // namespace
+
+std::string ReadFileToString(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) Fail(Code::kNotFound, "cannot open '", path, "': ", std::strerror(errno));
+  try {
+    uint64_t size = CheckedReadableSize(fd, path);
+    std::string bytes(size, '\0');
+    ReadExactly(fd, path, bytes.data(), size);
+    ::close(fd);
+    return bytes;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 namespace {

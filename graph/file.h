@@ -9,7 +9,9 @@
 
 namespace dflow {
 
-// The file's bytes; throws kNotFound when it cannot be opened or read.
+// The file's bytes; throws kNotFound when it cannot be opened, kDataLoss when
+// it cannot be read, kInvalidArgument when it is not a regular file or is
+// larger than MaxAllocationBytes() (graph/allocator.h).
 std::string ReadFileToString(const std::string& path);
 // Writes `bytes` to a temporary file beside `path`, then renames it over
 // `path`, so a reader never sees a half-written file. Throws kUnavailable

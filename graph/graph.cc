@@ -179,6 +179,18 @@ void CheckRefInputs(const OpDef& def, const NodeSpec& spec, const AttrMap& attrs
   }
 }
 
+// An output too large to address is rejected when the graph is built, with
+// the node's name, rather than when a kernel's arithmetic wraps around.
+void CheckOutputSizes(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) {
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    try {
+      CheckShapeSize(shapes[i], static_cast<int64_t>(DTypeSize(dtypes[i])));
+    } catch (const Error& e) {
+      throw Error(e.code(), StrCat("output ", i, ": ", e.message()));
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<Tensor> KnownValue(const NodeOut& out) {
@@ -231,6 +243,7 @@ Node* Graph::AddNode(NodeSpec spec) {
     CheckRefInputs(*def, spec, attrs);
     node->output_dtypes_ = OutputDTypes(*def, attrs);
     node->output_shapes_ = InferOutputShapes(*def, attrs, spec.inputs, node->num_outputs());
+    CheckOutputSizes(node->output_dtypes_, node->output_shapes_);
     node->attrs_ = std::move(attrs);
   } catch (const Error& e) {
     throw Error(e.code(), who + ": " + e.message());

@@ -11,6 +11,7 @@
 #include <queue>
 
 #include "graph/file.h"
+#include "graph/json.h"
 
 namespace dflow {
 namespace {
@@ -258,14 +259,6 @@ class GraphLoader {
   std::map<std::string, size_t, std::less<>> positions_;
 };
 
-// nlohmann's what() reads "[json.exception.parse_error.101] parse error at
-// line 2, column 5: ..."; the bracketed id means nothing to a user.
-std::string WithoutExceptionId(const Json::exception& e) {
-  std::string message = e.what();
-  size_t bracket = message.find("] ");
-  return bracket == std::string::npos ? message : message.substr(bracket + 2);
-}
-
 Json NodeToJson(const Node& node) {
   Json out{{"name", node.name()}, {"op", node.op()}};
   Json inputs = Json::array();
@@ -294,13 +287,7 @@ std::shared_ptr<Graph> GraphFromJson(const nlohmann::ordered_json& doc, std::str
 }
 
 std::shared_ptr<Graph> ParseGraph(std::string_view text, std::string_view source) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    Fail(Code::kInvalidArgument, "'", source, "': not valid JSON: ", WithoutExceptionId(e));
-  }
-  return GraphFromJson(doc, source);
+  return GraphFromJson(ParseJson<Json>(text, source), source);
 }
 
 void SaveGraph(const Graph& graph, const std::string& path) {
@@ -314,7 +301,7 @@ void SaveGraph(const Graph& graph, const std::string& path) {
       text += StrCat(i ? ",\n    " : "\n    ", nodes[i].dump());
     } catch (const Json::type_error& e) {  // a string attr that is not UTF-8
       Fail(Code::kInvalidArgument, "cannot save node '", nodes[i]["name"].get<std::string>(),
-           "' to '", path, "': ", WithoutExceptionId(e));
+           "' to '", path, "': ", JsonErrorMessage(e));
     }
   }
   text += nodes.empty() ? "]\n}\n" : "\n  ]\n}\n";

@@ -257,13 +257,12 @@ Tensor ParseNpy(std::string_view bytes, std::string_view source) {
   NpyHeader header = ReadHeader(bytes.substr(8 + width, header_len), source);
 
   Shape shape(header.shape);
-  int64_t count = 1;
-  uint64_t needed = 0;
-  for (int64_t dim : header.shape)
-    if (__builtin_mul_overflow(count, dim, &count))
-      Fail(Code::kDataLoss, "'", source, "': shape ", shape.ToString(), " has too many elements");
-  if (__builtin_mul_overflow(static_cast<uint64_t>(count), DTypeSize(header.dtype), &needed))
-    Fail(Code::kDataLoss, "'", source, "': shape ", shape.ToString(), " has too many elements");
+  try {
+    CheckShapeSize(shape, static_cast<int64_t>(DTypeSize(header.dtype)));
+  } catch (const Error& e) {
+    Fail(Code::kDataLoss, "'", source, "': ", e.message());
+  }
+  uint64_t needed = static_cast<uint64_t>(shape.NumElements()) * DTypeSize(header.dtype);
   uint64_t present = bytes.size() - data_start;
   if (present < needed)
     Fail(Code::kDataLoss, "'", source, "': data is truncated: ", DTypeName(header.dtype),
@@ -277,7 +276,7 @@ Tensor ParseNpy(std::string_view bytes, std::string_view source) {
   if (header.dtype == DType::kBool) {
     // A C++ bool must hold 0 or 1; numpy treats any nonzero byte as True.
     auto* raw = static_cast<unsigned char*>(tensor.raw_data());
-    for (int64_t i = 0; i < count; ++i) raw[i] = raw[i] != 0;
+    for (int64_t i = 0; i < tensor.NumElements(); ++i) raw[i] = raw[i] != 0;
   }
   return tensor;
 }

@@ -210,7 +210,10 @@ Shape BroadcastShapes(const Shape& a, const Shape& b) {
       Fail(Code::kInvalidArgument, "shapes ", a.ToString(), " and ", b.ToString(),
            " cannot be broadcast (dimension ", i, ": ", da, " vs ", db, ")");
   }
-  return Shape(dims);
+  // [2^32, 1] and [1, 2^32] are small, their broadcast is not.
+  Shape out(std::move(dims));
+  CheckShapeSize(out);
+  return out;
 }
 
 void BroadcastBinaryShape(InferenceContext& ctx) {

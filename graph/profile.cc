@@ -6,6 +6,7 @@
 
 #include "graph/device.h"
 #include "graph/file.h"
+#include "graph/json.h"
 
 namespace dflow {
 namespace {
@@ -73,7 +74,7 @@ MeasuredProfile ParseProfile(const nlohmann::json& doc, const std::string& path)
         !e["dur"].is_number() || e["dur"].get<double>() < 0 || !e.contains("pid") ||
         !e["pid"].is_number_integer())
       Fail(Code::kInvalidArgument, "profile '", path, "': a node event needs a name, a "
-           "non-negative dur and a pid, got ", e.dump());
+           "non-negative dur and a pid, got ", JsonForMessage(e));
     builder.Add(e["name"].get<std::string>(), DeviceOfEvent(e, devices), e["dur"].get<double>() * 1e-6);
   }
   MeasuredProfile profile = builder.Build();
@@ -92,11 +93,17 @@ MeasuredProfile ProfileFromRunMetadata(const RunMetadata& metadata) {
 }
 
 MeasuredProfile LoadProfile(const std::string& path) {
-  std::string text = ReadFileToString(path);
+  nlohmann::json doc;
   try {
-    return ParseProfile(nlohmann::json::parse(text), path);
+    doc = ParseJson(ReadFileToString(path), path);
+  } catch (const Error& e) {
+    if (e.code() != Code::kInvalidArgument) throw;  // missing or unreadable
+    Fail(e.code(), "profile '", path, "' is not a Chrome trace: ", e.message());
+  }
+  try {
+    return ParseProfile(doc, path);
   } catch (const nlohmann::json::exception& e) {
-    Fail(Code::kInvalidArgument, "profile '", path, "' is not a Chrome trace: ", e.what());
+    Fail(Code::kInvalidArgument, "profile '", path, "' is not a Chrome trace: ", JsonErrorMessage(e));
   }
 }
 

@@ -19,8 +19,9 @@ bool Shape::IsFullyDefined() const {
 
 int64_t Shape::NumElements() const {
   if (!IsFullyDefined()) return -1;
+  CheckShapeSize(*this);
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_) n *= d;  // cannot overflow: checked above
   return n;
 }
 
@@ -55,9 +56,40 @@ std::string Shape::ToString() const {
 }
 
 std::vector<int64_t> Strides(const Shape& shape) {
+  CheckShapeSize(shape);  // then no stride overflows
   std::vector<int64_t> strides(shape.rank(), 1);
   for (int i = shape.rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape.dim(i + 1);
   return strides;
+}
+
+int64_t CheckedMul(int64_t a, int64_t b, std::string_view what) {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product))
+    Fail(Code::kInvalidArgument, what, " is too large: ", a, " * ", b,
+         " does not fit in a 64-bit integer");
+  return product;
+}
+
+int64_t CheckedAdd(int64_t a, int64_t b, std::string_view what) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum))
+    Fail(Code::kInvalidArgument, what, " is too large: ", a, " + ", b,
+         " does not fit in a 64-bit integer");
+  return sum;
+}
+
+void CheckShapeSize(const Shape& shape, int64_t element_bytes) {
+  if (shape.unknown_rank()) return;
+  // Zero dims are skipped: [0, 2^40, 2^40] holds no elements, but a kernel's
+  // inner count over its last two dims would still overflow.
+  int64_t product = element_bytes;
+  for (int64_t d : shape.dims()) {
+    if (d <= 0) continue;
+    if (__builtin_mul_overflow(product, d, &product))
+      Fail(Code::kInvalidArgument, "shape ", shape.ToString(), " has too many elements: its ",
+           element_bytes == 1 ? "element count" : "size in bytes",
+           " does not fit in a 64-bit integer");
+  }
 }
 
 }  // namespace dflow

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dflow {
@@ -30,6 +31,7 @@ class Shape {
   // Known rank and every dimension known.
   bool IsFullyDefined() const;
   // Product of dimensions; -1 when any is unknown. A scalar has one element.
+  // Checked: throws kInvalidArgument when the shape is too large (see CheckShapeSize).
   int64_t NumElements() const;
   // Could a tensor of shape `concrete` be of this (partial) shape?
   bool IsCompatibleWith(const Shape& other) const;
@@ -50,5 +52,21 @@ class Shape {
 
 // Row-major strides in elements.
 std::vector<int64_t> Strides(const Shape& shape);
+
+// Checked shape arithmetic. Every element count, byte size, derived dimension
+// and index that dflow computes from dims goes through these two, so that a
+// shape such as [4294967296, 4294967296] fails with kInvalidArgument instead
+// of wrapping around to 0 elements (and then to a too-small buffer). `what`
+// names the quantity for the message, e.g. "dimension 1 of Tile's output".
+int64_t CheckedMul(int64_t a, int64_t b, std::string_view what);
+int64_t CheckedAdd(int64_t a, int64_t b, std::string_view what);
+
+// Throws kInvalidArgument naming the shape unless the product of its known,
+// non-zero dims times `element_bytes` fits in int64. A shape that passes has
+// an element count, a byte size and partial products of dims (a kernel's
+// outer/inner counts, strides) that all fit too, even when some dim is 0.
+// Graph building checks every inferred output shape, and every Tensor its
+// own, so kernels may multiply the dims of their inputs freely.
+void CheckShapeSize(const Shape& shape, int64_t element_bytes = 1);
 
 }  // namespace dflow

@@ -20,6 +20,7 @@ Buffer::~Buffer() {
 
 Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator) {
   SetDTypeAndShape(dtype, std::move(shape));
+  CheckAllocationSize(TotalBytes(), [this] { return SummaryString(); });
   buffer_ = std::make_shared<Buffer>(allocator, TotalBytes());
 }
 
@@ -36,6 +37,7 @@ void Tensor::SetDTypeAndShape(DType dtype, Shape shape) {
   DFLOW_REQUIRE(dtype != DType::kInvalid, "cannot create a tensor of invalid dtype");
   DFLOW_REQUIRE(shape.IsFullyDefined(), "cannot create a tensor of partially known shape ",
                 shape.ToString());
+  CheckShapeSize(shape, static_cast<int64_t>(DTypeSize(dtype)));  // TotalBytes() cannot wrap
   dtype_ = dtype;
   shape_ = std::move(shape);
   num_elements_ = shape_.NumElements();

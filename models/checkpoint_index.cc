@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/file.h"
+#include "graph/json.h"
 #include "models/checkpoint.h"
 
 namespace dflow {
@@ -46,7 +47,13 @@ bool BelongsToPrefix(std::string_view name, std::string_view prefix) {
 CheckpointIndex ReadCheckpointIndex(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(IndexPath(dir), ec)) return {};
-  json root = json::parse(ReadFileToString(IndexPath(dir)), nullptr, /*allow_exceptions=*/false);
+  json root;
+  try {
+    root = ParseJson(ReadFileToString(IndexPath(dir)), IndexPath(dir));
+  } catch (const Error& e) {
+    if (e.code() != Code::kInvalidArgument) throw;  // unreadable, not malformed
+    BadIndex(dir, e.message());
+  }
   if (!root.is_object()) BadIndex(dir, "not a JSON object");
   auto latest = root.find("latest");
   auto all = root.find("all");
@@ -55,7 +62,7 @@ CheckpointIndex ReadCheckpointIndex(const std::string& dir) {
   CheckpointIndex index{latest->get<std::string>(), {}};
   for (const json& name : *all) {
     if (!name.is_string() || !IsPlainCheckpointName(name.get<std::string>()))
-      BadIndex(dir, StrCat("entry ", name.dump(), " is not a .safetensors file name"));
+      BadIndex(dir, StrCat("entry ", JsonForMessage(name), " is not a .safetensors file name"));
     index.all.push_back(name.get<std::string>());
   }
   if (!index.latest.empty() && !IsPlainCheckpointName(index.latest))

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/crc32c.h"
+#include "graph/json.h"
 #include "models/safetensors.h"
 
 namespace dflow {
@@ -60,7 +61,7 @@ class HeaderChecker {
     if (value.is_number_unsigned()) return value.get<uint64_t>();
     if (value.is_number_integer())
       Bad("tensor '", tensor, "': negative value ", value.get<int64_t>(), " in '", field, "'");
-    Bad("tensor '", tensor, "': '", field, "' holds ", value.dump(), ", not an integer");
+    Bad("tensor '", tensor, "': '", field, "' holds ", JsonForMessage(value), ", not an integer");
   }
 
   const json& Field(const json& object, std::string_view key, const std::string& tensor) const {
@@ -75,15 +76,18 @@ class HeaderChecker {
     const json& shape = Field(value, "shape", name);
     const json& offsets = Field(value, "data_offsets", name);
     if (!shape.is_array()) Bad("tensor '", name, "': 'shape' is not a list");
-    // bytes = size(dtype) * product of dims, refused when it exceeds 2^64.
-    uint64_t bytes = DTypeSize(entry.dtype);
     for (const json& dim : shape) {
       uint64_t d = ParseCount(dim, name, "shape");
-      if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-          __builtin_mul_overflow(bytes, d, &bytes))
-        Bad("tensor '", name, "': shape ", shape.dump(), " is too large");
+      if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        Bad("tensor '", name, "': shape ", JsonForMessage(shape), " is too large");
       entry.shape.AddDim(static_cast<int64_t>(d));
     }
+    try {
+      CheckShapeSize(entry.shape, static_cast<int64_t>(DTypeSize(entry.dtype)));
+    } catch (const Error& e) {
+      Bad("tensor '", name, "': ", e.message());
+    }
+    uint64_t bytes = static_cast<uint64_t>(entry.shape.NumElements()) * DTypeSize(entry.dtype);
     if (!offsets.is_array() || offsets.size() != 2)
       Bad("tensor '", name, "': 'data_offsets' is not a [begin, end] pair");
     entry.begin = ParseCount(offsets[0], name, "data_offsets");
@@ -184,8 +188,12 @@ SafetensorsHeader ParseSafetensorsHeader(std::string_view text, uint64_t data_si
                                          std::string_view source) {
   HeaderChecker check(source);
   if (text.empty() || text[0] != '{') check.Bad("it does not start with '{'");
-  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) check.Bad("it is not valid JSON");
+  json root;
+  try {
+    root = ParseJson(text, source);
+  } catch (const Error& e) {
+    check.Bad(e.message());
+  }
   if (!root.is_object()) check.Bad("it is not a JSON object");
   SafetensorsHeader header;
   for (const auto& [key, value] : root.items()) {

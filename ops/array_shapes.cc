@@ -61,6 +61,7 @@ std::vector<int64_t> ReadTable(const Tensor& table, std::string_view what) {
 }
 
 Shape ReshapeShape(const Shape& input, const std::vector<int64_t>& requested) {
+  CheckShapeSize(Shape(requested));  // names the shape; then known_product cannot overflow
   int unknown_at = -1;
   int64_t known_product = 1;
   for (size_t i = 0; i < requested.size(); ++i) {
@@ -129,7 +130,9 @@ Shape ConcatShape(const std::vector<Shape>& inputs, int64_t axis) {
               first->ToString(), ": all inputs must have the same rank");
     for (int d = 0; d < s.rank(); ++d) {
       if (d == a) {
-        out.set_dim(d, out.dim(d) < 0 || s.dim(d) < 0 ? -1 : out.dim(d) + s.dim(d));
+        out.set_dim(d, out.dim(d) < 0 || s.dim(d) < 0
+                           ? -1
+                           : CheckedAdd(out.dim(d), s.dim(d), "the concatenated dimension"));
         continue;
       }
       out.set_dim(d, MergeDim(out.dim(d), s.dim(d), [&] {
@@ -170,7 +173,7 @@ Shape SliceShape(const Shape& input, const std::vector<int64_t>& begin,
       continue;
     }
     int64_t taken = s == -1 ? dim - b : s;
-    if (b > dim || b + taken > dim)
+    if (b > dim || taken > dim - b)  // not b + taken: that may overflow
       Invalid("slice begin ", IntsString(begin), " size ", IntsString(size),
               " is out of bounds for input shape ", input.ToString(), " in dimension ", d);
     out.set_dim(d, taken);
@@ -188,7 +191,9 @@ Shape PadShape(const Shape& input, const std::vector<int64_t>& paddings) {
     int64_t before = paddings[2 * d], after = paddings[2 * d + 1];
     if (before < 0 || after < 0)
       Invalid("paddings must be non-negative, got [", before, ", ", after, "] for dimension ", d);
-    if (input.dim(d) >= 0) out.set_dim(d, input.dim(d) + before + after);
+    if (input.dim(d) >= 0)
+      out.set_dim(d, CheckedAdd(CheckedAdd(input.dim(d), before, "a padded dimension"), after,
+                                "a padded dimension"));
   }
   return out;
 }
@@ -200,7 +205,8 @@ Shape TileShape(const Shape& input, const std::vector<int64_t>& multiples) {
   Shape out = input;
   for (int d = 0; d < input.rank(); ++d) {
     if (multiples[d] < 0) Invalid("multiples ", IntsString(multiples), " has a negative entry");
-    if (input.dim(d) >= 0) out.set_dim(d, input.dim(d) * multiples[d]);
+    if (input.dim(d) >= 0)
+      out.set_dim(d, CheckedMul(input.dim(d), multiples[d], "a dimension of the tiled shape"));
   }
   return out;
 }

@@ -97,10 +97,14 @@ int64_t TransposedSize(const ops::Conv2DTransposeAttrs& a, int dim, int64_t in, 
     if (extra != 0)
       Fail(Code::kInvalidArgument, "Conv2DTranspose: output_padding needs VALID or EXPLICIT "
            "padding (SAME gives in * stride)");
-    return in * stride;
+    return CheckedMul(in, stride, "Conv2DTranspose's output size");
   }
-  int64_t size = (in - 1) * stride + (k - 1) * a.dilations[dim] + 1 + extra;
-  if (a.padding == "EXPLICIT") size -= a.explicit_paddings[2 * dim] + a.explicit_paddings[2 * dim + 1];
+  // Attrs may hold anything: the arithmetic is checked.
+  const char* what = "Conv2DTranspose's output size";
+  int64_t window = CheckedAdd(CheckedMul(k - 1, a.dilations[dim], what), 1 + extra, what);
+  int64_t size = CheckedAdd(CheckedMul(in - 1, stride, what), window, what);
+  if (a.padding == "EXPLICIT")
+    size -= CheckedAdd(a.explicit_paddings[2 * dim], a.explicit_paddings[2 * dim + 1], what);
   return size;
 }
 

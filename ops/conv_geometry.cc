@@ -41,13 +41,19 @@ SpatialDim Resolve(const ConvParams& p, int64_t in, int64_t k, int64_t stride, i
                    int64_t before, int64_t after, const char* dim_name) {
   if (k == 0) Fail(Code::kInvalidArgument, "the filter's ", dim_name, " is 0");
   if (in < 0 || k < 0) return {};
-  int64_t window = (k - 1) * dilation + 1;
+  // Strides, dilations and paddings are attrs a graph file may set to
+  // anything: the arithmetic is checked.
+  const char* dilated = "the dilated filter";
+  const char* padded_input = "the padded input";
+  int64_t window = CheckedAdd(CheckedMul(k - 1, dilation, dilated), 1, dilated);
   if (p.padding == ConvPadding::kSame) {
-    int64_t out = (in + stride - 1) / stride;
-    int64_t total = std::max<int64_t>((out - 1) * stride + window - in, 0);
-    return {out, total / 2};
+    int64_t out = in / stride + (in % stride != 0);
+    int64_t reach = CheckedAdd(CheckedMul(out - 1, stride, padded_input), window, padded_input);
+    return {out, std::max<int64_t>(reach - in, 0) / 2};
   }
-  int64_t padded = p.padding == ConvPadding::kValid ? in : in + before + after;
+  int64_t padded = p.padding == ConvPadding::kValid
+                       ? in
+                       : CheckedAdd(CheckedAdd(in, before, padded_input), after, padded_input);
   if (padded < window)
     Fail(Code::kInvalidArgument, "the filter's ", dim_name, " window ", window, " (size ", k,
          ", dilation ", dilation, ") is larger than the padded input's ", dim_name, " ", padded);

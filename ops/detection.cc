@@ -70,7 +70,9 @@ void CombinedNonMaxSuppressionShape(InferenceContext& ctx) {
   if (total && *total <= 0) ctx.Fail("max_total_size must be positive, got ", *total);
   int64_t detections = total.value_or(-1);
   if (ctx.attr<bool>("pad_per_class") && total)
-    detections = per_class && classes >= 0 ? std::min(*total, *per_class * classes) : -1;
+    detections = per_class && classes >= 0
+                     ? std::min(*total, CheckedMul(*per_class, classes, "per_class * classes"))
+                     : -1;
   int64_t batch = Either(boxes.dim(0), scores.dim(0));
   ctx.set_output(0, Shape{batch, detections, 4});
   ctx.set_output(1, Shape{batch, detections});

@@ -84,7 +84,9 @@ CombinedNmsArgs CheckCombinedNmsArgs(const Node& node, const Tensor& boxes, cons
   DFLOW_REQUIRE(args.total > 0, node.Describe(), ": max_total_size must be positive, got ",
                 args.total);
   CheckIouThreshold(node, args.iou_threshold);
-  args.per_batch = pad_per_class ? std::min(args.total, args.per_class * args.classes) : args.total;
+  args.per_batch = pad_per_class
+                       ? std::min(args.total, CheckedMul(args.per_class, args.classes, "per_class * classes"))
+                       : args.total;
   return args;
 }
 

@@ -14,8 +14,11 @@ WindowDim MakeWindowDim(int64_t in, int64_t size, int64_t stride, bool same) {
   WindowDim d{in, -1, size, stride, 0};
   if (in < 0) return d;
   if (same) {
-    d.out = (in + stride - 1) / stride;
-    d.pad_before = std::max<int64_t>((d.out - 1) * stride + size - in, 0) / 2;
+    // Window sizes and strides are attrs a graph file may set to anything.
+    d.out = in / stride + (in % stride != 0);
+    const char* what = "the pooled input";
+    int64_t reach = CheckedAdd(CheckedMul(d.out - 1, stride, what), size, what);
+    d.pad_before = std::max<int64_t>(reach - in, 0) / 2;
   } else {
     if (in < size)
       Fail(Code::kInvalidArgument, "VALID padding needs the window (", size,
@@ -37,10 +40,12 @@ WindowDim MakeExplicitWindowDim(int64_t in, int64_t size, int64_t stride, int64_
   if (in == 0)
     Fail(Code::kInvalidArgument, "EXPLICIT padding needs a non-empty input: its ", dim_name,
          " is 0, so every window would cover padding only");
-  if (in + before + after < size)
+  const char* what = "the padded input";
+  int64_t padded = CheckedAdd(CheckedAdd(in, before, what), after, what);
+  if (padded < size)
     Fail(Code::kInvalidArgument, "EXPLICIT padding needs the window's ", dim_name, " (", size,
          ") to fit in the padded input's (", in, " + ", before, " + ", after, ")");
-  d.out = (in + before + after - size) / stride + 1;
+  d.out = (padded - size) / stride + 1;
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "graph/file.h"
+#include "graph/json.h"
 #include "models/checkpoint.h"
 
 namespace dflow::apps {
@@ -19,11 +20,7 @@ void WriteConfigJson(const std::string& run_dir, const nlohmann::json& config) {
 }
 
 nlohmann::json ReadJsonFile(const std::string& path) {
-  try {
-    return nlohmann::json::parse(ReadFileToString(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    Fail(Code::kInvalidArgument, path, " is not valid JSON: ", e.what());
-  }
+  return ParseJson(ReadFileToString(path), path);
 }
 
 std::optional<std::string> LatestExistingCheckpoint(const std::string& dir) {

@@ -1,5 +1,6 @@
 #include "dist/runtime/step_stats_json.h"
 
+#include "graph/json.h"
 #include <nlohmann/json.hpp>
 
 #include "graph/status.h"
@@ -43,12 +44,12 @@ int64_t AppendStepStats(const std::string& reply_text, const std::string& task, 
   std::vector<NodeExecStats> stats;
   int64_t peak = 0, start_clock_ns = 0;
   try {
-    json doc = json::parse(reply_text);
+    json doc = ParseJson(reply_text, StrCat("the trace of task ", task));
     peak = doc.at("peak_bytes").get<int64_t>();
     start_clock_ns = doc.value("start_clock_ns", int64_t{0});
     for (const json& entry : doc.at("step_stats")) stats.push_back(StatsFromJson(entry));
   } catch (const json::exception& e) {
-    Fail(Code::kInvalidArgument, "the trace of task ", task, " is malformed: ", e.what());
+    Fail(Code::kInvalidArgument, "the trace of task ", task, " is malformed: ", JsonErrorMessage(e));
   } catch (const Error& e) {
     Fail(Code::kInvalidArgument, "the trace of task ", task, " is malformed: ", e.message());
   }

@@ -7,6 +7,7 @@
 
 #include "dist/runtime/step_stats_json.h"
 #include "graph/graph_io.h"
+#include "graph/json.h"
 #include "graph/step_runner.h"
 
 namespace dflow::dist {
@@ -26,10 +27,11 @@ struct WorkerService::StepRun {
 namespace {
 
 json ParseBody(const Message& request) {
+  // A request is untrusted: ParseJson bounds its nesting (see graph/json.h).
   try {
-    return json::parse(request.text);
-  } catch (const json::exception& e) {
-    Fail(Code::kInvalidArgument, "bad ", MessageTypeName(request.type), " request: ", e.what());
+    return ParseJson(request.text, "its text");
+  } catch (const Error& e) {
+    Fail(e.code(), "bad ", MessageTypeName(request.type), " request: ", e.message());
   }
 }
 
@@ -40,7 +42,7 @@ T Field(const json& doc, const char* name, const Message& request) {
     return doc.at(name).get<T>();
   } catch (const json::exception& e) {
     Fail(Code::kInvalidArgument, "bad ", MessageTypeName(request.type), " request: field '", name,
-         "': ", e.what());
+         "': ", JsonErrorMessage(e));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "dist/runtime/step_stats_json.h"
 #include "dist/runtime/zmq_rendezvous.h"
 #include "graph/graph_io.h"
+#include "graph/json.h"
 
 namespace dflow::dist {
 
@@ -29,9 +30,9 @@ Message Request(MessageType type, std::string text = {}, int64_t timeout_ms = 0)
 
 json ReplyJson(const Message& reply, const std::string& what) {
   try {
-    return json::parse(reply.text);
-  } catch (const json::exception& e) {
-    Fail(Code::kInternal, "unreadable ", what, " reply: ", e.what());
+    return ParseJson(reply.text, what + " reply");
+  } catch (const Error& e) {
+    Fail(Code::kInternal, "unreadable ", what, " reply: ", e.message());
   }
 }
 

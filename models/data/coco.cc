@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "graph/file.h"
+#include "graph/json.h"
 #include "graph/status.h"
 
 namespace dflow::models {
@@ -22,7 +23,8 @@ struct Entry {
 
   std::string Where() const {
     std::string where = StrCat("'", source, "': ", list, "[", index, "]");
-    if (value.is_object() && value.contains("id")) where += " (id " + value["id"].dump() + ")";
+    if (value.is_object() && value.contains("id"))
+      where += " (id " + JsonForMessage(value["id"]) + ")";
     return where;
   }
   [[noreturn]] void Bad(const std::string& what) const {
@@ -35,17 +37,17 @@ struct Entry {
   }
   int64_t Int(const char* name) const {
     const Json& v = Field(name);
-    if (!v.is_number_integer()) Bad(StrCat("'", name, "' must be an integer, got ", v.dump()));
+    if (!v.is_number_integer()) Bad(StrCat("'", name, "' must be an integer, got ", JsonForMessage(v)));
     return v.get<int64_t>();
   }
   double Number(const char* name) const {
     const Json& v = Field(name);
-    if (!v.is_number()) Bad(StrCat("'", name, "' must be a number, got ", v.dump()));
+    if (!v.is_number()) Bad(StrCat("'", name, "' must be a number, got ", JsonForMessage(v)));
     return v.get<double>();
   }
   std::string String(const char* name) const {
     const Json& v = Field(name);
-    if (!v.is_string()) Bad(StrCat("'", name, "' must be a string, got ", v.dump()));
+    if (!v.is_string()) Bad(StrCat("'", name, "' must be a string, got ", JsonForMessage(v)));
     return v.get<std::string>();
   }
   bool Flag(const char* name) const {  // optional 0/1 (or true/false), default false
@@ -53,25 +55,19 @@ struct Entry {
     if (it == value.end()) return false;
     if (it->is_boolean()) return it->get<bool>();
     if (it->is_number_integer() && (*it == 0 || *it == 1)) return *it == 1;
-    Bad(StrCat("'", name, "' must be 0 or 1, got ", it->dump()));
+    Bad(StrCat("'", name, "' must be 0 or 1, got ", JsonForMessage(*it)));
   }
   BoxXYWH Box() const {
     const Json& v = Field("bbox");
     if (!v.is_array() || v.size() != 4 || !std::all_of(v.begin(), v.end(), [](const Json& x) {
           return x.is_number();
         }))
-      Bad(StrCat("'bbox' must be [x, y, width, height], got ", v.dump()));
+      Bad(StrCat("'bbox' must be [x, y, width, height], got ", JsonForMessage(v)));
     BoxXYWH box{v[0].get<double>(), v[1].get<double>(), v[2].get<double>(), v[3].get<double>()};
-    if (box[2] < 0 || box[3] < 0) Bad(StrCat("negative box size in bbox ", v.dump()));
+    if (box[2] < 0 || box[3] < 0) Bad(StrCat("negative box size in bbox ", JsonForMessage(v)));
     return box;
   }
 };
-
-Json ParseJson(const std::string& text, const std::string& source) {
-  Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) Fail(Code::kInvalidArgument, "'", source, "' is not valid JSON");
-  return root;
-}
 
 // root[name] as a list of objects (each checked by the caller via Entry).
 const Json& List(const Json& root, const char* name, const std::string& source) {
@@ -206,7 +202,7 @@ std::string CocoResultsJson(const std::vector<Detection>& detections) {
     const Detection& d = detections[i];
     Json entry = {{"image_id", d.image_id}, {"category_id", d.category_id}, {"bbox", d.bbox},
                   {"score", d.score}};
-    out += entry.dump() + (i + 1 < detections.size() ? ",\n" : "\n");
+    out += JsonForMessage(entry) + (i + 1 < detections.size() ? ",\n" : "\n");
   }
   return out + "]\n";
 }

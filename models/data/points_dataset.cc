@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/file.h"
+#include "graph/json.h"
 #include "models/data/text_numbers.h"
 
 namespace dflow::models {
@@ -21,10 +22,10 @@ using Annotations = std::map<std::string, std::vector<Point>>;  // sorted by fil
 Point ParsePoint(const Json& value, const std::string& where) {
   if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
     Fail(Code::kInvalidArgument, where, ": a point must be [x, y] with two numbers, got ",
-         value.dump());
+         JsonForMessage(value));
   Point p{value[0].get<double>(), value[1].get<double>()};
   if (!std::isfinite(p.x) || !std::isfinite(p.y))
-    Fail(Code::kInvalidArgument, where, ": point ", value.dump(), " is not finite");
+    Fail(Code::kInvalidArgument, where, ": point ", JsonForMessage(value), " is not finite");
   return p;
 }
 
@@ -39,10 +40,12 @@ Json ParsePointsJson(const std::string& path) {
            "' twice; give all its points in one list");
     return true;
   };
+  const std::string text = ReadFileToString(path);
+  CheckJsonDepth(text, path);
   try {
-    return Json::parse(ReadFileToString(path), refuse_repeats);
+    return Json::parse(text, refuse_repeats);
   } catch (const Json::exception& e) {
-    Fail(Code::kInvalidArgument, "'", path, "' is not valid JSON: ", e.what());
+    Fail(Code::kInvalidArgument, "'", path, "': not valid JSON: ", JsonErrorMessage(e));
   }
 }
 

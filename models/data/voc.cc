@@ -80,9 +80,9 @@ bool ReadDifficult(pugi::xml_node object, const std::string& where) {
 }
 
 pugi::xml_node LoadAnnotation(pugi::xml_document& doc, const std::string& path) {
-  pugi::xml_parse_result result = doc.load_file(path.c_str());
-  if (result.status == pugi::status_file_not_found || result.status == pugi::status_io_error)
-    Fail(Code::kNotFound, "cannot read '", path, "'");
+  // Read through ReadFileToString: a regular file of bounded size only.
+  std::string text = ReadFileToString(path);
+  pugi::xml_parse_result result = doc.load_buffer(text.data(), text.size());
   if (!result)
     Fail(Code::kInvalidArgument, "'", path, "': malformed XML at offset ", result.offset, ": ",
          result.description());

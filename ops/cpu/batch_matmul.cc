@@ -34,8 +34,8 @@ BatchPlan PlanBatches(const Node& node, const Shape& x, const Shape& y) {
     stride_x *= dx;
     stride_y *= dy;
   }
-  int64_t count = 1;
-  for (int64_t d : plan.batch_dims) count *= d;
+  // The broadcast batch may be far larger than either input's.
+  int64_t count = Shape(plan.batch_dims).NumElements();
   plan.x_index.resize(count);
   plan.y_index.resize(count);
   std::vector<int64_t> pos(rank, 0);  // odometer over the output batch dims

@@ -239,6 +239,28 @@ expect_error "freeze: missing checkpoint" "no_such.safetensors" \
 checks=$((checks + 1))
 [[ ! -e f.json ]] || fail "a failed freeze wrote f.json"
 
+# --- hostile inputs: errors, never a crash or a read without end
+expect_error "dot of a device file" "not a regular file" dot /dev/zero
+"$JSON_PYTHON" -c 'import sys; d = 100000
+sys.stdout.write("{\"format\": \"dflow.graph/1\", \"seed\": " + "[" * d + "]" * d + ", \"nodes\": []}")' \
+  > deep.json
+for cmd in dot place; do
+  expect_error "$cmd of JSON nested 100,000 deep" "nested more than 256 levels" $cmd deep.json
+done
+cat > huge.json << 'EOF'
+{"format": "dflow.graph/1", "nodes": [
+  {"name": "e", "op": "Const", "attrs": {"dtype": "float32",
+     "value": {"dtype": "float32", "shape": [0], "values": []}}},
+  {"name": "s", "op": "Const", "attrs": {"dtype": "int64",
+     "value": {"dtype": "int64", "shape": [2], "values": [4294967296, 4294967296]}}},
+  {"name": "r", "op": "Reshape", "inputs": ["e", "s"]},
+  {"name": "m", "op": "MatMul", "inputs": ["r", "r"]}
+]}
+EOF
+expect_error "run of a shape that overflows" "Reshape 'r': shape [4294967296,4294967296] has too many elements" \
+  run huge.json --fetch m
+expect_error "place of a shape that overflows" "Reshape 'r'" place huge.json
+
 checks=$((checks + 1))
 "$DFLOW" --help > out.txt 2>&1 || fail "--help exits non-zero"
 

@@ -70,7 +70,7 @@ grep -qF "image_id 9" "$TMP/err.txt" || fail "the unknown image id is not named"
 echo '[{"image_id": 1, "category_id": 4, "bbox": [0, 0, 1, 1], "score": 1}]' > "$TMP/bad_cat.json"
 expect_error "category_id 4" "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/bad_cat.json"
 echo '[{"image_id": 1, ' > "$TMP/truncated.json"
-expect_error "truncated.json' is not valid JSON" \
+expect_error "truncated.json': not valid JSON" \
   "$EXE" cocoeval --gt "$TMP/gt.json" --dt "$TMP/truncated.json"
 sed 's/"width": 640, "height": 480}]/"width": 640, "height": -480}]/' "$TMP/gt.json" \
   > "$TMP/bad_gt.json"

@@ -67,6 +67,22 @@ expect_error "bad --remote" "session target 'http://127.0.0.1:1' is not of the f
   run g.json --remote http://127.0.0.1:1 --feed x=x.npy --fetch y
 expect_error "missing GPU" "no GPU is visible for /device:GPU:7" \
   run g.json --device /device:GPU:7 --feed x=x.npy --fetch y
+# A server survives anything a client sends: a Range of 2^61 int64 elements
+# (it used to segfault the server) fails the step naming the node, and the
+# server still runs the next graph.
+cat > range.json << 'EOF'
+{"format": "dflow.graph/1", "nodes": [
+  {"name": "limit", "op": "Placeholder", "attrs": {"dtype": "int64", "shape": []}},
+  {"name": "zero", "op": "Const", "attrs": {"dtype": "int64", "value": {"dtype": "int64", "shape": [], "values": [0]}}},
+  {"name": "one", "op": "Const", "attrs": {"dtype": "int64", "value": {"dtype": "int64", "shape": [], "values": [1]}}},
+  {"name": "r", "op": "Range", "inputs": ["zero", "limit", "one"], "device": "/job:worker/task:0"}
+]}
+EOF
+/usr/bin/python3 -c 'import numpy; numpy.save("limit.npy", numpy.array(2**61, dtype=numpy.int64))'
+expect_error "remote Range of 2^61 elements" "has too many elements" \
+  run range.json --remote "zmq://127.0.0.1:$port" --feed limit=limit.npy --fetch r
+expect_ok "the server still serves" run g.json --remote "zmq://127.0.0.1:$port" --feed x=x.npy --fetch y
+expect_contains "result after the hostile graph" out.txt "y: float32[3] [2 4 6]"
 kill -TERM "$pid"
 wait "$pid" 2> /dev/null
 cli_summary

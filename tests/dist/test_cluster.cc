@@ -68,7 +68,7 @@ TEST_CASE("a cluster spec comes from a file or DFLOW_CLUSTER", "[dist][cluster]"
 }
 
 TEST_CASE("a bad cluster spec is an error naming the field", "[dist][cluster]") {
-  ExpectBadSpec("{", "spec.json: not valid JSON");
+  ExpectBadSpec("{", "'spec.json': not valid JSON");
   ExpectBadSpec("[]", "must be a JSON object");
   ExpectBadSpec(R"({"cluster": {}})", "\"cluster\" must be an object of jobs");
   ExpectBadSpec(R"({"cluster": {"w": ["a:1"]}, "extra": 1})", "top level: unknown field \"extra\"");

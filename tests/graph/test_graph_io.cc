@@ -10,6 +10,7 @@
 
 #include "graph/file.h"
 #include "graph/graph_io.h"
+#include "graph/json.h"
 #include "ops/state.h"
 #include "tests/ops/op_test_util.h"
 
@@ -257,6 +258,52 @@ TEST_CASE("graph file top-level errors", "[io]") {
   CHECK(ParseGraph(R"({"format": "dflow.graph/1", "nodes": [], "seed": 7})")->seed() == 7);
   ExpectError([] { LoadGraph("/nonexistent/graph.json"); }, Code::kNotFound,
               "/nonexistent/graph.json");
+}
+
+// JSON nested 100,000 levels deep used to overflow the stack when an error
+// message printed the value; every field is refused at parse time instead.
+TEST_CASE("graph file JSON nested too deep is refused, in any field", "[io][hostile]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto graph = [](const std::string& node_field, const std::string& top_field) {
+    return R"({"format": "dflow.graph/1", )" + top_field + R"("nodes": [{"name": "c", "op": "Const", )" +
+           node_field + "}]}";
+  };
+  const std::vector<std::string> texts = {
+      graph("", R"("seed": )" + deep + ", "),
+      graph(R"("attrs": {"dtype": )" + deep + "}", ""),
+      graph(R"("attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [1], "values": )" +
+                deep + "}}",
+            ""),
+      R"({"format": "dflow.graph/1", "nodes": [{"name": )" + deep + R"(, "op": "NoOp"}]})",
+  };
+  for (const std::string& text : texts) {
+    ExpectError([&] { ParseGraph(text, "deep.json"); }, Code::kInvalidArgument,
+                "'deep.json': JSON nested more than 256 levels deep");
+  }
+  // Brackets inside strings do not count; 256 levels are fine.
+  CHECK(ParseGraph(R"({"format": "dflow.graph/1", "nodes": [{"name": "c", "op": "NoOp", "device": "[[[["}]})")
+            ->num_nodes() == 1);
+  CHECK_NOTHROW(ParseJson(std::string(256, '[') + std::string(256, ']'), "ok"));
+  // Parser messages quote what they stopped at: cut to a bounded length.
+  try {
+    ParseGraph("\"" + std::string(100000, 'x'), "long.json");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).size() < 1000);
+  }
+}
+
+TEST_CASE("only regular files below the allocation limit are read", "[io][hostile]") {
+  ExpectError([] { LoadGraph("/dev/zero"); }, Code::kInvalidArgument,
+              "cannot read '/dev/zero': not a regular file");
+  ExpectError([] { ReadFileToString("/tmp"); }, Code::kInvalidArgument, "is a directory");
+  std::string path = StrCat(std::filesystem::temp_directory_path().string(), "/dflow_big_", ::getpid(), ".json");
+  WriteFileAtomic(path, std::string(size_t{2} << 20, ' '));
+  SetMaxAllocationBytes(int64_t{1} << 20);
+  ExpectError([&] { LoadGraph(path); }, Code::kInvalidArgument, "above the allocation limit");
+  SetMaxAllocationBytes(0);
+  CHECK(ReadFileToString(path).size() == size_t{2} << 20);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("graph file node errors name the node and field", "[io]") {

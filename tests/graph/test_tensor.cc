@@ -247,6 +247,37 @@ TEST_CASE("shapes: partial dims, compatibility, merge, strides", "[core]") {
   CHECK(Strides(Shape{}).empty());
 }
 
+TEST_CASE("shape arithmetic that does not fit in 64 bits fails naming the shape", "[core][overflow]") {
+  const int64_t k2to32 = int64_t{1} << 32;
+  ExpectError([&] { Shape({k2to32, k2to32}).NumElements(); }, Code::kInvalidArgument,
+              "shape [4294967296,4294967296] has too many elements");
+  // No elements, but a kernel's count over the last two dims would still wrap.
+  ExpectError([&] { Tensor(DType::kFloat32, Shape{0, k2to32, k2to32}); }, Code::kInvalidArgument,
+              "[0,4294967296,4294967296]");
+  // 2^61 elements fit; their 2^64 bytes do not.
+  ExpectError([&] { Tensor(DType::kInt64, Shape{int64_t{1} << 61}); }, Code::kInvalidArgument,
+              "size in bytes does not fit");
+  ExpectError([&] { Strides(Shape{k2to32, k2to32, 1}); }, Code::kInvalidArgument, "too many elements");
+  CHECK(CheckedMul(k2to32, int64_t{1} << 30, "x") == int64_t{1} << 62);
+  ExpectError([&] { CheckedMul(k2to32, k2to32, "the product"); }, Code::kInvalidArgument,
+              "the product is too large: 4294967296 * 4294967296");
+  ExpectError([&] { CheckedAdd(std::numeric_limits<int64_t>::max(), 1, "the sum"); },
+              Code::kInvalidArgument, "the sum is too large");
+  CHECK(Shape({k2to32, 0, int64_t{1} << 30}).NumElements() == 0);  // 2^62 fits
+}
+
+TEST_CASE("allocations above the limit are refused before they are attempted", "[core][overflow]") {
+  SetMaxAllocationBytes(int64_t{1} << 20);
+  CHECK(MaxAllocationBytes() == int64_t{1} << 20);
+  Tensor fits(DType::kFloat32, Shape{1 << 18});
+  ExpectError([] { Tensor(DType::kFloat32, Shape{(1 << 18) + 1}); }, Code::kInvalidArgument,
+              "cannot allocate 1.0 MiB (1048580 bytes) for float32[262145]: above the allocation "
+              "limit of 1.0 MiB (1048576 bytes)");
+  SetMaxAllocationBytes(0);
+  CHECK(MaxAllocationBytes() > int64_t{1} << 20);  // the machine's memory
+  ExpectError([] { SetMaxAllocationBytes(-1); }, Code::kInvalidArgument, "allocation limit");
+}
+
 TEST_CASE("the host allocator reuses a large freed block for the same size", "[core]") {
   Allocator* allocator = CpuAllocator();
   AllocatorStats before = allocator->stats();

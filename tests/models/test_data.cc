@@ -145,6 +145,9 @@ TEST_CASE("malformed datasets name the file and entry", "[data]") {
   WriteBytes(dir / "points.json", "{\"a.png\": [[1, 2], [3]]}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"points.json", "image 'a.png'", "[x, y]"});
+  WriteBytes(dir / "points.json", "[1, 2");  // the parser's own message, not a guess
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
+              {"points.json': not valid JSON: parse error at line 1, column 6"});
   WriteBytes(dir / "points.json", "[1, 2]");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"points.json", "not a JSON object"});

@@ -2,6 +2,7 @@
 // against naive index-by-index references on random shapes (zero-size dims,
 // scalars, negative axes) in every dtype, plus their error messages.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "ops/ops.h"
@@ -437,4 +438,63 @@ TEST_CASE("array builders convert literals sensibly", "[array]") {
   ExpectEqual(out[4], Tensor::FromVector<double>({1.5, 1.5, 1.5, 1.5}, {2, 2}));
   ExpectEqual(out[5], Tensor::FromVector<float>({0.5f, 0.5f}));
   ExpectEqual(out[6], Tensor::FromVector<int32_t>({0, 2, 4}));
+}
+
+// Hostile shapes whose element count or byte size does not fit in 64 bits
+// (2^32 * 2^32 used to wrap to 0 elements) fail naming the node and the
+// shape, whether shape inference sees the values (Const) or only the kernel
+// does (fed): nothing is allocated short and nothing crashes.
+TEST_CASE("shapes too large to address fail naming the node and the shape", "[array][overflow]") {
+  const int64_t k2to32 = int64_t{1} << 32;
+  auto too_large = [](const OpRun& run, const std::string& shape) {
+    for (bool as_const : {true, false}) {
+      OpRun r = run;
+      r.const_inputs = as_const ? run.const_inputs : std::set<int>{};
+      INFO(r.op << (as_const ? " with Const inputs" : " with fed inputs"));
+      try {
+        RunOp(r);
+        FAIL("no error");
+      } catch (const Error& e) {
+        std::string message = e.what();
+        INFO(message);
+        CHECK(e.code() == Code::kInvalidArgument);
+        CHECK(message.find(shape) != std::string::npos);
+        // While building: "Reshape 'op': ..."; while running: "[[node op (Reshape) ...".
+        CHECK((message.find(r.op + " 'op'") != std::string::npos ||
+               message.find("node op (" + r.op + ")") != std::string::npos));
+      }
+    }
+  };
+  Tensor empty = Tensor::FromVector<float>({});
+  too_large({.op = "Reshape", .inputs = {empty, Int64s({k2to32, k2to32})}, .const_inputs = {1}},
+            "[4294967296,4294967296]");
+  too_large({.op = "Fill", .inputs = {Int64s({k2to32, k2to32, k2to32}), Tensor::Scalar(1.0f)},
+             .const_inputs = {0}},
+            "[4294967296,4294967296,4294967296]");
+  too_large({.op = "BroadcastTo", .inputs = {Tensor::Scalar(1.0f), Int64s({k2to32, 0, k2to32})},
+             .const_inputs = {1}},
+            "[4294967296,0,4294967296]");
+  // A dimension that itself overflows: 2^62 * 4.
+  too_large({.op = "Tile", .inputs = {Sample({2}, 1), Int64s({int64_t{1} << 62})}, .const_inputs = {1}},
+            "4611686018427387904");
+  too_large({.op = "Range", .inputs = {Tensor::Scalar<int64_t>(0), Tensor::Scalar<int64_t>(int64_t{1} << 61),
+                                       Tensor::Scalar<int64_t>(1)},
+             .const_inputs = {0, 1, 2}},
+            "[2305843009213693952]");
+  // begin + size would wrap around to a small number and pass the bounds check.
+  for (bool as_const : {true, false})
+    ExpectError([&] {
+      RunOp({.op = "Slice", .inputs = {Sample({4}, 1), Int64s({2}), Int64s({std::numeric_limits<int64_t>::max()})},
+             .const_inputs = ConstIf(as_const, {1, 2})});
+    }, Code::kInvalidArgument, "out of bounds");
+}
+
+TEST_CASE("a tensor above the allocation limit is refused, naming its size and the limit", "[array][overflow]") {
+  SetMaxAllocationBytes(int64_t{1} << 20);
+  for (bool as_const : {true, false})
+    ExpectError([&] {
+      RunOp({.op = "Fill", .inputs = {Int64s({1024, 1024}), Tensor::Scalar(1.0f)}, .const_inputs = ConstIf(as_const, {0})});
+    }, Code::kInvalidArgument, "cannot allocate 4.0 MiB");
+  SetMaxAllocationBytes(0);
+  CHECK(MaxAllocationBytes() > (int64_t{1} << 20));
 }

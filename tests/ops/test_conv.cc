@@ -186,6 +186,12 @@ TEST_CASE("Conv2D reports bad shapes and attrs while building", "[conv]") {
               Code::kInvalidArgument, "strides must be 1 in the batch and channel dims");
   ExpectError([&] { ops::Conv2D(s, x, f({3, 3, 3, 4}), {.dilations = {1, 0, 1, 1}}); },
               Code::kInvalidArgument, "dilations must be >= 1");
+  // (3 - 1) * 2^62 used to wrap to a negative window that "fit" any input.
+  // A graph file may hold any int64; the C++ builder takes ints.
+  ExpectError([&] {
+    s.WithOpName("huge").AddOp("Conv2D", {x, f({3, 3, 3, 4})},
+                               {{"dilations", std::vector<int64_t>{1, int64_t{1} << 62, 1, 1}}});
+  }, Code::kInvalidArgument, "Conv2D 'huge': the dilated filter is too large");
   ExpectError([&] { ops::Conv2D(s, x, f({7, 3, 3, 4}), {.padding = "VALID"}); },
               Code::kInvalidArgument,
               "the filter's height window 7 (size 7, dilation 1) is larger than the padded "

@@ -5,6 +5,7 @@
 // global average pooling; attr and shape errors naming the node.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <catch2/catch.hpp>
 
@@ -310,6 +311,10 @@ TEST_CASE("pooling rejects bad attrs and shapes, naming the node", "[pool]") {
               Code::kInvalidArgument, "AvgPool 'p2': ksize must have 4 entries");
   ExpectError([&] { ops::MaxPool(s.WithOpName("p3"), x, {{2, 2, 2, 1}, {1, 1, 1, 1}, "VALID"}); },
               Code::kInvalidArgument, "MaxPool 'p3': ksize must be 1 on the batch and channel dims");
+  // (out - 1) * stride + ksize used to wrap around: a window without end.
+  ExpectError([&] {
+    ops::MaxPool(s.WithOpName("huge"), x, {{1, std::numeric_limits<int64_t>::max(), 1, 1}, {1, 1, 1, 1}, "SAME"});
+  }, Code::kInvalidArgument, "MaxPool 'huge': the pooled input is too large");
   ExpectError([&] { ops::MaxPool(s.WithOpName("p4"), x, {{1, 2, 2, 1}, {1, 0, 1, 1}, "SAME"}); },
               Code::kInvalidArgument, "MaxPool 'p4': strides entries must be >= 1, got 0");
   ExpectError([&] { ops::MaxPool(s.WithOpName("p5"), x, {{1, 2, 2, 1}, {1, 1, 1, 1}, "FULL"}); },

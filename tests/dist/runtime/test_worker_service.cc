@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -147,6 +148,55 @@ TEST_CASE("a worker runs a registered graph and refuses malformed requests", "[w
   CHECK_THROWS_WITH(worker.channel.CallAndWait(std::move(bare)), Contains("carries 0 tensors"));
   // Still serving.
   CHECK(worker.Call(MessageType::kRunStep, RunStepText(handle), {{"arg:0", x}}).tensors.size() == 1);
+}
+
+namespace {
+
+// Range(0, limit, 1) in int64 fetched as ret 0; `limit` a Const, or arg 0 when null.
+std::string RangeGraph(std::optional<int64_t> limit) {
+  auto constant = [](const char* name, int64_t value) {
+    return nlohmann::json{{"name", name}, {"op", "Const"}, {"device", kDevice},
+                          {"attrs", {{"dtype", "int64"},
+                                     {"value", {{"dtype", "int64"}, {"shape", nlohmann::json::array()},
+                                                {"values", {value}}}}}}};
+  };
+  nlohmann::json limit_node = limit ? constant("limit", *limit)
+                                    : nlohmann::json{{"name", "limit"}, {"op", "_Arg"}, {"device", kDevice},
+                                                     {"attrs", {{"T", "int64"}, {"index", 0}}}};
+  nlohmann::json range = {{"name", "r"}, {"op", "Range"}, {"inputs", {"start", "limit", "delta"}},
+                          {"device", kDevice}};
+  nlohmann::json ret = {{"name", "ret"}, {"op", "_Retval"}, {"inputs", {"r"}}, {"device", kDevice},
+                        {"attrs", {{"T", "int64"}, {"index", 0}}}};
+  nlohmann::json graph = {{"format", "dflow.graph/1"},
+                          {"nodes", {constant("start", 0), limit_node, constant("delta", 1), range, ret}}};
+  return nlohmann::json{{"device", kDevice}, {"graph", graph}}.dump();
+}
+
+}  // namespace
+
+// A server must survive anything a client sends: these used to kill it
+// (a segfault while folding or running the Range, a stack overflow while
+// printing the deep JSON in an error message).
+TEST_CASE("a worker survives hostile graphs: 2^61-element Range, JSON nested 100,000 deep", "[worker][hostile]") {
+  LoopbackWorker worker;
+  const int64_t k2to61 = int64_t{1} << 61;
+  CHECK_THROWS_WITH(worker.Call(MessageType::kRegisterGraph, RangeGraph(k2to61)),
+                    Contains("Range 'r'") && Contains("[2305843009213693952] has too many elements"));
+
+  Message registered = worker.Call(MessageType::kRegisterGraph, RangeGraph(std::nullopt));
+  int64_t handle = nlohmann::json::parse(registered.text).at("handle");
+  CHECK_THROWS_WITH(worker.Call(MessageType::kRunStep, RunStepText(handle), {{"arg:0", Tensor::Scalar(k2to61)}}),
+                    Contains("node r (Range)") && Contains("too many elements"));
+
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THROWS_WITH(worker.Call(MessageType::kRegisterGraph,
+                                R"({"device": ")" + kDevice + R"(", "graph": {"format": "dflow.graph/1", "seed": )" +
+                                    deep + R"(, "nodes": []}})"),
+                    Contains("bad RegisterGraph request") && Contains("nested more than 256 levels"));
+  // Still serving.
+  Message reply = worker.Call(MessageType::kRunStep, RunStepText(handle, 2), {{"arg:0", Tensor::Scalar<int64_t>(3)}});
+  REQUIRE(reply.tensors.size() == 1);
+  CHECK(reply.tensors[0].value.Equals(Tensor::FromVector<int64_t>({0, 1, 2})));
 }
 
 TEST_CASE("a step whose client vanished is aborted and forgotten after the step timeout", "[worker]") {
