@@ -70,7 +70,7 @@ struct TrainLoop {
       waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       std::vector<Tensor> out = Step(*batch);
       ++step;
-      progress.Update(step, batch->images.shape().dim(0), LossMetrics(out));
+      progress.Update(step, batch->images.shape().dim(0), LossMetrics(graph, out));
       if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
       if (step == start + 1) {  // the first step builds the executor: time the steady state
         loop_start = std::chrono::steady_clock::now();

@@ -33,7 +33,7 @@ class DetectionInput : public apps::PsInput {
   }
   int64_t images() const override { return batch_.images.shape().dim(0); }
   apps::Progress::Metrics Metrics(const std::vector<Tensor>& fetched) const override {
-    return LossMetrics(fetched);
+    return LossMetrics(graph_, fetched);
   }
 
  private:

@@ -178,11 +178,10 @@ std::vector<TensorName> LossFetches(const DetectorGraph& g) {
   return fetches;
 }
 
-apps::Progress::Metrics LossMetrics(const std::vector<Tensor>& fetched) {
+apps::Progress::Metrics LossMetrics(const DetectorGraph& g, const std::vector<Tensor>& fetched) {
   static const char* const kNames[] = {"loss", "box", "class", "distill_cls", "distill_box"};
   apps::Progress::Metrics metrics;
-  for (size_t i = 0; i < fetched.size() && i < std::size(kNames); ++i)
-    metrics.push_back({kNames[i], fetched[i].scalar<float>()});
+  for (size_t i = 0; i < LossFetches(g).size(); ++i) metrics.push_back({kNames[i], fetched[i].scalar<float>()});
   return metrics;
 }
 

@@ -50,7 +50,8 @@ void InitBackbone(Session& session, const DetectorGraph& graph, const TrainSetti
 // A batch's feeds, and the progress metrics of the fetches {loss, box, class}.
 FeedList BatchFeeds(const DetectorGraph& graph, const models::DetectionBatch& batch);
 std::vector<TensorName> LossFetches(const DetectorGraph& graph);
-apps::Progress::Metrics LossMetrics(const std::vector<Tensor>& fetched);
+// `fetched` starts with LossFetches' tensors (more may follow).
+apps::Progress::Metrics LossMetrics(const DetectorGraph& graph, const std::vector<Tensor>& fetched);
 
 // "training ssd-mobilenet SxS (...) on I images ... for N steps".
 void PrintPlan(const TrainSettings& settings, const DetectorGraph& graph);

@@ -136,6 +136,7 @@ Tensor RetinaNetDefaultAnchors(const RetinaNetOptions& options) {
 }
 
 RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOptions& options) {
+  CheckOptions(options);  // before the placeholder is added
   const int64_t size = options.image_size;
   return BuildRetinaNetNetwork(
       scope, options, ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3}));

@@ -82,19 +82,8 @@ void AttachBody(const Scope& s, SsdNetwork& net, const Body& body) {
   net.batch_norm_updates = body.batch_norm_updates;
 }
 
-}  // namespace
-
-Tensor SsdDefaultBoxes(const SsdOptions& options) {
-  return SsdAnchors(SsdLayers(options), options.anchors);
-}
-
-SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
-  const int64_t size = options.image_size;
-  return BuildSsdNetwork(
-      scope, options, ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3}));
-}
-
-SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const Output& images) {
+// The options' own checks, before anything is added to the graph.
+void CheckSsdOptions(const SsdOptions& options) {
   DFLOW_REQUIRE(options.num_classes >= 1, "SSD: num_classes must be >= 1, got ",
                 options.num_classes);
   // 64 px is the smallest input whose sixth MobileNet map (stride 512,
@@ -102,6 +91,23 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const 
   // map; SqueezeNet's maps are all at least 1x1 there too.
   DFLOW_REQUIRE(options.image_size >= 64, "SSD: image_size must be >= 64, got ",
                 options.image_size);
+}
+
+}  // namespace
+
+Tensor SsdDefaultBoxes(const SsdOptions& options) {
+  return SsdAnchors(SsdLayers(options), options.anchors);
+}
+
+SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options) {
+  CheckSsdOptions(options);
+  const int64_t size = options.image_size;
+  return BuildSsdNetwork(
+      scope, options, ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, size, size, 3}));
+}
+
+SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const Output& images) {
+  CheckSsdOptions(options);
   Scope s = scope.NewSubScope("ssd");
   SsdNetwork net;
   net.options = options;
