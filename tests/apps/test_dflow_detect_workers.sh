@@ -65,6 +65,39 @@ timeout 120 "$EXE" train "${train[@]}" --out "$TMP/ps-async" --steps 4 --workers
 grep -q "^\[worker:0\] checkpoint .*model-[0-9]*.safetensors" "$TMP/ps-async.txt" ||
   { cat "$TMP/ps-async.txt"; fail "async: the chief wrote no final checkpoint"; }
 
+# Incremental learning across processes: add-class with its teacher and
+# exemplars over a ring and over sync ps (same bits), and an on-line session
+# under ps whose chief keeps the memory.
+timeout 60 "$EXE" generate --out "$TMP/three" --images 16 --size 96x80 --classes 3 --seed 7 > /dev/null ||
+  fail "generate 3 classes"
+python3 - "$TMP/three" "$TMP/new" <<'PY' || fail "new-class split"
+import json, os, sys
+src, dst = sys.argv[1:]
+a = json.load(open(src + "/annotations.json"))
+new = [c for c in a["categories"] if c["name"] == "triangle"]
+anns = [o for o in a["annotations"] if o["category_id"] == new[0]["id"]]
+ids = {o["image_id"] for o in anns}
+os.makedirs(dst)
+images = [dict(i, file_name=os.path.join(src, i["file_name"])) for i in a["images"] if i["id"] in ids]
+json.dump({"images": images, "annotations": anns, "categories": new}, open(dst + "/annotations.json", "w"))
+PY
+add_class=(add-class --from "$TMP/full" --data "$TMP/new" --steps 4 --threads 1 --exemplars 0.5)
+timeout 120 "$EXE" "${add_class[@]}" --out "$TMP/added-ring" --workers 2 --strategy ring \
+  --base-port $((PORT + 60)) > "$TMP/added-ring.txt" 2>&1 || { cat "$TMP/added-ring.txt"; fail "add-class ring"; }
+grep -q "^\[worker:0\] .*distill_cls" "$TMP/added-ring.txt" || { cat "$TMP/added-ring.txt"; fail "no distillation"; }
+grep -q "^\[worker:1\] exemplar memory" "$TMP/added-ring.txt" && fail "worker 1 wrote the memory too"
+[[ -s $TMP/added-ring/memory/annotations.json ]] || fail "add-class with workers kept no memory"
+timeout 120 "$EXE" "${add_class[@]}" --out "$TMP/added-ps" --workers 2 --strategy ps \
+  --base-port $((PORT + 70)) > "$TMP/added-ps.txt" 2>&1 || { cat "$TMP/added-ps.txt"; fail "add-class ps"; }
+cmp "$TMP/added-ring/checkpoints/model-4.safetensors" "$TMP/added-ps/checkpoints/model-4.safetensors" ||
+  fail "add-class: sync ps and ring end with different variables"
+cp -r "$TMP/ps" "$TMP/online"
+timeout 120 "$EXE" train --data "$TMP/data" --out "$TMP/online" --session --steps 2 --workers 2 --strategy ps \
+  --base-port $((PORT + 80)) > "$TMP/online.txt" 2>&1 || { cat "$TMP/online.txt"; fail "a session under ps"; }
+grep -q "^\[worker:0\] session 2 ended" "$TMP/online.txt" || { cat "$TMP/online.txt"; fail "the session did not end"; }
+[[ -s $TMP/online/checkpoints/model-6.safetensors && -s $TMP/online/sessions.json ]] ||
+  fail "the session under ps did not continue at step 4 or log itself"
+
 expect_error "--codec 1bit goes with --strategy ring" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-codec" --steps 2 --workers 2 --strategy ps --codec 1bit
 expect_error "--ps and --ps-mode go with --strategy ps" \
