@@ -62,10 +62,18 @@ detection::RetinaNetOptions RetinaNetOptionsFor(const TrainSettings& s, bool tra
           .training = training};
 }
 
+// The backbone's map [N, h, w, C] as unit-length [N, C] vectors.
+Output ImageFeatures(const Scope& scope, const Output& map) {
+  Scope s = scope.NewSubScope("image_features");
+  Output mean = ops::Mean(s, map, ops::Range(s, 1, 3, 1));
+  Output norm = ops::Sqrt(s, ops::Add(s, ops::Sum(s, ops::Square(s, mean), -1, {.keep_dims = true}), 1e-12f));
+  return ops::Div(s, mean, norm);
+}
+
 template <typename Network>
-DetectorNetwork NetworkView(const Network& net) {
-  return {net.images,    net.box_deltas,         net.class_logits,      net.anchors,
-          net.variables, net.backbone_variables, net.batch_norm_updates};
+DetectorNetwork NetworkView(const Scope& scope, const Network& net) {
+  return {net.images,    net.box_deltas,         net.class_logits,       net.anchors,
+          net.variables, net.backbone_variables, net.batch_norm_updates, ImageFeatures(scope, net.backbone_features)};
 }
 
 template <typename Loss>
@@ -83,11 +91,11 @@ DetectorLoss LossView(const Loss& loss) {
 DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool training, const Output& images) {
   if (IsRetinaNet(s.model)) {
     detection::RetinaNetOptions options = RetinaNetOptionsFor(s, training);
-    return NetworkView(images.valid() ? detection::BuildRetinaNetNetwork(scope, options, images)
+    return NetworkView(scope, images.valid() ? detection::BuildRetinaNetNetwork(scope, options, images)
                                       : detection::BuildRetinaNetNetwork(scope, options));
   }
   detection::SsdOptions options = SsdOptionsFor(s, training);
-  return NetworkView(images.valid() ? detection::BuildSsdNetwork(scope, options, images)
+  return NetworkView(scope, images.valid() ? detection::BuildSsdNetwork(scope, options, images)
                                     : detection::BuildSsdNetwork(scope, options));
 }
 
@@ -122,7 +130,7 @@ void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training,
   if (IsRetinaNet(s.model)) {
     detection::RetinaNetNetwork net =
         detection::BuildRetinaNetNetwork(g.scope, RetinaNetOptionsFor(s, training));
-    g.net = NetworkView(net);
+    g.net = NetworkView(g.scope, net);
     if (training)
       g.loss = LossView(detection::BuildRetinaNetLoss(g.scope, net));
     else
@@ -133,7 +141,7 @@ void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training,
     return;
   }
   detection::SsdNetwork net = detection::BuildSsdNetwork(g.scope, SsdOptionsFor(s, training));
-  g.net = NetworkView(net);
+  g.net = NetworkView(g.scope, net);
   if (training)
     g.loss = LossView(detection::BuildSsdLoss(g.scope, net));
   else

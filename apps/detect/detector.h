@@ -27,6 +27,9 @@ struct DetectorNetwork {
   Output class_logits;  // float32 [N, A, C]
   Tensor anchors;       // float32 [A, 4], normalised (y1, x1, y2, x2)
   std::vector<Output> variables, backbone_variables, batch_norm_updates;
+  // float32 [N, C]: the backbone's last map averaged over its cells and
+  // scaled to unit length (iCaRL's feature vector, for exemplar herding).
+  Output image_features;
 };
 
 struct DetectorLoss {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "apps/common/workers.h"
@@ -21,6 +22,29 @@ namespace dflow::detect_app {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Each image's feature vector (DetectorNetwork::image_features), in
+// `part.data.images` order.
+std::vector<std::vector<float>> ImageFeatures(TrainedDetector& detector, const models::DatasetPart& part) {
+  models::DetectionPipelineOptions options;
+  options.image_size = detector.config.size;
+  options.batch_size = 16;
+  options.augment = options.shuffle = options.repeat = options.drop_remainder = false;
+  models::DetectionPipeline pipeline(part.data, part.root, options);
+  std::map<int64_t, std::vector<float>> by_id;
+  while (std::optional<models::DetectionBatch> batch = pipeline.Next()) {
+    Tensor f = detector.session->Run({{detector.graph->net.images, batch->images}},
+                                     {detector.graph->net.image_features})[0];
+    const int64_t dims = f.dim(1);
+    for (size_t i = 0; i < batch->image_ids.size(); ++i) {
+      const float* row = f.data<float>() + static_cast<int64_t>(i) * dims;
+      by_id[batch->image_ids[i]].assign(row, row + dims);
+    }
+  }
+  std::vector<std::vector<float>> features;
+  for (const models::DetectionImage& image : part.data.images) features.push_back(by_id.at(image.id));
+  return features;
+}
 
 bool HasMemory(const std::string& run_dir) {
   return fs::exists(fs::path(MemoryDir(run_dir)) / "annotations.json");
@@ -70,6 +94,7 @@ TrainSettings NewClassSettings(const TrainSettings& old, const models::Detection
   s.distill_class_weight = a.distill_class_weight;
   s.distill_box_weight = a.distill_box_weight;
   s.exemplars = a.exemplars;
+  s.exemplar_choice = a.exemplar_choice;
   s.freeze = a.freeze;
   s.init_from.clear();
   s.init_map.clear();
@@ -102,8 +127,8 @@ std::optional<models::DatasetPart> OldExemplars(const TrainSettings& s, const Tr
                   " (", ConfigPath(old_run), ") is not a folder here, and the run keeps no exemplar memory; ",
                   "give --exemplars 0 to add the class without exemplars");
     part.root = old.data;
-    models::DetectionDataset data = LoadDataset(old.data);
-    part.data = models::SelectImages(data, models::ChooseRandomExemplars(data, s.exemplars, s.seed));
+    part.data = LoadDataset(old.data);
+    part.data = models::SelectImages(part.data, ChooseExemplars(s, part, 0, s.teacher));
   }
   models::DatasetPart memory{models::JoinDatasets({part}, old.class_names, old.category_ids), ""};
   if (!apps::IsChiefProcess()) return memory;
@@ -163,12 +188,20 @@ void InitFromOldModel(Session& session, const DetectorGraph& g, const Saver& sav
             << (has_teacher ? "; the teacher holds the old model" : "") << "\n";
 }
 
+std::vector<int64_t> ChooseExemplars(const TrainSettings& s, const models::DatasetPart& part, uint64_t salt,
+                                     const std::string& checkpoint) {
+  if (s.exemplar_choice != "herding")
+    return models::ChooseRandomExemplars(part.data, s.exemplars, models::SeededRandom::Combine({s.seed, salt}));
+  std::unique_ptr<TrainedDetector> detector = LoadTrainedDetector(checkpoint, s.threads, s.device, {});
+  return models::ChooseHerdingExemplars(part.data, ImageFeatures(*detector, part), s.exemplars);
+}
+
 int64_t UpdateExemplarMemory(const TrainSettings& s, const models::DatasetPart& part) {
   std::vector<models::DatasetPart> parts;
   if (HasMemory(s.out)) parts.push_back({LoadDataset(MemoryDir(s.out)), MemoryDir(s.out)});
-  const uint64_t seed = models::SeededRandom::Combine({s.seed, static_cast<uint64_t>(s.session)});
-  parts.push_back(
-      {models::SelectImages(part.data, models::ChooseRandomExemplars(part.data, s.exemplars, seed)), part.root});
+  std::vector<int64_t> chosen =
+      ChooseExemplars(s, part, static_cast<uint64_t>(s.session), *LatestCheckpoint(CheckpointDir(s)));
+  parts.push_back({models::SelectImages(part.data, chosen), part.root});
   models::DetectionDataset memory = models::JoinDatasets(parts, s.class_names, s.category_ids);
   models::WriteDatasetFolder(MemoryDir(s.out), memory);
   return static_cast<int64_t>(memory.images.size());

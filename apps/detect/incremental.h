@@ -35,9 +35,15 @@ void AddExemplarMemory(const TrainSettings& settings, PreparedRun& run);
 void InitFromOldModel(Session& session, const DetectorGraph& graph, const Saver& saver,
                       const TrainSettings& settings);
 
-// The end of a session run: exemplars of `part` (settings.exemplars of each
-// class's images, chosen at random with the run's seed) join RUN/memory,
-// which is rewritten whole. Returns the memory's image count.
+// settings.exemplars of each class's images of `part`: at random (seeded
+// by the run's seed and `salt`) or by herding on the features of the
+// detector in `checkpoint`. Returns their image ids.
+std::vector<int64_t> ChooseExemplars(const TrainSettings& settings, const models::DatasetPart& part,
+                                     uint64_t salt, const std::string& checkpoint);
+
+// The end of a session run: exemplars of `part` (ChooseExemplars with the
+// run's latest checkpoint) join RUN/memory, which is rewritten whole.
+// Returns the memory's image count.
 int64_t UpdateExemplarMemory(const TrainSettings& settings, const models::DatasetPart& part);
 
 // `train --session` on a run that exists: its config.json as --resume reads
@@ -61,6 +67,7 @@ struct AddClassSettings {
   std::string out;   // the new run
   double exemplars = 0.05;  // share of each old class's images kept from the old run
   std::string distill = "output";
+  std::string exemplar_choice = "random";
   double distill_class_weight = 1.0, distill_box_weight = 1.0;
   std::string freeze;
   int64_t steps = 0;

@@ -81,6 +81,12 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_option("--map", s.init_map,
                      "With --init-from: JSON {variable here: tensor name in the checkpoint}"),
       app.add_option("--seed", s.seed, "Seed of initialisation, augmentation and data order"),
+      app.add_option("--exemplars", s.exemplars,
+                     "--session: share of each class's images a session keeps in the exemplar memory")
+          ->check(CLI::Range(0.0, 1.0)),
+      app.add_option("--exemplar-choice", s.exemplar_choice,
+                     "How exemplars are chosen: random (seeded) or herding (iCaRL, on backbone features)")
+          ->check(CLI::IsMember({"random", "herding"})),
   };
   return {fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
 }
@@ -95,6 +101,9 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
   app.add_option("--exemplars", s.exemplars,
                  "Share of each old class's images kept as exemplars (the old run's memory when it has one)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--exemplar-choice", s.exemplar_choice,
+                 "How exemplars are chosen from the old run's data: random (seeded) or herding (iCaRL)")
+      ->check(CLI::IsMember({"random", "herding"}));
   app.add_option("--distill", s.distill, "output: the old model teaches the old classes; none: fine-tuning")
       ->check(CLI::IsMember({"output", "none"}));
   app.add_option("--distill-class-weight", s.distill_class_weight, "Weight of the class distillation term")

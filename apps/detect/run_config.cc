@@ -36,6 +36,7 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "distill_class_weight", s.distill_class_weight);
   visit(json, "distill_box_weight", s.distill_box_weight);
   visit(json, "exemplars", s.exemplars);
+  visit(json, "exemplar_choice", s.exemplar_choice);
   visit(json, "session", s.session);
   visit(json, "session_start", s.session_start);
   visit(json, "class_names", s.class_names);
@@ -79,6 +80,8 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                 ": \"augment\" must be ssd, light or none, got \"", s.augment, "\"");
   DFLOW_REQUIRE(s.distill == "output" || s.distill == "none", source,
                 ": \"distill\" must be output or none, got \"", s.distill, "\"");
+  DFLOW_REQUIRE(s.exemplar_choice == "random" || s.exemplar_choice == "herding", source,
+                ": \"exemplar_choice\" must be random or herding, got \"", s.exemplar_choice, "\"");
   DFLOW_REQUIRE(s.exemplars >= 0 && s.exemplars <= 1, source,
                 ": \"exemplars\" is a share of each class's images, within [0, 1], got ", s.exemplars);
   DFLOW_REQUIRE(s.teacher.empty() || (s.teacher_classes >= 1 &&

@@ -71,8 +71,10 @@ struct TrainSettings {
   std::string distill = "output";
   double distill_class_weight = 1.0, distill_box_weight = 1.0;
   // The share of each class's images kept in RUN/memory as exemplars when
-  // a session ends or a class is added, chosen at random (seeded).
+  // a session ends or a class is added, chosen at "random" (seeded) or by
+  // "herding" on the backbone's features (iCaRL).
   double exemplars = 0.05;
+  std::string exemplar_choice = "random";
   // --session runs: the session's number (1, 2, ...) and the global step it
   // started at (its learning-rate schedule starts there). 0: not a session run.
   int64_t session = 0;

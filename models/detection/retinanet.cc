@@ -155,6 +155,7 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.variables = backbone.variables;
   net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
+  net.backbone_features = backbone.features.back();
   Builder b(net.variables);
   std::vector<Output> levels =
       b.Pyramid(s.NewSubScope("fpn"), backbone.features, options.p6_from_p5);

@@ -60,6 +60,7 @@ struct RetinaNetNetwork {
   std::vector<Output> variables;           // every trained weight
   std::vector<Output> backbone_variables;  // the ResNet part (frozen by --freeze backbone)
   std::vector<Output> batch_norm_updates;  // run with each training step
+  Output backbone_features;                // C5, [N, h, w, C]: what exemplar herding describes an image by
   RetinaNetOptions options;
 };
 

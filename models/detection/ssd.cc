@@ -66,9 +66,10 @@ SqueezeNetSsd BuildSqueezeNetBody(const Scope& s, const Output& images, const Ss
       {.num_classes = options.num_classes + 1, .backbone = {.training = options.training}});
 }
 
-// Checks the body's maps, then views its outputs per anchor.
+// Checks the body's maps, then views its outputs per anchor; the first
+// `backbone_maps` maps are the backbone's.
 template <typename Body>
-void AttachBody(const Scope& s, SsdNetwork& net, const Body& body) {
+void AttachBody(const Scope& s, SsdNetwork& net, const Body& body, size_t backbone_maps) {
   // The heads' outputs are laid out map by map, cell by cell, box by box:
   // the anchors' order (anchors.h).
   CheckFeatureMaps(body.features, SsdLayers(net.options));
@@ -80,6 +81,7 @@ void AttachBody(const Scope& s, SsdNetwork& net, const Body& body) {
   net.variables = body.variables;
   net.backbone_variables = body.backbone_variables;
   net.batch_norm_updates = body.batch_norm_updates;
+  net.backbone_features = body.features[backbone_maps - 1];
 }
 
 // The options' own checks, before anything is added to the graph.
@@ -114,9 +116,9 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const 
   net.images = images;
   Output scaled = ops::Sub(s, ops::Mul(s, net.images, 2.0f), 1.0f);  // [0, 1] -> [-1, 1]
   if (options.backbone == SsdBackbone::kSqueezeNet)
-    AttachBody(s, net, BuildSqueezeNetBody(s, scaled, options));
+    AttachBody(s, net, BuildSqueezeNetBody(s, scaled, options), 1);  // fire8
   else
-    AttachBody(s, net, BuildMobileNetBody(s, scaled, options));
+    AttachBody(s, net, BuildMobileNetBody(s, scaled, options), 2);  // conv11, conv13
   return net;
 }
 

@@ -48,6 +48,9 @@ struct SsdNetwork {
   std::vector<Output> variables;           // every trained weight
   std::vector<Output> backbone_variables;  // the backbone's part (frozen by --freeze backbone)
   std::vector<Output> batch_norm_updates;  // run with each training step
+  // The backbone's last feature map (MobileNet's conv13, SqueezeNet's
+  // fire8), [N, h, w, C]: what exemplar herding describes an image by.
+  Output backbone_features;
   SsdOptions options;
 };
 

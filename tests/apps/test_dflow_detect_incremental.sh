@@ -85,6 +85,21 @@ expect_error "no checkpoint in" "$EXE" add-class --from "$TMP/test" --data "$TMP
 expect_error "already holds a run" "$EXE" add-class --from "$TMP/report/old" --data "$TMP/report/data/new" \
   --out "$TMP/report/distill" --steps 1
 
+# Herding (iCaRL) picks as many exemplars per class as the random choice.
+"$EXE" train --data "$TMP/report/data/old" --out "$TMP/herding" --session "${small[@]}" --steps 2 \
+  --exemplars 0.2 --exemplar-choice herding > "$TMP/herding.txt" || { cat "$TMP/herding.txt"; fail "herding"; }
+python3 - "$TMP/herding/memory/annotations.json" "$TMP/report/data/old/annotations.json" <<'PY' ||
+import json, math, sys
+memory, data = (json.load(open(p)) for p in sys.argv[1:])
+for c in data["categories"]:
+    held = {o["image_id"] for o in data["annotations"] if o["category_id"] == c["id"]}
+    mid = [m["id"] for m in memory["categories"] if m["name"] == c["name"]][0]
+    kept = {o["image_id"] for o in memory["annotations"] if o["category_id"] == mid}
+    assert len(kept) >= math.ceil(0.2 * len(held)), (c["name"], len(kept), len(held))
+PY
+  fail "herding's memory"
+grep -q '"exemplar_choice": *"herding"' "$TMP/herding/config.json" || fail "the run did not record herding"
+
 # --- on-line sessions: each continues the run with its data and the memory
 "$EXE" generate --out "$TMP/s2" --images 20 --size 96x96 --classes 3 --max-objects 3 --seed 5 > /dev/null
 session=(--checkpoint-every 2 --keep 10 --exemplars 0.2)
