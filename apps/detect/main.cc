@@ -1,7 +1,6 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
 // SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
 // Subcommands: train, add-class, forgetting-report, eval, predict, cocoeval, convert, generate (see --help).
-#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +12,8 @@
 #include "apps/detect/forgetting_report.h"
 #include "apps/detect/generate.h"
 #include "apps/detect/incremental.h"
+#include "apps/detect/training.h"
+#include "models/checkpoint.h"
 #include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
 
@@ -218,7 +219,10 @@ int main(int argc, char** argv) {
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
       if (resume) return Train(dflow::apps::ResumeSettings(train, train_options, ReadConfig), true);
-      if (session && std::filesystem::exists(ConfigPath(train.out)))
+      // A run with a checkpoint is continued; otherwise this is its first
+      // session (every worker sees the same: no checkpoint exists before
+      // all of them have started).
+      if (session && dflow::LatestCheckpoint(CheckpointDir(train)))
         return Train(NextSessionSettings(train, train_options), true);
       if (session) train.session = 1;
       DFLOW_REQUIRE(!train.data.empty(), "train: --data is required");

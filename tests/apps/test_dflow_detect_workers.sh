@@ -91,6 +91,9 @@ timeout 120 "$EXE" "${add_class[@]}" --out "$TMP/added-ps" --workers 2 --strateg
   --base-port $((PORT + 70)) > "$TMP/added-ps.txt" 2>&1 || { cat "$TMP/added-ps.txt"; fail "add-class ps"; }
 cmp "$TMP/added-ring/checkpoints/model-4.safetensors" "$TMP/added-ps/checkpoints/model-4.safetensors" ||
   fail "add-class: sync ps and ring end with different variables"
+timeout 120 "$EXE" train "${train[@]}" --out "$TMP/first" --session --steps 2 --workers 2 --strategy ring \
+  --base-port $((PORT + 90)) > "$TMP/first.txt" 2>&1 || { cat "$TMP/first.txt"; fail "a first session with workers"; }
+grep -q "^\[worker:0\] session 1 ended" "$TMP/first.txt" || { cat "$TMP/first.txt"; fail "session 1 did not end"; }
 cp -r "$TMP/ps" "$TMP/online"
 timeout 120 "$EXE" train --data "$TMP/data" --out "$TMP/online" --session --steps 2 --workers 2 --strategy ps \
   --base-port $((PORT + 80)) > "$TMP/online.txt" 2>&1 || { cat "$TMP/online.txt"; fail "a session under ps"; }
