@@ -7,6 +7,7 @@
 
 #include "apps/detect/run_config.h"
 #include "models/data/detection_dataset.h"
+#include "models/data/detection_pipeline.h"
 #include "models/data/exemplars.h"
 #include "models/metrics/coco_eval.h"
 #include "models/metrics/voc_eval.h"
@@ -50,6 +51,9 @@ struct Evaluation {
   nlohmann::json summary;
 };
 struct TrainedDetector;
+// A detector's pass over a dataset: every image once, in order, resized to
+// `size`, unaugmented, the last batch kept whole.
+models::DetectionPipelineOptions InferencePipelineOptions(int64_t size, int64_t batch);
 Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int64_t batch, int threads);
 
 struct PredictSettings {

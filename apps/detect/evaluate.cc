@@ -59,20 +59,24 @@ nlohmann::json PerClass(const models::CocoEvalResult& coco, const models::VocEva
 
 }  // namespace
 
+models::DetectionPipelineOptions InferencePipelineOptions(int64_t size, int64_t batch) {
+  models::DetectionPipelineOptions options;
+  options.image_size = size;
+  options.batch_size = batch;
+  options.augment = false;
+  options.shuffle = false;
+  options.repeat = false;
+  options.drop_remainder = false;
+  return options;
+}
+
 Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int64_t batch, int threads) {
   const TrainSettings& run = detector.config;
   models::DetectionDataset data = InRunOrder(LoadDataset(data_dir), run, data_dir);
   std::vector<int64_t> category_ids;
   for (const models::DetectionCategory& c : data.categories) category_ids.push_back(c.id);
 
-  models::DetectionPipelineOptions options;
-  options.image_size = run.size;
-  options.batch_size = batch;
-  options.augment = false;
-  options.shuffle = false;
-  options.repeat = false;
-  options.drop_remainder = false;
-  models::DetectionPipeline pipeline(data, data_dir, options);
+  models::DetectionPipeline pipeline(data, data_dir, InferencePipelineOptions(run.size, batch));
   Evaluation e;
   while (std::optional<models::DetectionBatch> next = pipeline.Next()) {
     std::vector<models::Detection> found =

@@ -10,13 +10,13 @@
 
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
+#include "graph/file.h"
+#include "models/checkpoint.h"
 #include "models/data/exemplars.h"
 #include "models/data/seeded_random.h"
-#include "models/detection/incremental.h"
-#include "models/checkpoint.h"
 #include "models/data/text_numbers.h"
+#include "models/detection/incremental.h"
 #include "models/safetensors.h"
-#include "graph/file.h"
 
 namespace dflow::detect_app {
 namespace {
@@ -26,11 +26,7 @@ namespace fs = std::filesystem;
 // Each image's feature vector (DetectorNetwork::image_features), in
 // `part.data.images` order.
 std::vector<std::vector<float>> ImageFeatures(TrainedDetector& detector, const models::DatasetPart& part) {
-  models::DetectionPipelineOptions options;
-  options.image_size = detector.config.size;
-  options.batch_size = 16;
-  options.augment = options.shuffle = options.repeat = options.drop_remainder = false;
-  models::DetectionPipeline pipeline(part.data, part.root, options);
+  models::DetectionPipeline pipeline(part.data, part.root, InferencePipelineOptions(detector.config.size, 16));
   std::map<int64_t, std::vector<float>> by_id;
   while (std::optional<models::DetectionBatch> batch = pipeline.Next()) {
     Tensor f = detector.session->Run({{detector.graph->net.images, batch->images}},
