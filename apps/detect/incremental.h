@@ -77,6 +77,9 @@ struct AddClassSettings {
   // training); otherwise an old class in --data is an error.
   bool old_classes_in_data = false;
   int threads = 2;
+  int decode_threads = 1, prefetch = 3;  // the input pipeline, as train's
+  int64_t checkpoint_every = 200;
+  int keep = 3;
   uint64_t seed = 1;
   std::string device;
   apps::DataParallelSettings parallel;

@@ -96,9 +96,9 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
   app.add_option("--from", s.from, "The old run (or one of its checkpoints)")->required();
   app.add_option("--data", s.data, "The new classes' data, annotated with them alone")->required();
   app.add_option("--out", s.out, "The new run")->required();
-  app.add_option("--steps", s.steps, "Training steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", s.steps, "Training steps")->check(AtLeast(1));
   app.add_option("--epochs", s.epochs, "Training epochs over the new data and the exemplars")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   app.add_option("--exemplars", s.exemplars,
                  "Share of each old class's images kept as exemplars (the old run's memory when it has one)")
       ->check(CLI::Range(0.0, 1.0));
@@ -108,17 +108,15 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
   app.add_option("--distill", s.distill, "output: the old model teaches the old classes; none: fine-tuning")
       ->check(CLI::IsMember({"output", "none"}));
   app.add_option("--distill-class-weight", s.distill_class_weight, "Weight of the class distillation term")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dflow::apps::NonNegativeReal());
   app.add_option("--distill-box-weight", s.distill_box_weight, "Weight of the box distillation term")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dflow::apps::NonNegativeReal());
   app.add_option("--freeze", s.freeze, "Keep these variables as the old model has them: backbone")
       ->check(CLI::IsMember({"backbone"}));
   app.add_option("--lr", s.learning_rate, "Adam learning rate (default: a tenth of the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   app.add_option("--seed", s.seed, "Seed of the new head, the exemplars, augmentation and data order");
-  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
-  dflow::apps::AddDeviceOption(app, s.device);
-  dflow::apps::AddDataParallelOptions(app, s.parallel);
+  dflow::apps::AddTrainingResourceOptions(app, s);
 }
 
 void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
@@ -133,20 +131,20 @@ void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
   app.add_option("--size", s.size, "Network input size (square), pixels")->check(CLI::Range(64, 2048));
   app.add_option("--width", s.width, "MobileNet width multiplier")->check(CLI::Range(0.1, 2.0));
   app.add_option("--augment", s.augment, "ssd, light or none")->check(CLI::IsMember({"ssd", "light", "none"}));
-  app.add_option("--batch", s.batch, "Images per batch")->check(CLI::PositiveNumber);
+  app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1));
   app.add_option("--old-steps", s.old_steps, "Steps of the old model's training")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app.add_option("--new-steps", s.new_steps, "Steps of each new model's training")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app.add_option("--lr", s.learning_rate, "The old model's Adam learning rate (default: the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   app.add_option("--new-lr", s.new_learning_rate, "The new models' rate (default: add-class's)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   app.add_option("--exemplars", s.exemplars, "The distillation run's share of each old class's images")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--threads", s.threads, "Compute threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
   app.add_option("--seed", s.seed, "Seed of every run");
 }
 
