@@ -70,6 +70,15 @@ assert not [c for c in json.load(open(root + "/fine-tune/config.json"))["class_n
 PY
 [[ ! -e $TMP/report/fine-tune/memory ]] || fail "fine-tuning without exemplars kept a memory"
 
+# RetinaNet too: its class subnet's last layer widened, focal loss plus distillation.
+"$EXE" train --data "$TMP/report/data/old" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --batch 2 \
+  --steps 2 --threads 1 --augment none > "$TMP/retina.txt" 2>&1 || { cat "$TMP/retina.txt"; fail "train retinanet"; }
+"$EXE" add-class --from "$TMP/retina" --data "$TMP/report/data/new" --out "$TMP/retina2" --steps 2 --threads 1 \
+  --exemplars 0.1 > "$TMP/retina2.txt" 2>&1 || { cat "$TMP/retina2.txt"; fail "add-class retinanet"; }
+grep -q "2 class layers widened from 3 to 4 classes; the teacher holds the old model" "$TMP/retina2.txt" ||
+  { cat "$TMP/retina2.txt"; fail "add-class retinanet: widening"; }
+grep -q "distill_box" "$TMP/retina2.txt" || fail "add-class retinanet: no distillation terms"
+
 # --- bad input
 expect_error 'the class "circle" of' "$EXE" add-class --from "$TMP/report/old" --data "$TMP/data" \
   --out "$TMP/bad" --steps 1
