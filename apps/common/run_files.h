@@ -62,23 +62,30 @@ void CheckSameDataset(const DatasetIdentity& recorded, const DatasetIdentity& fo
 template <typename Settings, typename ForEachField>
 nlohmann::json FieldsToJson(const Settings& settings, ForEachField for_each_field) {
   nlohmann::json json = nlohmann::json::object();
-  for_each_field(json, settings, [](nlohmann::json& j, const char* key, const auto& value) {
+  for_each_field(json, settings, [](nlohmann::json& j, const char* key, const auto& value, bool = false) {
     j[key] = value;
   });
   return json;
 }
 
+// A field list passes this after a field that runs written before it was
+// added lack: reading such a run keeps the field's default.
+inline constexpr bool kAddedLater = true;
+
 // Every field must be present and of its type: kInvalidArgument names
-// `source` and the field otherwise. The one exception is a DatasetIdentity,
-// which runs written before it was recorded lack: it stays unrecorded.
+// `source` and the field otherwise. The exceptions are a DatasetIdentity,
+// which runs written before it was recorded lack (it stays unrecorded), and
+// the fields marked kAddedLater.
 template <typename Settings, typename ForEachField>
 Settings FieldsFromJson(const nlohmann::json& json, const std::string& source,
                         ForEachField for_each_field) {
   DFLOW_REQUIRE(json.is_object(), source, ": expected a JSON object");
   Settings settings;
-  for_each_field(json, settings, [&](const nlohmann::json& j, const char* key, auto& value) {
+  for_each_field(json, settings, [&](const nlohmann::json& j, const char* key, auto& value,
+                                     bool added_later = false) {
     if constexpr (std::is_same_v<std::decay_t<decltype(value)>, DatasetIdentity>)
       if (!j.contains(key)) return;
+    if (added_later && !j.contains(key)) return;
     DFLOW_REQUIRE(j.contains(key), source, ": missing \"", key, "\"");
     try {
       j.at(key).get_to(value);

@@ -6,7 +6,8 @@
 namespace dflow::detect_app {
 namespace {
 
-// One list of fields serves both directions (apps/common/run_files.h).
+// One list of fields serves both directions (apps/common/run_files.h); the
+// incremental-learning fields came later, and older runs lack them.
 constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "data", s.data);
   visit(json, "out", s.out);
@@ -30,15 +31,15 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "checkpoint_every", s.checkpoint_every);
   visit(json, "keep", s.keep);
   visit(json, "seed", s.seed);
-  visit(json, "teacher", s.teacher);
-  visit(json, "teacher_classes", s.teacher_classes);
-  visit(json, "distill", s.distill);
-  visit(json, "distill_class_weight", s.distill_class_weight);
-  visit(json, "distill_box_weight", s.distill_box_weight);
-  visit(json, "exemplars", s.exemplars);
-  visit(json, "exemplar_choice", s.exemplar_choice);
-  visit(json, "session", s.session);
-  visit(json, "session_start", s.session_start);
+  visit(json, "teacher", s.teacher, apps::kAddedLater);
+  visit(json, "teacher_classes", s.teacher_classes, apps::kAddedLater);
+  visit(json, "distill", s.distill, apps::kAddedLater);
+  visit(json, "distill_class_weight", s.distill_class_weight, apps::kAddedLater);
+  visit(json, "distill_box_weight", s.distill_box_weight, apps::kAddedLater);
+  visit(json, "exemplars", s.exemplars, apps::kAddedLater);
+  visit(json, "exemplar_choice", s.exemplar_choice, apps::kAddedLater);
+  visit(json, "session", s.session, apps::kAddedLater);
+  visit(json, "session_start", s.session_start, apps::kAddedLater);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
