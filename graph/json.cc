@@ -44,7 +44,8 @@ JsonT ParseJson(std::string_view text, std::string_view source) {
   CheckJsonDepth(text, source);
   try {
     return JsonT::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double (1e999)
     Fail(Code::kInvalidArgument, "'", source, "': not valid JSON: ", JsonErrorMessage(e));
   }
 }

@@ -33,7 +33,8 @@ std::string CutForMessage(std::string_view text, size_t max_chars = kMaxJsonInMe
 std::string JsonErrorMessage(const nlohmann::json::exception& e);
 
 // Parses untrusted JSON: CheckJsonDepth, then the parser. A syntax error
-// throws kInvalidArgument "'<source>': not valid JSON: <where and why>".
+// or a number too large for a double (1e999) throws kInvalidArgument
+// "'<source>': not valid JSON: <where and why>".
 template <typename JsonT = nlohmann::json>
 JsonT ParseJson(std::string_view text, std::string_view source);
 extern template nlohmann::json ParseJson<nlohmann::json>(std::string_view, std::string_view);

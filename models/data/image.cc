@@ -1,6 +1,7 @@
 // Image decode/encode over stb_image; see image.h.
 #include "models/data/image.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -71,6 +72,52 @@ std::optional<Dims> JpegSize(std::string_view b) {
   return std::nullopt;
 }
 
+// A binary PNM's header (P5 grey, P6 RGB) read the way stb_image reads it:
+// whitespace and '#' comments before each of width, height and the largest
+// sample value, then one character, then the samples. nullopt when a field
+// is missing.
+struct PnmHeader {
+  int64_t max_value = 0;
+  size_t samples_at = 0;
+};
+std::optional<PnmHeader> ReadPnmHeader(std::string_view b) {
+  size_t i = 2;
+  auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  auto field = [&](int64_t& value) {
+    for (;;) {
+      while (i < b.size() && space(b[i])) ++i;
+      if (i >= b.size() || b[i] != '#') break;
+      while (i < b.size() && b[i] != '\n' && b[i] != '\r') ++i;
+    }
+    size_t start = i;
+    for (value = 0; i < b.size() && b[i] >= '0' && b[i] <= '9'; ++i)
+      value = std::min<int64_t>(value * 10 + (b[i] - '0'), int64_t{1} << 40);
+    return i > start;
+  };
+  int64_t width, height;
+  PnmHeader h;
+  if (!field(width) || !field(height) || !field(h.max_value)) return std::nullopt;
+  h.samples_at = std::min(i + 1, b.size());
+  return h;
+}
+
+// stb_image (Debian 12's copy) trusts a PNM header: it decodes a file shorter
+// than its header says from whatever its buffer held, and converting 16-bit
+// samples (largest value over 255) to another channel count it reads past
+// its buffer. So a PNM must hold all its samples, 8 bits each.
+void CheckPnm(std::string_view bytes, const std::string& source, const ImageInfo& info) {
+  std::optional<PnmHeader> h = ReadPnmHeader(bytes);
+  if (!h) Fail(Code::kDataLoss, "image '", source, "' is a PNM file whose header cannot be read");
+  if (h->max_value > 255)
+    Fail(Code::kInvalidArgument, "image '", source, "' is a 16-bit PNM file (largest sample value ",
+         h->max_value, "); only 8-bit PNM files (at most 255) can be loaded");
+  const int64_t samples = info.height * info.width * info.channels;
+  const auto present = static_cast<int64_t>(bytes.size() - h->samples_at);
+  if (present < samples)
+    Fail(Code::kDataLoss, "image '", source, "' is a truncated PNM file: its header declares ", info.width,
+         "x", info.height, " pixels, ", samples, " bytes of samples, and ", present, " follow it");
+}
+
 // stb_image refuses a header it finds too large or empty with "unknown
 // image type" (it then tries every other format), so the size a PNG or
 // JPEG declares is checked here first, with a message that says so.
@@ -102,6 +149,7 @@ ImageInfo Info(std::string_view bytes, const std::string& source) {
          "TGA or PNM file");
   }
   CheckDeclaredSize({width, height}, source, format ? format : "image");
+  if (format_name == "PNM") CheckPnm(bytes, source, {height, width, channels});
   return {height, width, channels};
 }
 

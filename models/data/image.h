@@ -1,5 +1,5 @@
 // Image files <-> uint8 tensors [height, width, channels], decoded with
-// stb_image (JPEG, PNG, BMP, TGA, GIF, PNM) and written as PNG. Every
+// stb_image (JPEG, PNG, BMP, TGA, GIF, 8-bit PNM) and written as PNG. Every
 // failure names the file and what was wrong; nothing is allocated for an
 // image before its header has been read and its size checked.
 #pragma once

@@ -293,6 +293,16 @@ TEST_CASE("graph file JSON nested too deep is refused, in any field", "[io][host
   }
 }
 
+// Found by tests/fuzz/fuzz_graph.cc and fuzz_coco.cc: nlohmann throws
+// out_of_range, not parse_error, for a number beyond a double, and it escaped
+// every JSON reader as a foreign exception.
+TEST_CASE("a number too large for a double is invalid JSON", "[io][hostile]") {
+  ExpectError([] { ParseJson("7e776", "big.json"); }, Code::kInvalidArgument,
+              "'big.json': not valid JSON: number overflow parsing '7e776'");
+  ExpectError([] { ParseGraph(R"({"format": "dflow.graph/1", "seed": -1e999, "nodes": []})", "g.json"); },
+              Code::kInvalidArgument, "'g.json': not valid JSON: number overflow");
+}
+
 TEST_CASE("only regular files below the allocation limit are read", "[io][hostile]") {
   ExpectError([] { LoadGraph("/dev/zero"); }, Code::kInvalidArgument,
               "cannot read '/dev/zero': not a regular file");

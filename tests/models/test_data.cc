@@ -95,6 +95,27 @@ TEST_CASE("image errors name the format and the real cause", "[data]") {
               {"cannot decode image", "half.png", "as PNG", "truncated or corrupt"});
 }
 
+// Found by tests/fuzz/fuzz_image.cc: stb_image decoded a PNM shorter than
+// its header from whatever its buffer held, and crashed on 16-bit samples.
+TEST_CASE("PNM files must hold every sample, 8 bits each", "[data]") {
+  ScratchDir dir("pnm");
+  std::string pixels = "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c";
+  WriteBytes(dir / "good.ppm", "P6\n# a comment\n2 2\n255\n" + pixels);
+  Tensor image = ReadImage(dir / "good.ppm", 3);
+  CHECK(image.shape() == Shape{2, 2, 3});
+  CHECK(std::string(static_cast<const char*>(image.raw_data()), 12) == pixels);
+  WriteBytes(dir / "grey.pgm", "P5 3 1 255 abc");
+  CHECK(ReadImage(dir / "grey.pgm", 1).shape() == Shape{1, 3, 1});
+  WriteBytes(dir / "short.ppm", "P6\n2 2\n255\n" + pixels.substr(0, 11));
+  ExpectError([&] { ReadImage(dir / "short.ppm"); }, Code::kDataLoss,
+              {"short.ppm", "truncated PNM", "2x2 pixels, 12 bytes of samples, and 11 follow"});
+  WriteBytes(dir / "big.pgm", "P5\n8389 91\n255\n\x01\x02");
+  ExpectError([&] { ReadImageInfo(dir / "big.pgm"); }, Code::kDataLoss, {"big.pgm", "truncated PNM"});
+  WriteBytes(dir / "deep.pgm", "P5\n500 500\n65535\n" + std::string(500 * 500 * 2, '\x07'));
+  ExpectError([&] { ReadImage(dir / "deep.pgm", 3); }, Code::kInvalidArgument,
+              {"deep.pgm", "16-bit PNM", "65535"});
+}
+
 TEST_CASE("density maps sum to the count, also at the border", "[data]") {
   std::vector<Point> points = {{10.5, 10.5}, {0.2, 0.3}, {31.9, 15.0}, {20, 0.1}};
   for (double sigma : {1.0, 2.0, 4.0}) {

@@ -1,10 +1,10 @@
 // libFuzzer target for the wire decoder (dist/transport/wire.cc). The input is cut into
 // frames: a count byte, then per frame a 2-byte little-endian length and its
 // bytes. Any input must either decode or throw kInvalidArgument; ASan and
-// UBSan catch what a bad length or size calculation would do.
-//   clang++ -std=c++20 -fsanitize=fuzzer,address,undefined -I. tests/dist/transport/fuzz_wire.cc
-//     dist/transport/wire.cc graph/{tensor,shape,dtype,allocator,status}.cc
-// With FUZZ_WIRE_SEED=FILE it writes one valid message in that layout and exits.
+// UBSan catch what a bad length or size calculation would do. With
+// FUZZ_WIRE_SEED=FILE it writes one valid message in that layout and exits
+// (corpus/wire/seed was written so).
+// fuzz-sources: dist/transport/wire.cc graph/tensor.cc graph/shape.cc graph/dtype.cc graph/allocator.cc graph/status.cc
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
