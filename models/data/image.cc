@@ -72,6 +72,42 @@ std::optional<Dims> JpegSize(std::string_view b) {
   return std::nullopt;
 }
 
+// stb_image (Debian 12's copy) builds each Huffman table of a JPEG's DHT
+// segments into 257 entries without checking that the table's 16 code
+// counts add up to at most 256, so a corrupt table writes past the array
+// (found by fuzzing). Every DHT segment, before and between the scans, is
+// checked here first; a truncated file is left to the decoder to refuse.
+void CheckJpegHuffmanTables(std::string_view b, const std::string& source) {
+  auto byte = [&](size_t k) { return static_cast<uint8_t>(b[k]); };
+  auto corrupt = [&](auto... why) {
+    Fail(Code::kDataLoss, "image '", source, "' is a corrupt JPEG file: ", why...);
+  };
+  size_t i = 2;
+  while (i + 4 <= b.size()) {
+    const uint8_t marker = byte(i + 1);
+    if (byte(i) != 0xff || marker == 0xd9) return;  // not a marker: left to the decoder; EOI
+    if (marker == 0xff || marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {  // fill, TEM, RSTn
+      i += marker == 0xff ? 1 : 2;
+      continue;
+    }
+    const size_t end = i + 2 + static_cast<size_t>(BigEndian(b, i + 2, 2));
+    if (end > b.size()) return;
+    for (size_t p = i + 4; marker == 0xc4 && p < end;) {  // DHT: tables of class/id, 16 counts, values
+      if (p + 17 > end) corrupt("a Huffman table's 16 code counts run past its segment");
+      size_t codes = 0;
+      for (size_t k = p + 1; k < p + 17; ++k) codes += byte(k);
+      if (codes > 256) corrupt("a Huffman table declares ", codes, " codes (at most 256)");
+      p += 17 + codes;
+      if (p > end) corrupt("a Huffman table's ", codes, " values run past its segment");
+    }
+    i = end;
+    if (marker == 0xda)  // a scan: its entropy-coded data runs to the next marker
+      while (i + 1 < b.size() &&
+             !(byte(i) == 0xff && byte(i + 1) != 0 && !(byte(i + 1) >= 0xd0 && byte(i + 1) <= 0xd7)))
+        ++i;
+  }
+}
+
 // A binary PNM's header (P5 grey, P6 RGB) read the way stb_image reads it:
 // whitespace and '#' comments before each of width, height and the largest
 // sample value, then one character, then the samples. nullopt when a field
@@ -136,7 +172,10 @@ ImageInfo Info(std::string_view bytes, const std::string& source) {
   std::optional<Dims> declared;
   const std::string_view format_name = format ? format : "";
   if (format_name == "PNG") declared = PngSize(bytes);
-  if (format_name == "JPEG") declared = JpegSize(bytes);
+  if (format_name == "JPEG") {
+    CheckJpegHuffmanTables(bytes, source);  // before stb_image reads any of them
+    declared = JpegSize(bytes);
+  }
   if (declared) CheckDeclaredSize(*declared, source, format);
   int width = 0, height = 0, channels = 0;
   auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());

@@ -116,6 +116,24 @@ TEST_CASE("PNM files must hold every sample, 8 bits each", "[data]") {
               {"deep.pgm", "16-bit PNM", "65535"});
 }
 
+// Found by fuzzing stb_image itself: its Huffman table builder writes past
+// its 257 entries when a DHT segment declares more than 256 codes.
+TEST_CASE("a JPEG Huffman table of more than 256 codes is refused before decoding", "[data]") {
+  ScratchDir dir("jpeg");
+  std::string dht = std::string(1, '\0') + std::string(16, '\x11');  // class 0, id 0; 16 x 17 codes: 272
+  dht += std::string(272, '\x01');
+  const size_t length = dht.size() + 2;
+  std::string file = std::string("\xff\xd8\xff\xc4", 4) + static_cast<char>(length >> 8) +
+                     static_cast<char>(length & 0xff) + dht + std::string("\xff\xd9", 2);
+  WriteBytes(dir / "huffman.jpg", file);
+  ExpectError([&] { ReadImage(dir / "huffman.jpg"); }, Code::kDataLoss,
+              {"huffman.jpg", "corrupt JPEG", "declares 272 codes (at most 256)"});
+  file[4] = '\x00', file[5] = '\x03';  // a 3-byte segment: the counts run past it
+  WriteBytes(dir / "short.jpg", file);
+  ExpectError([&] { ReadImage(dir / "short.jpg"); }, Code::kDataLoss,
+              {"short.jpg", "corrupt JPEG", "16 code counts run past its segment"});
+}
+
 TEST_CASE("density maps sum to the count, also at the border", "[data]") {
   std::vector<Point> points = {{10.5, 10.5}, {0.2, 0.3}, {31.9, 15.0}, {20, 0.1}};
   for (double sigma : {1.0, 2.0, 4.0}) {
