@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,9 +72,7 @@ nlohmann::json FieldsToJson(const Settings& settings, ForEachField for_each_fiel
 inline constexpr bool kAddedLater = true;
 
 // Every field must be present and of its type: kInvalidArgument names
-// `source` and the field otherwise. The exceptions are a DatasetIdentity,
-// which runs written before it was recorded lack (it stays unrecorded), and
-// the fields marked kAddedLater.
+// `source` and the field otherwise, except the fields marked kAddedLater.
 template <typename Settings, typename ForEachField>
 Settings FieldsFromJson(const nlohmann::json& json, const std::string& source,
                         ForEachField for_each_field) {
@@ -83,8 +80,6 @@ Settings FieldsFromJson(const nlohmann::json& json, const std::string& source,
   Settings settings;
   for_each_field(json, settings, [&](const nlohmann::json& j, const char* key, auto& value,
                                      bool added_later = false) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, DatasetIdentity>)
-      if (!j.contains(key)) return;
     if (added_later && !j.contains(key)) return;
     DFLOW_REQUIRE(j.contains(key), source, ": missing \"", key, "\"");
     try {

@@ -32,7 +32,7 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "train_tiles", s.train_tiles);
   visit(json, "train_mean_count", s.train_mean_count);
   visit(json, "train_count_per_pixel", s.train_count_per_pixel);
-  visit(json, "dataset", s.dataset);
+  visit(json, "dataset", s.dataset, apps::kAddedLater);  // unrecorded in older runs
 };
 
 nlohmann::json ToJson(const TrainSettings& settings) {

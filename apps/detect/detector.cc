@@ -99,7 +99,7 @@ DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool tr
                                     : detection::BuildSsdNetwork(scope, options));
 }
 
-// Seed 000's equation 3.1: the new model's own loss plus the weighted
+// Incremental learning's loss: the new model's own loss plus the weighted
 // distillation of the teacher's class scores and boxes. The teacher
 // normalises with the batch's statistics, as the student does while it
 // trains, so that the two agree exactly before the first step (its moving

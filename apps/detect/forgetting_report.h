@@ -1,5 +1,6 @@
-// dflow-detect forgetting-report: seed 000's Table 4.4 on one dataset. A
-// labelled training folder is split by class (the old classes' images with
+// dflow-detect forgetting-report: how much adding a class makes a detector
+// forget, compared the way incremental-detection studies do (Shmelkov et
+// al. 2017, Table 1) on one dataset. A labelled training folder is split by class (the old classes' images with
 // their objects; the new classes' images with only the new classes'
 // objects), an old model is trained on the first part, and four detectors
 // are compared on a held-out folder, per class:

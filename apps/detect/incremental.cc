@@ -142,11 +142,14 @@ std::optional<models::DatasetPart> OldExemplars(const TrainSettings& s, const Tr
 
 std::string MemoryDir(const std::string& run_dir) { return (fs::path(run_dir) / "memory").string(); }
 
-void AddExemplarMemory(const TrainSettings& s, PreparedRun& run) {
-  if (!HasMemory(s.out)) return;
-  const std::string dir = MemoryDir(s.out);
-  run.data = models::JoinDatasets({{std::move(run.data), run.root}, {LoadDataset(dir), dir}},
-                                  s.class_names, s.category_ids);
+void AddExemplars(const TrainSettings& s, const models::DatasetPart* exemplars, PreparedRun& run) {
+  models::DatasetPart memory;
+  if (!exemplars) {
+    if (!HasMemory(s.out)) return;
+    memory = {LoadDataset(MemoryDir(s.out)), MemoryDir(s.out)};
+    exemplars = &memory;
+  }
+  run.data = models::JoinDatasets({{std::move(run.data), run.root}, *exemplars}, s.class_names, s.category_ids);
   run.root.clear();
 }
 

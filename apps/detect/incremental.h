@@ -1,4 +1,5 @@
-// Incremental learning in dflow-detect (seed 000, sections 3.3-3.4):
+// Incremental learning in dflow-detect (Shmelkov et al. 2017, with iCaRL's
+// exemplar memory, Rebuffi et al. 2017):
 //   - new data for known classes, in sessions: `train --session` continues a
 //     run on the session's data plus the run's exemplar memory, then keeps a
 //     few of the session's images per class in RUN/memory and nothing else;
@@ -24,8 +25,9 @@ namespace dflow::detect_app {
 // RUN/memory: the exemplar memory, a COCO folder (annotations.json, images/).
 std::string MemoryDir(const std::string& run_dir);
 
-// Joins the run's exemplar memory, when it has one, into the training set.
-void AddExemplarMemory(const TrainSettings& settings, PreparedRun& run);
+// Joins `exemplars` (add-class's), or else the run's exemplar memory when it
+// has one, into the training set.
+void AddExemplars(const TrainSettings& settings, const models::DatasetPart* exemplars, PreparedRun& run);
 
 // The first step of an add-class run: every network variable of the new
 // model from the old checkpoint (settings.teacher), the class output layers

@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
   ForgettingReportSettings forgetting;
   AddForgettingReport(*app.add_subcommand("forgetting-report",
                                           "Old model, joint training, fine-tuning and distillation + "
-                                          "exemplars compared per class (seed 000, Table 4.4)"),
+                                          "exemplars compared per class"),
                       forgetting);
   EvalSettings eval;
   AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a labelled dataset"), eval);

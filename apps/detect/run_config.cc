@@ -46,7 +46,7 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "batches_per_epoch", s.batches_per_epoch);
   visit(json, "train_images", s.train_images);
   visit(json, "train_objects", s.train_objects);
-  visit(json, "dataset", s.dataset);
+  visit(json, "dataset", s.dataset, apps::kAddedLater);  // unrecorded in older runs
 };
 
 }  // namespace

@@ -119,13 +119,7 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   settings.dataset = identity;
   run.root = settings.data;
   RecordClasses(settings, run.data);
-  if (exemplars) {
-    run.data = models::JoinDatasets({{std::move(run.data), run.root}, *exemplars}, settings.class_names,
-                                    settings.category_ids);
-    run.root.clear();
-  } else {
-    AddExemplarMemory(settings, run);
-  }
+  AddExemplars(settings, exemplars, run);
   if (new_plan) {
     settings.train_images = static_cast<int64_t>(run.data.images.size());
     settings.train_objects = static_cast<int64_t>(run.data.annotations.size());

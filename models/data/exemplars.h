@@ -1,5 +1,5 @@
-// The exemplar memory of incremental learning (Rebuffi et al. 2017, iCaRL;
-// seed 000, section 3.4): a few images of each class kept from every
+// The exemplar memory of incremental learning (Rebuffi et al. 2017, iCaRL):
+// a few images of each class kept from every
 // session's data, so that later sessions still see the old classes while
 // the rest of the data is discarded. Helpers to choose them, to join
 // datasets from several folders into one training set, and to store a
@@ -30,7 +30,7 @@ DetectionDataset JoinDatasets(const std::vector<DatasetPart>& parts,
                               const std::vector<std::string>& class_names,
                               const std::vector<int64_t>& category_ids);
 
-// Random exemplar selection, as the seed does it: for each category,
+// Random exemplar selection: for each category,
 // ceil(share * the images that hold one of its objects) of those images,
 // drawn without replacement with `seed`; an image chosen for one class
 // counts for its others too. Returns the chosen images' ids, ascending.

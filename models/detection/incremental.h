@@ -1,6 +1,6 @@
 // Incremental learning of detectors without catastrophic forgetting
 // (Shmelkov et al. 2017, "Incremental Learning of Object Detectors without
-// Catastrophic Forgetting"; seed 000, section 3.4, equations 3.1-3.3): the
+// Catastrophic Forgetting"; Learning without Forgetting, Li & Hoiem 2016): the
 // old detector (the teacher) and its copy with a wider class head (the
 // student) run on the same images, and two distillation terms keep the
 // student's old-class scores and boxes close to the teacher's while it

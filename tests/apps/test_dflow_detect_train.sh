@@ -67,7 +67,7 @@ python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert isinstanc
   "$TMP/pred.json" || fail "predict --json is not a list of COCO results"
 
 # A predict that fails on its last image (truncated) writes no drawn images,
-# JSON or CSV (issue 22).
+# JSON or CSV.
 mkdir -p "$TMP/mixed"
 cp "$TMP/test/images/scene_00000.png" "$TMP/mixed/"
 head -c 200 "$TMP/test/images/scene_00001.png" > "$TMP/mixed/scene_00001.png"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile-but-fair input to the apps (issue 22): options out of range,
+# Hostile-but-fair input to the apps: options out of range,
 # resumes from elsewhere or with other settings, outputs that are devices,
 # a corrupt image among good ones, and messages that must name the real
 # cause. One tiny dataset and two-step runs keep it quick.
