@@ -103,6 +103,23 @@ void Session::CheckKernels(const Graph& graph) const {
   }
 }
 
+// A variable keeps its value on the device that holds it (a task keeps its
+// own variables): a later signature must place it there again, whatever
+// the cost model would choose for that signature's consumers. The
+// recorded device narrows the node's request (it satisfied it).
+void Session::PinPlacedVariables(Graph& graph) const {
+  for (Node* node : graph.nodes()) {
+    if (!node->def().is_variable) continue;
+    auto placed = variable_devices_.find(node->name());
+    if (placed != variable_devices_.end()) node->set_requested_device(placed->second);
+  }
+}
+
+void Session::RememberPlacedVariables(const Graph& graph, const Placement& placement) {
+  for (const Node* node : graph.nodes())
+    if (node->def().is_variable) variable_devices_.emplace(node->name(), placement.DeviceOf(node->name()));
+}
+
 // The one pipeline: prune and rewrite, passes, place, partition, load.
 std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
                                                     const std::vector<TensorName>& fetches,
@@ -113,9 +130,11 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
       executable->signature.PrepareGraph(*graph_, cluster_->pass_device(), options_.passes);
   CheckRequestedDevices(*graph);
   CheckKernels(*graph);
+  PinPlacedVariables(*graph);
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options_.allow_soft_placement;
   Placement placement = Place(*graph, cluster_->devices(), placement_options);
+  RememberPlacedVariables(*graph, placement);
   PartitionOptions partition_options;
   for (const std::string& device : cluster_->devices())
     partition_options.incarnations[device] = cluster_->Incarnation(device);

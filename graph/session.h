@@ -95,6 +95,8 @@ class Session {
                                     const std::vector<TensorName>& targets);
   void CheckRequestedDevices(const Graph& graph) const;
   void CheckKernels(const Graph& graph) const;
+  void PinPlacedVariables(Graph& graph) const;
+  void RememberPlacedVariables(const Graph& graph, const Placement& placement);
 
   std::shared_ptr<Graph> graph_;
   SessionOptions options_;
@@ -102,6 +104,10 @@ class Session {
   std::unique_ptr<Cluster> cluster_;  // after resources_: its executors use them
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Executable>> cache_;
+  // Where each variable went when a run first placed it, by node name (under
+  // mu_): placement is per run signature, and a variable without a full
+  // device request must stay where its value is.
+  std::map<std::string, std::string> variable_devices_;
 };
 
 }  // namespace dflow

@@ -69,9 +69,7 @@ std::string Saver::Save(Session& session, const std::string& dir_or_prefix,
   fs::create_directories(dir);
   std::string file = global_step ? StrCat(prefix, "-", *global_step, ".safetensors")
                                  : StrCat(prefix, ".safetensors");
-  std::vector<TensorName> fetches;
-  for (const SavedVariable& saved : variables_) fetches.emplace_back(saved.variable);
-  std::vector<Tensor> values = session.Run({}, fetches);
+  std::vector<Tensor> values = Values(session);
   std::vector<NamedTensor> tensors;
   for (size_t i = 0; i < variables_.size(); ++i) tensors.push_back({variables_[i].name, values[i]});
   Metadata metadata;
@@ -80,6 +78,30 @@ std::string Saver::Save(Session& session, const std::string& dir_or_prefix,
   WriteSafetensors(path, tensors, metadata);
   RecordCheckpoint(dir.string(), file, prefix, options_.max_to_keep);
   return path;
+}
+
+std::vector<Tensor> Saver::Values(Session& session) const {
+  std::vector<TensorName> fetches;
+  for (const SavedVariable& saved : variables_) fetches.emplace_back(saved.variable);
+  return session.Run({}, fetches);
+}
+
+void Saver::Assign(Session& session, const std::vector<Tensor>& values) const {
+  DFLOW_REQUIRE(values.size() == variables_.size(), "Saver::Assign: ", values.size(), " values for ",
+                variables_.size(), " variables");
+  FeedList feeds;
+  std::vector<TensorName> targets;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const SavedVariable& saved = variables_[i];
+    DFLOW_REQUIRE(values[i].dtype() == saved.variable.dtype() &&
+                      saved.variable.shape().IsCompatibleWith(values[i].shape()),
+                  "Saver::Assign: variable '", saved.name, "' is ", DTypeName(saved.variable.dtype()), " ",
+                  saved.variable.shape().ToString(), ", the value is ", DTypeName(values[i].dtype()), " ",
+                  values[i].shape().ToString());
+    feeds.emplace_back(saved.value, values[i]);
+    targets.emplace_back(saved.assign);
+  }
+  session.Run(feeds, {}, targets);
 }
 
 // Matches the variables to restore with the file's tensors, checking

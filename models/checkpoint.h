@@ -60,6 +60,13 @@ class Saver {
   // mismatch, kDataLoss for a truncated or corrupt file.
   void Restore(Session& session, const std::string& path, const RestoreOptions& options = {}) const;
 
+  // Every variable's value, fetched in one Run, in variable_names' order.
+  std::vector<Tensor> Values(Session& session) const;
+  // Assigns one value per variable (variable_names' order) in one Run, as
+  // Restore does; a value of another dtype or shape is kInvalidArgument
+  // naming the variable, before anything is assigned. With Values, this
+  // copies every variable between sessions, wherever each keeps them.
+  void Assign(Session& session, const std::vector<Tensor>& values) const;
   // The saved variables' names, in the order they are written.
   std::vector<std::string> variable_names() const;
 

@@ -56,26 +56,29 @@ MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
   const double alpha = options.width_multiplier;
   MobileNetSsd net;
   Builder b(net, options.training);
-  Output x = b.ConvBn(scope.NewSubScope("stem"), images, Thinned(32, alpha), 3, 2);
+  const Scope backbone = OnDevice(scope, options.devices.backbone);
+  const Scope extra_layers = OnDevice(scope, options.devices.extras);
+  const Scope heads = OnDevice(scope, options.devices.heads);
+  Output x = b.ConvBn(backbone.NewSubScope("stem"), images, Thinned(32, alpha), 3, 2);
   const int64_t blocks[][2] = {{64, 1}, {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2},
                                {512, 1}, {512, 1}, {512, 1}, {512, 1}, {512, 1},
                                {1024, 2}, {1024, 1}};
   for (int i = 0; i < 13; ++i) {
-    x = b.ConvDw(scope.NewSubScope("block" + std::to_string(i + 1)), x, Thinned(blocks[i][0], alpha),
+    x = b.ConvDw(backbone.NewSubScope("block" + std::to_string(i + 1)), x, Thinned(blocks[i][0], alpha),
                  blocks[i][1]);
     if (i == 10 || i == 12) net.features.push_back(x);  // 19x19x512 and 10x10x1024
   }
   net.backbone_variables = net.variables;
   const int64_t extras[][2] = {{256, 512}, {128, 256}, {128, 256}, {128, 256}};
   for (int i = 0; i < 4; ++i) {
-    Scope s = scope.NewSubScope("extra" + std::to_string(i + 1));
+    Scope s = extra_layers.NewSubScope("extra" + std::to_string(i + 1));
     x = b.Conv(s.NewSubScope("reduce"), x, Thinned(extras[i][0], alpha), 1, 1, 0, Activation::kRelu);
     x = b.Conv(s.NewSubScope("expand"), x, Thinned(extras[i][1], alpha), 3, 2, 1, Activation::kRelu);
     net.features.push_back(x);
   }
   std::vector<Input> boxes, classes;
   for (size_t i = 0; i < net.features.size(); ++i) {
-    Scope s = scope.NewSubScope("head" + std::to_string(i + 1));
+    Scope s = heads.NewSubScope("head" + std::to_string(i + 1));
     const Output& f = net.features[i];
     Output box = b.Conv(s.NewSubScope("boxes"), f, 6 * 4, 3, 1, 1, Activation::kNone);
     Output cls = b.Conv(s.NewSubScope("classes"), f, 6 * options.num_classes, 3, 1, 1,
@@ -83,8 +86,8 @@ MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
     boxes.push_back(FlattenPerExample(s, box));
     classes.push_back(FlattenPerExample(s, cls));
   }
-  net.boxes = ops::Concat(scope.WithOpName("boxes"), boxes, 1);
-  net.classes = ops::Concat(scope.WithOpName("classes"), classes, 1);
+  net.boxes = ops::Concat(heads.WithOpName("boxes"), boxes, 1);
+  net.classes = ops::Concat(heads.WithOpName("classes"), classes, 1);
   return net;
 }
 

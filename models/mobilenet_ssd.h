@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/scope.h"
+#include "models/model_parts.h"
 
 namespace dflow::models {
 
@@ -28,6 +29,7 @@ struct MobileNetSsdOptions {
   int64_t num_classes = 9;
   bool training = true;  // batch-norm mode
   double width_multiplier = 1.0;  // alpha > 0; 0.25, 0.5, 0.75 and 1 as the paper
+  ModelPartDevices devices{};     // stem and blocks, extras, heads (and the joined outputs)
 };
 
 MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,

@@ -54,14 +54,17 @@ class Builder {
 SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
                                  SqueezeNetSsdOptions options) {
   SqueezeNetSsd net;
-  SqueezeNet backbone = BuildSqueezeNet(scope.NewSubScope("squeezenet"), images, options.backbone);
+  const Scope extra_layers = OnDevice(scope, options.devices.extras);
+  const Scope heads = OnDevice(scope, options.devices.heads);
+  SqueezeNet backbone = BuildSqueezeNet(OnDevice(scope, options.devices.backbone).NewSubScope("squeezenet"),
+                                        images, options.backbone);
   net.variables = net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   net.features.push_back(backbone.fire8);
   Builder b(net);
   Output x = backbone.fire9;
   for (size_t i = 0; i < std::size(kExtras); ++i) {
-    Scope s = scope.NewSubScope("extra" + std::to_string(i + 1));
+    Scope s = extra_layers.NewSubScope("extra" + std::to_string(i + 1));
     x = b.Conv(s.NewSubScope("reduce"), x, kExtras[i].reduce, 1,
                {.padding = 0, .activation = Activation::kRelu});
     x = b.Separable(s.NewSubScope("expand"), x, kExtras[i].expand, 2, kExtras[i].padding);
@@ -69,15 +72,15 @@ SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
   }
   std::vector<Input> boxes, classes;
   for (size_t i = 0; i < net.features.size(); ++i) {
-    Scope s = scope.NewSubScope("head" + std::to_string(i + 1));
+    Scope s = heads.NewSubScope("head" + std::to_string(i + 1));
     const bool last = i + 1 == net.features.size();
     const Output& f = net.features[i];
     boxes.push_back(FlattenPerExample(s, b.Head(s.NewSubScope("boxes"), f, 6 * 4, last)));
     classes.push_back(
         FlattenPerExample(s, b.Head(s.NewSubScope("classes"), f, 6 * options.num_classes, last)));
   }
-  net.boxes = ops::Concat(scope.WithOpName("boxes"), boxes, 1);
-  net.classes = ops::Concat(scope.WithOpName("classes"), classes, 1);
+  net.boxes = ops::Concat(heads.WithOpName("boxes"), boxes, 1);
+  net.classes = ops::Concat(heads.WithOpName("classes"), classes, 1);
   return net;
 }
 

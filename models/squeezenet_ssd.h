@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/scope.h"
+#include "models/model_parts.h"
 #include "models/squeezenet.h"
 
 namespace dflow::models {
@@ -26,6 +27,7 @@ struct SqueezeNetSsd {
 struct SqueezeNetSsdOptions {
   int64_t num_classes = 9;
   SqueezeNetOptions backbone{};
+  ModelPartDevices devices{};  // SqueezeNet, extras, heads (and the joined outputs)
 };
 
 SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,

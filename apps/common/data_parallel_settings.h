@@ -15,6 +15,7 @@ struct DataParallelSettings {
   std::string ps_mode;   // strategy ps: sync or async; empty: sync
   std::string codec;     // strategy ring: none, fp16 or 1bit; empty: none
   int base_port = 0;     // dflow launch --base-port; 0: its default
+  std::string split;     // --split (apps/common/model_split.h); empty: each worker holds the whole network
 };
 
 }  // namespace dflow::apps

@@ -51,7 +51,7 @@ void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
 
 bool ShouldLaunchWorkers(const DataParallelSettings& settings) {
   const char* cluster = std::getenv("DFLOW_CLUSTER");
-  return settings.workers > 1 && (cluster == nullptr || *cluster == '\0');
+  return (settings.workers > 1 || !settings.split.empty()) && (cluster == nullptr || *cluster == '\0');
 }
 
 std::string StrategyName(const DataParallelSettings& settings) {
@@ -85,6 +85,11 @@ void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv) 
                                    "--strategy", strategy};
   if (strategy == "ps") args.insert(args.end(), {"--ps", std::to_string(settings.ps > 0 ? settings.ps : 1)});
   if (settings.base_port > 0) args.insert(args.end(), {"--base-port", std::to_string(settings.base_port)});
+  // --split's groups, one part task each (the app checked them: ParseModelSplit).
+  if (!settings.split.empty()) {
+    auto groups = 1 + std::count(settings.split.begin(), settings.split.end(), ',');
+    args.insert(args.end(), {"--model-parts", std::to_string(groups)});
+  }
   args.push_back("--");
   args.push_back(error ? argv[0] : self.string());
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
@@ -149,6 +154,16 @@ std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSetti
   dist::StrategyOptions options;
   options.codec = dist::ParseCodecKind(settings.codec.empty() ? "none" : settings.codec);
   return dist::MakeDataParallelStrategy(StrategyName(settings), cluster, std::move(specs), options);
+}
+
+void SynchronizeVariables(Session& session, const Saver& saver, dist::DataParallelStrategy& strategy) {
+  std::vector<Tensor> values = saver.Values(session);
+  const std::vector<std::string> names = saver.variable_names();
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = values[i].Clone();  // the broadcast writes into it
+    strategy.BroadcastFromChief(names[i], values[i]);
+  }
+  saver.Assign(session, values);
 }
 
 dist::ReplicatedStep InBackpropOrder(dist::ReplicatedStep step) {

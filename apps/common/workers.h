@@ -15,6 +15,7 @@
 #include "dist/cluster.h"
 #include "dist/training/data_parallel.h"
 #include "dist/training/ps_training.h"
+#include "models/checkpoint.h"
 
 namespace dflow::apps {
 
@@ -22,10 +23,10 @@ namespace dflow::apps {
 void AddDataParallelOptions(CLI::App& app, DataParallelSettings& settings);
 
 // True when this process should start the workers instead of training:
-// --workers > 1 and DFLOW_CLUSTER unset.
+// --workers > 1 or --split, and DFLOW_CLUSTER unset.
 bool ShouldLaunchWorkers(const DataParallelSettings& settings);
-// Replaces this process by `dflow launch -n N [--ps P] --strategy S --
-// THIS_PROGRAM ARGS...` (the dflow next to this executable, else on PATH); returns only
+// Replaces this process by `dflow launch -n N [--ps P] [--model-parts G]
+// --strategy S -- THIS_PROGRAM ARGS...` (the dflow next to this executable, else on PATH); returns only
 // on failure, by throwing. Checks the strategy first.
 [[noreturn]] void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv);
 
@@ -64,6 +65,12 @@ void RequireCpuWhenDistributed(const std::string& device);
 std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSettings& settings,
                                                          const dist::ClusterSpec& cluster,
                                                          const std::vector<Output>& variables);
+// Every worker's variables (all that `saver` saves: optimizer slots,
+// batch-norm statistics and the global step included) become the chief's,
+// read and assigned through `session`, wherever it keeps them (this
+// process, or model-part tasks).
+void SynchronizeVariables(Session& session, const Saver& saver, dist::DataParallelStrategy& strategy);
+
 // `step` with its gradients and gradient feeds (given in the variables'
 // order) reversed, to match MakeStrategy's specs.
 dist::ReplicatedStep InBackpropOrder(dist::ReplicatedStep step);

@@ -39,7 +39,8 @@ Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& gl
   return warmup > 0 ? autodiff::LinearWarmup(scope, lr, step, warmup) : lr;
 }
 
-detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training) {
+detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training,
+                                    const models::ModelPartDevices& devices = {}) {
   DFLOW_REQUIRE(!s.class_names.empty(), "the run has no classes");
   // --width reaches SqueezeNet too, which refuses any value but 1.
   detection::SsdOptions options{.backbone = s.model == kSsdSqueezeNet
@@ -51,15 +52,18 @@ detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training) {
                                 .training = training};
   options.anchors.min_scale = static_cast<float>(s.min_scale);
   options.anchors.max_scale = static_cast<float>(s.max_scale);
+  options.devices = devices;
   return options;
 }
 
-detection::RetinaNetOptions RetinaNetOptionsFor(const TrainSettings& s, bool training) {
+detection::RetinaNetOptions RetinaNetOptionsFor(const TrainSettings& s, bool training,
+                                                const models::ModelPartDevices& devices = {}) {
   DFLOW_REQUIRE(!s.class_names.empty(), "the run has no classes");
   return {.num_classes = static_cast<int64_t>(s.class_names.size()),
           .image_size = s.size,
           .depth = ResNetDepth(s.model),
-          .training = training};
+          .training = training,
+          .devices = devices};
 }
 
 // The backbone's map [N, h, w, C] as unit-length [N, C] vectors.
@@ -88,13 +92,14 @@ DetectorLoss LossView(const Loss& loss) {
 }
 
 // The model's network on `images` (a placeholder made here when invalid).
-DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool training, const Output& images) {
+DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool training, const Output& images,
+                             const models::ModelPartDevices& devices) {
   if (IsRetinaNet(s.model)) {
-    detection::RetinaNetOptions options = RetinaNetOptionsFor(s, training);
+    detection::RetinaNetOptions options = RetinaNetOptionsFor(s, training, devices);
     return NetworkView(scope, images.valid() ? detection::BuildRetinaNetNetwork(scope, options, images)
                                       : detection::BuildRetinaNetNetwork(scope, options));
   }
-  detection::SsdOptions options = SsdOptionsFor(s, training);
+  detection::SsdOptions options = SsdOptionsFor(s, training, devices);
   return NetworkView(scope, images.valid() ? detection::BuildSsdNetwork(scope, options, images)
                                     : detection::BuildSsdNetwork(scope, options));
 }
@@ -103,10 +108,11 @@ DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool tr
 // distillation of the teacher's class scores and boxes. The teacher
 // normalises with the batch's statistics, as the student does while it
 // trains, so that the two agree exactly before the first step (its moving
-// averages are never updated: its batch_norm_updates are not run).
-void AddDistillation(DetectorGraph& g, const TrainSettings& s) {
+// averages are never updated: its batch_norm_updates are not run). Its
+// parts go where the student's do.
+void AddDistillation(DetectorGraph& g, const TrainSettings& s, const models::ModelPartDevices& devices) {
   Scope teacher_scope = g.scope.NewSubScope(kTeacherScope);
-  DetectorNetwork teacher = BuildNetwork(teacher_scope, TeacherSettings(s), true, g.net.images);
+  DetectorNetwork teacher = BuildNetwork(teacher_scope, TeacherSettings(s), true, g.net.images, devices);
   const bool retinanet = IsRetinaNet(s.model);
   detection::DistillationLoss distill = detection::BuildDistillationLoss(
       g.scope, {.teacher_logits = teacher.class_logits,
@@ -125,11 +131,11 @@ void AddDistillation(DetectorGraph& g, const TrainSettings& s) {
 }
 
 // The network and its loss (training) or post-processing (inference).
-void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training,
-                const InferenceOptions& inference) {
+void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training, const InferenceOptions& inference,
+                const models::ModelPartDevices& devices = {}) {
   if (IsRetinaNet(s.model)) {
     detection::RetinaNetNetwork net =
-        detection::BuildRetinaNetNetwork(g.scope, RetinaNetOptionsFor(s, training));
+        detection::BuildRetinaNetNetwork(g.scope, RetinaNetOptionsFor(s, training, devices));
     g.net = NetworkView(g.scope, net);
     if (training)
       g.loss = LossView(detection::BuildRetinaNetLoss(g.scope, net));
@@ -140,7 +146,7 @@ void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training,
            .score_threshold = inference.score_threshold});
     return;
   }
-  detection::SsdNetwork net = detection::BuildSsdNetwork(g.scope, SsdOptionsFor(s, training));
+  detection::SsdNetwork net = detection::BuildSsdNetwork(g.scope, SsdOptionsFor(s, training, devices));
   g.net = NetworkView(g.scope, net);
   if (training)
     g.loss = LossView(detection::BuildSsdLoss(g.scope, net));
@@ -177,12 +183,13 @@ detection::MatchResult MatchObjects(const TrainSettings& s, std::span<const floa
   return detection::MatchSsd(anchors, truth);
 }
 
-std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainOp train_op) {
+std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainOp train_op,
+                                                  const models::ModelPartDevices& devices) {
   auto g = std::make_unique<DetectorGraph>();
   Scope& scope = g->scope;
   scope.graph().set_seed(static_cast<int64_t>(s.seed));
-  BuildModel(*g, s, true, {});
-  if (!s.teacher.empty() && s.distill == "output") AddDistillation(*g, s);
+  BuildModel(*g, s, true, {}, devices);
+  if (!s.teacher.empty() && s.distill == "output") AddDistillation(*g, s, devices);
   g->trained = TrainedVariables(s, g->net);
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);

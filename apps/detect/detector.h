@@ -17,6 +17,7 @@
 #include "models/data/detection_dataset.h"
 #include "models/detection/matching.h"
 #include "models/detection/postprocess.h"
+#include "models/model_parts.h"
 
 namespace dflow::detect_app {
 
@@ -85,8 +86,12 @@ enum class TrainOp {
 // run that distills also holds its teacher: the old network on the same
 // images, under kTeacherScope, never trained (batch-norm on the batch's
 // statistics, as the student's, without moving-average updates).
+// `devices` place the network's parts (model parallelism, --split); the
+// loss, the optimizer's step counters and whatever else requests nothing go
+// where the placer's cost model puts them.
 std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& settings,
-                                                  TrainOp train_op = TrainOp::kMinimize);
+                                                  TrainOp train_op = TrainOp::kMinimize,
+                                                  const models::ModelPartDevices& devices = {});
 
 struct InferenceOptions {
   float score_threshold = 0.01f;  // eval keeps low scores (AP integrates over them)

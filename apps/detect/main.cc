@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/model_split.h"
 #include "apps/common/train_options.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
@@ -89,7 +90,9 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
                      "How exemplars are chosen: random (seeded) or herding (iCaRL, on backbone features)")
           ->check(CLI::IsMember({"random", "herding"})),
   };
-  return {fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
+  dflow::apps::TrainOptionGroups groups{fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
+  dflow::apps::AddModelSplitOption(app, s.parallel);
+  return groups;
 }
 
 void AddAddClass(CLI::App& app, AddClassSettings& s) {
@@ -117,6 +120,7 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
       ->check(PositiveReal());
   app.add_option("--seed", s.seed, "Seed of the new head, the exemplars, augmentation and data order");
   dflow::apps::AddTrainingResourceOptions(app, s);
+  dflow::apps::AddModelSplitOption(app, s.parallel);
 }
 
 void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
@@ -212,10 +216,12 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("train")) {
       dflow::apps::CheckStrategy(train.parallel);  // also with one worker, which does not use it
+      dflow::apps::CheckModelSplit(train.parallel);
       if (dflow::apps::ShouldLaunchWorkers(train.parallel)) {
         dflow::apps::RequireCpuWhenDistributed(train.device);
         dflow::apps::LaunchWorkers(train.parallel, argc, argv);
       }
+      if (dflow::apps::IsModelPartTask()) return dflow::apps::ServeModelPart(train.threads);
       if (resume) return Train(dflow::apps::ResumeSettings(train, train_options, ReadConfig), true);
       // A run with a checkpoint is continued; otherwise this is its first
       // session (every worker sees the same: no checkpoint exists before
@@ -227,10 +233,12 @@ int main(int argc, char** argv) {
       return Train(train, false);
     }
     if (app.got_subcommand("add-class")) {
+      dflow::apps::CheckModelSplit(add_class.parallel);
       if (dflow::apps::ShouldLaunchWorkers(add_class.parallel)) {
         dflow::apps::RequireCpuWhenDistributed(add_class.device);
         dflow::apps::LaunchWorkers(add_class.parallel, argc, argv);
       }
+      if (dflow::apps::IsModelPartTask()) return dflow::apps::ServeModelPart(add_class.threads);
       return AddClass(add_class);
     }
     if (app.got_subcommand("forgetting-report")) return ForgettingReport(forgetting);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "apps/common/model_split.h"
 #include "apps/common/progress.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
@@ -101,31 +102,26 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
     if (!resume_from && !s.teacher.empty()) InitFromOldModel(session, g, saver, s);
     if (!resume_from && !s.init_from.empty()) InitBackbone(session, g, s);
   }
-  if (strategy) strategy->SynchronizeVariables(session, session.resources().VariableNames());
+  if (strategy) apps::SynchronizeVariables(session, saver, *strategy);
   if (!resume_from) return 0;
   int64_t start = session.Run({g.global_step})[0].scalar<int64_t>();
   std::cout << "resuming " << (chief ? *resume_from : "the chief's checkpoint") << " at step " << start << "\n";
   return start;
 }
 
-}  // namespace
+// With --split, this worker's session runs on its part tasks
+// (apps/common/model_split.h); otherwise in this process.
+SessionOptions TrainingSessionOptions(const TrainSettings& settings, const std::optional<apps::ModelSplit>& split) {
+  SessionOptions options = split ? split->session : SessionOptions{};
+  options.num_threads = settings.threads;
+  if (!split) options.device = settings.device;
+  return options;
+}
 
-int Train(TrainSettings settings, bool resume, const models::DatasetPart* exemplars) {
-  CheckSessionDevice(settings.device);  // before the run directory is written
-  if (apps::UsesParameterServers(settings.parallel, settings.device))
-    return TrainWithParameterServers(std::move(settings), resume, exemplars);
-  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
+int TrainOnSession(TrainSettings& settings, bool resume, PreparedRun& run, const DetectorGraph& trained,
+                   Session& session, const std::optional<dist::ClusterSpec>& cluster) {
   const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
-  PreparedRun run = PrepareRun(settings, resume, worker, workers, exemplars);
-  // The schedule reads total_steps.
-  std::unique_ptr<DetectorGraph> graph =
-      BuildTrainingGraph(settings, cluster ? TrainOp::kFedGradients : TrainOp::kMinimize);
-  const DetectorGraph& trained = *graph;
   Saver saver(trained.scope, SaverOptions{.max_to_keep = settings.keep});
-  SessionOptions session_options;
-  session_options.num_threads = settings.threads;
-  session_options.device = settings.device;
-  Session session(trained.scope, session_options);
   std::unique_ptr<dist::DataParallelStrategy> strategy;
   if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, trained.trained);
   const int64_t start =
@@ -138,6 +134,30 @@ int Train(TrainSettings settings, bool resume, const models::DatasetPart* exempl
   auto [stopped, seconds] = loop.Run(*run.pipeline, start);
   if (settings.session > 0 && !stopped && loop.chief()) FinishSession(settings, seconds);
   return g_stop_requested ? 130 : 0;
+}
+
+}  // namespace
+
+int Train(TrainSettings settings, bool resume, const models::DatasetPart* exemplars) {
+  CheckSessionDevice(settings.device);  // before the run directory is written
+  if (apps::UsesParameterServers(settings.parallel, settings.device))
+    return TrainWithParameterServers(std::move(settings), resume, exemplars);
+  std::optional<apps::ModelSplit> split = apps::WorkerModelSplit(settings.parallel, settings.device, settings.threads);
+  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
+  PreparedRun run =
+      PrepareRun(settings, resume, apps::WorkerIndex(cluster), apps::NumWorkers(cluster), exemplars);
+  // The schedule reads total_steps.
+  std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(
+      settings, cluster ? TrainOp::kFedGradients : TrainOp::kMinimize, split ? split->devices : models::ModelPartDevices{});
+  try {
+    Session session(graph->scope, TrainingSessionOptions(settings, split));
+    int code = TrainOnSession(settings, resume, run, *graph, session, cluster);
+    if (split) apps::StopModelParts(*split, 1);
+    return code;
+  } catch (...) {
+    if (split) apps::StopModelParts(*split, 2);
+    throw;
+  }
 }
 
 }  // namespace dflow::detect_app

@@ -1,6 +1,7 @@
-// dflow launch -n N [--ps P] [--strategy ps|ring] [--base-port PORT] [--grace S]
-//              [--failure-wait S] -- PROGRAM ARGS
-// Starts N workers (and P parameter servers) of PROGRAM on this machine, each
+// dflow launch -n N [--ps P] [--model-parts G] [--strategy ps|ring] [--base-port PORT]
+//              [--grace S] [--failure-wait S] -- PROGRAM ARGS
+// Starts N workers (and P parameter servers, and G model-part tasks per
+// worker: job "part", apps/common/model_split.h) of PROGRAM on this machine, each
 // with DFLOW_CLUSTER describing the cluster on 127.0.0.1 and its own task,
 // and DFLOW_STRATEGY; see task_processes.h for how they are supervised.
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@ namespace {
 struct LaunchSettings {
   int workers = 1;
   int ps = 0;
+  int model_parts = 0;   // per worker
   std::string strategy;  // empty: "ps" when there are parameter servers, else "ring"
   int base_port = 2222;
   double grace_seconds = 3;
@@ -42,6 +44,8 @@ void Validate(LaunchSettings& s) {
                 s.workers);
   DFLOW_REQUIRE(s.ps >= 0 && s.ps <= apps::kMaxWorkers, "launch: --ps must be 0 to ", apps::kMaxWorkers, ", got ",
                 s.ps);
+  DFLOW_REQUIRE(s.model_parts >= 0 && s.model_parts <= 8, "launch: --model-parts must be 0 to 8, got ",
+                s.model_parts);
   if (s.strategy.empty()) s.strategy = s.ps > 0 ? "ps" : "ring";
   DFLOW_REQUIRE(s.strategy == "ps" || s.strategy == "ring", "launch: unknown --strategy '",
                 s.strategy, "' (expected ps or ring)");
@@ -49,7 +53,7 @@ void Validate(LaunchSettings& s) {
                 "launch: --strategy ps needs at least one parameter server (--ps P)");
   DFLOW_REQUIRE(s.strategy != "ring" || s.ps == 0,
                 "launch: --strategy ring takes no parameter servers, got --ps ", s.ps);
-  int last_port = s.base_port + s.workers + s.ps - 1;
+  int last_port = s.base_port + s.workers * (1 + s.model_parts) + s.ps - 1;
   DFLOW_REQUIRE(s.base_port >= 1 && last_port <= 65535, "launch: ports ", s.base_port, "..",
                 last_port, " are not all in 1..65535 (--base-port)");
   DFLOW_REQUIRE(s.grace_seconds >= 0, "launch: --grace must be >= 0, got ", s.grace_seconds);
@@ -59,12 +63,13 @@ void Validate(LaunchSettings& s) {
   DFLOW_REQUIRE(!s.command.empty(), "launch: no program to run (give it after --)");
 }
 
-// Workers take base_port.., parameter servers the ports after them.
+// Workers take base_port.., then the parameter servers, then the model parts.
 nlohmann::ordered_json ClusterJobs(const LaunchSettings& s) {
   nlohmann::ordered_json jobs;
   int port = s.base_port;
   for (int i = 0; i < s.workers; ++i) jobs["worker"].push_back(StrCat("127.0.0.1:", port++));
   for (int i = 0; i < s.ps; ++i) jobs["ps"].push_back(StrCat("127.0.0.1:", port++));
+  for (int i = 0; i < s.workers * s.model_parts; ++i) jobs["part"].push_back(StrCat("127.0.0.1:", port++));
   return jobs;
 }
 
@@ -79,6 +84,7 @@ std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
   };
   for (int i = 0; i < s.workers; ++i) add("worker", i);
   for (int i = 0; i < s.ps; ++i) add("ps", i);
+  for (int i = 0; i < s.workers * s.model_parts; ++i) add("part", i);
   return tasks;
 }
 
@@ -102,10 +108,12 @@ void AddLaunchCommand(CLI::App& app) {
                 "DFLOW_CLUSTER and DFLOW_STRATEGY set; stop all if one fails");
   cmd->add_option("-n,--workers", settings->workers, "Worker processes")->required();
   cmd->add_option("--ps", settings->ps, "Parameter server processes");
+  cmd->add_option("--model-parts", settings->model_parts,
+                  "Model-part tasks per worker (job \"part\"), for a program's model parallelism");
   cmd->add_option("--strategy", settings->strategy,
                   "ps or ring (default: ps with --ps, else ring)");
   cmd->add_option("--base-port", settings->base_port,
-                  "First port; workers take the first N, parameter servers the next P");
+                  "First port; workers take the first N, parameter servers the next P, model parts the rest");
   cmd->add_option("--grace", settings->grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when stopping tasks");
   CLI::Option* failure_wait = cmd->add_option("--failure-wait", settings->failure_wait_seconds,

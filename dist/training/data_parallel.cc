@@ -27,6 +27,17 @@ std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string
   return RingAllReduceStrategy::Connect(cluster, std::move(specs), ring);
 }
 
+void DataParallelStrategy::SynchronizeVariables(Session& session, const std::vector<std::string>& variables) {
+  for (const std::string& name : variables) {
+    Variable* variable = session.resources().FindVariable(name);
+    DFLOW_REQUIRE(variable && variable->initialized(), "worker ", worker(),
+                  ": cannot synchronise variable '", name, "': the session has no initialised variable of that name");
+    Tensor value = variable->Read().Clone();
+    BroadcastFromChief(name, value);
+    variable->Assign(std::move(value));
+  }
+}
+
 void DataParallelStrategy::GradientReady(int index, const Tensor& gradient) {
   DFLOW_REQUIRE(index >= 0, "worker ", worker(), ": gradient index ", index, " is negative");
   std::lock_guard lock(ready_mu_);

@@ -34,9 +34,15 @@ class DataParallelStrategy {
   // Worker 0: initialises, writes checkpoints, decides when to stop.
   bool is_chief() const { return worker() == 0; }
 
-  // Every worker's `variables` (resource names in `session`) become the
-  // chief's: before the first step, and after the chief restored a checkpoint.
-  virtual void SynchronizeVariables(Session& session, const std::vector<std::string>& variables) = 0;
+  // Every worker's `value` becomes the chief's (`name` tells the values of
+  // one call apart; every worker calls with the same names in the same order).
+  virtual void BroadcastFromChief(const std::string& name, Tensor& value) = 0;
+  // Every worker's `variables` (resource names in `session`, which must keep
+  // its variables in this process) become the chief's: before the first
+  // step, and after the chief restored a checkpoint. A session whose
+  // variables live on other tasks copies them through its graph instead
+  // (Saver::Values and Saver::Assign around BroadcastFromChief).
+  void SynchronizeVariables(Session& session, const std::vector<std::string>& variables);
   // This worker's gradients (one per spec, in spec order) in; their mean over
   // all workers out, the same bits on every worker.
   virtual std::vector<Tensor> AverageGradients(const std::vector<Tensor>& gradients) = 0;

@@ -41,15 +41,8 @@ std::unique_ptr<RingAllReduceStrategy> RingAllReduceStrategy::Connect(const Clus
       new RingAllReduceStrategy(std::move(link), std::move(specs), std::move(options)));
 }
 
-void RingAllReduceStrategy::SynchronizeVariables(Session& session, const std::vector<std::string>& variables) {
-  for (const std::string& name : variables) {
-    Variable* variable = session.resources().FindVariable(name);
-    DFLOW_REQUIRE(variable && variable->initialized(), "worker ", worker(),
-                  ": cannot synchronise variable '", name, "': the session has no initialised variable of that name");
-    Tensor value = variable->Read().Clone();
-    comm_.Broadcast("variables/" + name, value);
-    variable->Assign(std::move(value));
-  }
+void RingAllReduceStrategy::BroadcastFromChief(const std::string& name, Tensor& value) {
+  comm_.Broadcast("variables/" + name, value);
 }
 
 std::vector<Tensor> RingAllReduceStrategy::AverageGradients(const std::vector<Tensor>& gradients) {

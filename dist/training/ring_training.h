@@ -37,7 +37,7 @@ class RingAllReduceStrategy final : public DataParallelStrategy {
 
   int worker() const override { return link_.rank(); }
   int num_workers() const override { return link_.num_ranks(); }
-  void SynchronizeVariables(Session& session, const std::vector<std::string>& variables) override;
+  void BroadcastFromChief(const std::string& name, Tensor& value) override;
   std::vector<Tensor> AverageGradients(const std::vector<Tensor>& gradients) override;
   // Straight into the buckets: a full bucket's all-reduce starts at once.
   void GradientReady(int index, const Tensor& gradient) override;

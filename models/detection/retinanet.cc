@@ -150,7 +150,9 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.options = options;
   const int64_t size = options.image_size;
   net.images = images;
-  ResNet backbone = BuildResNet(s, Normalize(s, net.images),
+  const Scope on_backbone = OnDevice(s, options.devices.backbone);
+  const Scope on_heads = OnDevice(s, options.devices.heads);
+  ResNet backbone = BuildResNet(on_backbone, Normalize(on_backbone, net.images),
                                 {.depth = options.depth, .training = options.training});
   net.variables = backbone.variables;
   net.backbone_variables = backbone.variables;
@@ -158,15 +160,15 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.backbone_features = backbone.features.back();
   Builder b(net.variables);
   std::vector<Output> levels =
-      b.Pyramid(s.NewSubScope("fpn"), backbone.features, options.p6_from_p5);
+      b.Pyramid(OnDevice(s, options.devices.extras).NewSubScope("fpn"), backbone.features, options.p6_from_p5);
   CheckLevels(levels, size);
   // The class bias makes every sigmoid start at the prior pi, so the many
   // background anchors do not swamp the first steps' loss (section 4.1).
   const double prior_bias = -std::log((1 - kPrior) / kPrior);
-  Output logits = b.Head(s.NewSubScope("class_head"), levels, options.num_classes, prior_bias);
-  Output deltas = b.Head(s.NewSubScope("box_head"), levels, 4, 0.0);
-  net.class_logits = ops::Identity(s.WithOpName("class_logits"), logits);
-  net.box_deltas = ops::Identity(s.WithOpName("box_deltas"), deltas);
+  Output logits = b.Head(on_heads.NewSubScope("class_head"), levels, options.num_classes, prior_bias);
+  Output deltas = b.Head(on_heads.NewSubScope("box_head"), levels, 4, 0.0);
+  net.class_logits = ops::Identity(on_heads.WithOpName("class_logits"), logits);
+  net.box_deltas = ops::Identity(on_heads.WithOpName("box_deltas"), deltas);
   net.anchors = RetinaNetDefaultAnchors(options);
   return net;
 }

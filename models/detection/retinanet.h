@@ -39,6 +39,7 @@
 #include "models/detection/anchors.h"
 #include "models/detection/losses.h"
 #include "models/detection/postprocess.h"
+#include "models/model_parts.h"
 
 namespace dflow::models::detection {
 
@@ -50,6 +51,9 @@ struct RetinaNetOptions {
   bool p6_from_p5 = false;   // P6 on P5 (256 channels) as torchvision's, not on C5
   // Levels 3..7 and normalised coordinates are what the network builds.
   RetinaNetAnchorOptions anchors{.normalized = true};
+  // Model parallelism: the devices of the ResNet (with the input
+  // normalisation), the feature pyramid and the class and box subnets.
+  ModelPartDevices devices{};
 };
 
 struct RetinaNetNetwork {

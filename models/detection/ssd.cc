@@ -54,7 +54,8 @@ MobileNetSsd BuildMobileNetBody(const Scope& s, const Output& images, const SsdO
   return BuildMobileNetSsd(s, images,
                            {.num_classes = options.num_classes + 1,
                             .training = options.training,
-                            .width_multiplier = options.width_multiplier});
+                            .width_multiplier = options.width_multiplier,
+                            .devices = options.devices});
 }
 
 SqueezeNetSsd BuildSqueezeNetBody(const Scope& s, const Output& images, const SsdOptions& options) {
@@ -63,7 +64,9 @@ SqueezeNetSsd BuildSqueezeNetBody(const Scope& s, const Output& images, const Ss
                 options.width_multiplier);
   return BuildSqueezeNetSsd(
       s, images,
-      {.num_classes = options.num_classes + 1, .backbone = {.training = options.training}});
+      {.num_classes = options.num_classes + 1,
+       .backbone = {.training = options.training},
+       .devices = options.devices});
 }
 
 // Checks the body's maps, then views its outputs per anchor; the first
@@ -75,9 +78,10 @@ void AttachBody(const Scope& s, SsdNetwork& net, const Body& body, size_t backbo
   CheckFeatureMaps(body.features, SsdLayers(net.options));
   net.anchors = SsdDefaultBoxes(net.options);
   const int64_t anchors = net.anchors.shape().dim(0);
-  net.box_deltas = PerAnchor(s.WithOpName("box_deltas"), body.boxes, anchors, 4);
+  const Scope heads = OnDevice(s, net.options.devices.heads);
+  net.box_deltas = PerAnchor(heads.WithOpName("box_deltas"), body.boxes, anchors, 4);
   net.class_logits =
-      PerAnchor(s.WithOpName("class_logits"), body.classes, anchors, net.options.num_classes + 1);
+      PerAnchor(heads.WithOpName("class_logits"), body.classes, anchors, net.options.num_classes + 1);
   net.variables = body.variables;
   net.backbone_variables = body.backbone_variables;
   net.batch_norm_updates = body.batch_norm_updates;
@@ -114,7 +118,8 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const 
   SsdNetwork net;
   net.options = options;
   net.images = images;
-  Output scaled = ops::Sub(s, ops::Mul(s, net.images, 2.0f), 1.0f);  // [0, 1] -> [-1, 1]
+  const Scope backbone = OnDevice(s, options.devices.backbone);
+  Output scaled = ops::Sub(backbone, ops::Mul(backbone, net.images, 2.0f), 1.0f);  // [0, 1] -> [-1, 1]
   if (options.backbone == SsdBackbone::kSqueezeNet)
     AttachBody(s, net, BuildSqueezeNetBody(s, scaled, options), 1);  // fire8
   else

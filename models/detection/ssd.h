@@ -22,6 +22,7 @@
 #include "models/detection/anchors.h"
 #include "models/detection/box_coding.h"
 #include "models/detection/postprocess.h"
+#include "models/model_parts.h"
 
 namespace dflow::models::detection {
 
@@ -38,6 +39,9 @@ struct SsdOptions {
   bool training = true;           // batch-norm mode: batch statistics and moving-average updates
   SsdAnchorOptions anchors{};     // scales s_min, s_max of the default boxes
   BoxVariances variances = kSsdVariances;
+  // Model parallelism: the devices of the backbone (with the input scaling),
+  // the extras and the heads (with the per-anchor views).
+  ModelPartDevices devices{};
 };
 
 struct SsdNetwork {

@@ -70,17 +70,7 @@ grep -q "^\[worker:0\] checkpoint .*model-[0-9]*.safetensors" "$TMP/ps-async.txt
 # under ps whose chief keeps the memory.
 timeout 60 "$EXE" generate --out "$TMP/three" --images 16 --size 96x80 --classes 3 --seed 7 > /dev/null ||
   fail "generate 3 classes"
-python3 - "$TMP/three" "$TMP/new" <<'PY' || fail "new-class split"
-import json, os, sys
-src, dst = sys.argv[1:]
-a = json.load(open(src + "/annotations.json"))
-new = [c for c in a["categories"] if c["name"] == "triangle"]
-anns = [o for o in a["annotations"] if o["category_id"] == new[0]["id"]]
-ids = {o["image_id"] for o in anns}
-os.makedirs(dst)
-images = [dict(i, file_name=os.path.join(src, i["file_name"])) for i in a["images"] if i["id"] in ids]
-json.dump({"images": images, "annotations": anns, "categories": new}, open(dst + "/annotations.json", "w"))
-PY
+class_subset "$TMP/three" "$TMP/new" only triangle || fail "new-class split"
 add_class=(add-class --from "$TMP/full" --data "$TMP/new" --steps 4 --threads 1 --exemplars 0.5)
 timeout 120 "$EXE" "${add_class[@]}" --out "$TMP/added-ring" --workers 2 --strategy ring \
   --base-port $((PORT + 60)) > "$TMP/added-ring.txt" 2>&1 || { cat "$TMP/added-ring.txt"; fail "add-class ring"; }

@@ -29,6 +29,10 @@ expect_contains "prefix 2" out.txt "[worker:2] strategy ring"
 expect_contains "cluster" out.txt '[worker:2] {"cluster":{"worker":["127.0.0.1:23000","127.0.0.1:23001","127.0.0.1:23002"]},"task":{"type":"worker","index":2}}'
 expect_contains "last line without newline" out.txt "[worker:1] no newline"
 
+# --- model-part tasks: G per worker, job "part", ports after the workers'
+launch 0 "model parts" -n 2 --model-parts 2 --base-port 23050 -- bash -c 'echo "$DFLOW_CLUSTER"'
+expect_contains "part cluster" out.txt '[part:3] {"cluster":{"worker":["127.0.0.1:23050","127.0.0.1:23051"],"part":["127.0.0.1:23052","127.0.0.1:23053","127.0.0.1:23054","127.0.0.1:23055"]},"task":{"type":"part","index":3}}'
+
 # --- parameter servers serve until the workers are done, then are stopped
 # (The workers wait for the ps to be up, so its line is always there.)
 WAIT_FOR_PS='for _ in $(seq 100); do [[ -e ps_ready ]] && break; sleep 0.1; done'
@@ -104,5 +108,6 @@ expect_error "unknown strategy" "unknown --strategy 'star' (expected ps or ring)
 expect_error "ports" "ports 65535..65536 are not all in 1..65535" launch -n 2 --base-port 65535 -- true
 expect_error "no program" "no program to run (give it after --)" launch -n 2
 expect_error "negative failure wait" "--failure-wait must be >= 0, got -1" launch -n 2 --failure-wait -1 -- true
+expect_error "model parts" "--model-parts must be 0 to 8, got 9" launch -n 2 --model-parts 9 -- true
 
 cli_summary

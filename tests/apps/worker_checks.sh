@@ -56,3 +56,23 @@ expect_ctrl_c_stops() {
   [[ -n $step0 && $step0 == "$step1" ]] || { cat "$log"; fail "workers stopped at steps '$step0' and '$step1'"; }
   [[ -s $run/checkpoints/model-$step0.safetensors ]] || fail "the chief did not save step $step0"
 }
+
+# class_subset SRC DST only|without NAME: writes DST/annotations.json over
+# SRC's images: "only" keeps the images holding class NAME, with its objects
+# alone (add-class's new data); "without" keeps every image and the other
+# classes' objects (the old run's data).
+class_subset() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+src, dst, mode, name = sys.argv[1:]
+a = json.load(open(src + "/annotations.json"))
+chosen = [c for c in a["categories"] if (c["name"] == name) == (mode == "only")]
+ids = {c["id"] for c in chosen}
+anns = [o for o in a["annotations"] if o["category_id"] in ids]
+holding = {o["image_id"] for o in anns}
+images = [dict(i, file_name=os.path.join(src, i["file_name"])) for i in a["images"]
+          if mode == "without" or i["id"] in holding]
+os.makedirs(dst)
+json.dump({"images": images, "annotations": anns, "categories": chosen}, open(dst + "/annotations.json", "w"))
+PY
+}

@@ -238,3 +238,22 @@ TEST_CASE("a lone _Recv outside a multi-device step fails clearly", "[multi_devi
   ExpectError([&] { WithDeadline([&] { return session.Run({recv}); }); }, Code::kFailedPrecondition,
               "needs the step's rendezvous");
 }
+
+TEST_CASE("a variable without a device request stays on the device its first run placed it on",
+          "[multi_device]") {
+  // Each run places the variable by cost alone, next to its consumers: the
+  // init step's Assign, then a read on CPU:0, then one on CPU:1. Placement
+  // is per run signature, so the session must remember where each stateful
+  // node went, or a later run reads an uninitialised copy on another device.
+  Scope s = Scope::NewRootScope();
+  Output v = ops::Variable(s.WithOpName("v"), Shape({2}), DType::kFloat32);
+  Output init = ops::Assign(s.WithOpName("init"), v, Tensor::FromVector<float>({1.5f, -2.0f}, Shape({2})));
+  Session session(s, TwoDevices(1));
+  session.Run({}, {}, {init});
+  for (const char* device : {"/device:CPU:0", "/device:CPU:1"}) {
+    INFO("read on " << device);
+    Output doubled = ops::Mul(s.WithDevice(device), v, 2.0f);
+    Tensor out = WithDeadline([&] { return session.Run({doubled})[0]; });
+    ExpectEqual(out, Tensor::FromVector<float>({3.0f, -4.0f}, Shape({2})));
+  }
+}

@@ -52,6 +52,25 @@ TEST_CASE("Saver: restore into a fresh session on a freshly built graph", "[chec
   model.ExpectValues(session, 3);
 }
 
+TEST_CASE("Saver: Values and Assign copy every variable between sessions", "[checkpoint]") {
+  TestModel source, target;
+  Session from(source.scope), to(target.scope);
+  source.Set(from, 4);
+  target.Set(to, 5);
+  Saver reader(source.scope), writer(target.scope);
+  std::vector<Tensor> values = reader.Values(from);
+  REQUIRE(values.size() == reader.variable_names().size());
+  writer.Assign(to, values);
+  target.ExpectValues(to, 4);
+  // A value of another shape is refused by name before anything changes.
+  std::vector<Tensor> wrong = writer.Values(to);
+  wrong.front() = Tensor::Zeros(wrong.front().dtype(), Shape({wrong.front().NumElements() + 1}));
+  target.Set(to, 6);
+  ExpectError([&] { writer.Assign(to, wrong); }, Code::kInvalidArgument,
+              {"variable '" + writer.variable_names().front() + "'"});
+  target.ExpectValues(to, 6);
+}
+
 // Saves Values(1) with a Saver over TestModel(saved), then checks that
 // restoring into TestModel(target), holding Values(2), fails with `code` and
 // `parts` after `damage` is done to the file, and changes no variable.

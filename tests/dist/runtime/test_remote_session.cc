@@ -106,6 +106,27 @@ TEST_CASE("variables live on their task between steps and sessions", "[remote]")
   CHECK(second.Run({v})[0].scalar<float>() == 5);
 }
 
+TEST_CASE("a variable without a device request stays on the task its first run placed it on", "[remote]") {
+  // Each run places the variable by cost alone, next to its consumers: the
+  // init step's Assign, then a read on task 0, then one on task 1. Each task
+  // keeps its own variables, and placement is per run signature, so the
+  // session must remember where each stateful node went, or a later run
+  // reads an uninitialised copy on another task.
+  ScratchCluster cluster(2);
+  ServerProcess task0(cluster, 0), task1(cluster, 1);
+  Scope s = Scope::NewRootScope();
+  Output v = ops::Variable(s.WithOpName("v"), Shape({2}), DType::kFloat32);
+  Output init = ops::Assign(s.WithOpName("init"), v, Tensor::FromVector<float>({1.5f, -2.0f}, Shape({2})));
+  Session session(s, Remote(cluster));
+  session.Run({}, {}, {init});
+  for (int task : {0, 1}) {
+    INFO("read on task " << task);
+    Output doubled = ops::Mul(s.WithDevice(cluster.device(task)), v, 2.0f);
+    Tensor out = WithDeadline([&] { return session.Run({doubled})[0]; }, 60);
+    ExpectEqual(out, Tensor::FromVector<float>({3.0f, -4.0f}, Shape({2})));
+  }
+}
+
 TEST_CASE("an error on one task aborts the step everywhere and names its origin", "[remote]") {
   ScratchCluster cluster(2);
   ServerProcess task0(cluster, 0), task1(cluster, 1);
