@@ -135,12 +135,6 @@ ClusterSpec ClusterSpec::Load(const std::string& path) {
   return Parse(ReadFileToString(path), path);
 }
 
-std::optional<ClusterSpec> ClusterSpec::FromEnvironment() {
-  const char* text = std::getenv("DFLOW_CLUSTER");
-  if (!text || !*text) return std::nullopt;
-  return Parse(text, "DFLOW_CLUSTER");
-}
-
 int ClusterSpec::num_tasks(const std::string& job) const {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? 0 : static_cast<int>(it->second.size());

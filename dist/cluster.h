@@ -33,7 +33,8 @@ class ClusterSpec {
   static ClusterSpec FromJson(const nlohmann::ordered_json& doc, std::string_view source);
   static ClusterSpec Parse(std::string_view text, std::string_view source);
   static ClusterSpec Load(const std::string& path);
-  // From DFLOW_CLUSTER; nullopt when the variable is unset or empty.
+  // From the launcher's variables (DFLOW_CLUSTER, TF_CONFIG, torchrun's,
+  // Slurm's, MPI's: dist/cluster_environment.h); nullopt when none is set.
   static std::optional<ClusterSpec> FromEnvironment();
 
   const std::map<std::string, std::vector<std::string>>& jobs() const { return jobs_; }

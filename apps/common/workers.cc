@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "apps/common/cli_checks.h"
+#include "dist/cluster_environment.h"
 #include "graph/device.h"
 #include "graph/status.h"
 
@@ -50,14 +51,19 @@ void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
 }
 
 bool ShouldLaunchWorkers(const DataParallelSettings& settings) {
-  const char* cluster = std::getenv("DFLOW_CLUSTER");
-  return (settings.workers > 1 || !settings.split.empty()) && (cluster == nullptr || *cluster == '\0');
+  return (settings.workers > 1 || !settings.split.empty()) && !LaunchedAsTask();
 }
+
+bool LaunchedAsTask() { return dist::DetectLauncher(dist::ProcessEnvironment()).has_value(); }
 
 std::string StrategyName(const DataParallelSettings& settings) {
   if (!settings.strategy.empty()) return settings.strategy;
   const char* from_launcher = std::getenv("DFLOW_STRATEGY");
-  return from_launcher && *from_launcher ? from_launcher : "ring";
+  if (from_launcher && *from_launcher) return from_launcher;
+  // A launcher's cluster with parameter servers (DFLOW_NUM_PS, TF_CONFIG's ps) trains with them.
+  std::optional<dist::LauncherCluster> launcher = dist::DetectLauncher(dist::ProcessEnvironment());
+  const bool ps = launcher && (launcher->num_ps > 0 || (launcher->spec && launcher->spec->num_tasks("ps") > 0));
+  return ps ? "ps" : "ring";
 }
 
 std::string PsModeName(const DataParallelSettings& settings) { return settings.ps_mode.empty() ? "sync" : settings.ps_mode; }
@@ -127,8 +133,7 @@ int NumWorkers(const std::optional<dist::ClusterSpec>& cluster) {
 }
 
 bool UsesParameterServers(const DataParallelSettings& settings, const std::string& device) {
-  const char* cluster = std::getenv("DFLOW_CLUSTER");
-  if (cluster == nullptr || *cluster == '\0' || StrategyName(settings) != "ps") return false;
+  if (!LaunchedAsTask() || StrategyName(settings) != "ps") return false;
   RequireCpuWhenDistributed(device);
   return true;
 }

@@ -1,6 +1,6 @@
 // Data-parallel `train --workers N --strategy ring|ps` in the apps
 // (dflow-count, dflow-detect): a run with N > 1 and no cluster re-executes
-// itself through `dflow launch`; a process that DFLOW_CLUSTER makes a worker
+// itself through `dflow launch`; a process that a launcher's variables make a worker
 // trains its own shard with the others.
 #pragma once
 
@@ -23,14 +23,19 @@ namespace dflow::apps {
 void AddDataParallelOptions(CLI::App& app, DataParallelSettings& settings);
 
 // True when this process should start the workers instead of training:
-// --workers > 1 or --split, and DFLOW_CLUSTER unset.
+// --workers > 1 or --split, and no launcher started it as a task.
 bool ShouldLaunchWorkers(const DataParallelSettings& settings);
+// True when a launcher's variables make this process a task of a cluster
+// (DFLOW_CLUSTER, TF_CONFIG, torchrun's, Slurm's, MPI's:
+// dist/cluster_environment.h).
+bool LaunchedAsTask();
 // Replaces this process by `dflow launch -n N [--ps P] [--model-parts G]
 // --strategy S -- THIS_PROGRAM ARGS...` (the dflow next to this executable, else on PATH); returns only
 // on failure, by throwing. Checks the strategy first.
 [[noreturn]] void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv);
 
-// The cluster this worker belongs to, from DFLOW_CLUSTER; nullopt for a
+// The cluster this worker belongs to, from the launcher's variables
+// (ClusterSpec::FromEnvironment); nullopt for a
 // single-process run. Throws when --workers disagrees with the cluster, the
 // cluster does not name this process as a worker, or `device` (--device) is
 // not the CPU (RequireCpuWhenDistributed).
@@ -41,7 +46,8 @@ bool IsChiefProcess();
 // This process's worker index and the number of workers: 0 and 1 without a cluster.
 int WorkerIndex(const std::optional<dist::ClusterSpec>& cluster);
 int NumWorkers(const std::optional<dist::ClusterSpec>& cluster);
-// --strategy, else DFLOW_STRATEGY, else "ring".
+// --strategy, else DFLOW_STRATEGY, else "ps" when the launcher's cluster
+// has parameter servers, else "ring".
 std::string StrategyName(const DataParallelSettings& settings);
 // --ps-mode, else "sync".
 std::string PsModeName(const DataParallelSettings& settings);
