@@ -3,10 +3,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
+
+#include "graph/status.h"
 
 namespace dflow::apps {
 namespace {
@@ -43,6 +47,14 @@ void Progress::Update(int64_t step, int64_t images, const Metrics& metrics) {
   for (size_t i = 0; i < metrics.size() && i < averages_.size(); ++i)
     averages_[i].second = 0.9 * averages_[i].second + 0.1 * metrics[i].second;
   seen_ = true;
+  if (record_.is_open()) {
+    nlohmann::json line = {{"step", step},
+                           {"time", std::chrono::duration<double>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count()},
+                           {"img_per_s", images_per_second()}};
+    for (const auto& [name, value] : metrics) line[name] = value;
+    record_ << line.dump() << "\n" << std::flush;
+  }
   if (terminal_)
     std::cout << "\r" << Line(step) << std::flush;
   else if (step % every_ == 0 || step == total_steps_ || step == first_step_ + 1)
@@ -68,6 +80,13 @@ std::string Progress::Line(int64_t step) const {
   std::snprintf(buffer, sizeof buffer, " %.1f img/s  eta %s", rate, Duration(left).c_str());
   return line + buffer;
 }
+
+void Progress::RecordTo(const std::string& path) {
+  record_.open(path, std::ios::app);
+  DFLOW_REQUIRE(record_.is_open(), "cannot open ", path, " to record the metrics: ", std::strerror(errno));
+}
+
+std::string MetricsFile(const std::string& run_dir) { return run_dir + "/metrics.jsonl"; }
 
 void Progress::Finish() {
   if (terminal_) std::cout << "\n";

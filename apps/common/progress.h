@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <fstream>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +22,11 @@ class Progress {
   void Update(int64_t step, int64_t images, const Metrics& metrics);
   // Ends the line on a terminal.
   void Finish();
+  // From now on every Update also appends a JSON line to `path`
+  // ({"step", "time" (Unix seconds), "img_per_s", and the step's own
+  // metrics}), flushed at once so that others can follow it. A resumed run
+  // appends after its checkpoint's step: a reader keeps each step's last line.
+  void RecordTo(const std::string& path);
   double images_per_second() const;
 
  private:
@@ -32,7 +38,11 @@ class Progress {
   int64_t images_ = 0;
   Metrics averages_;  // exponential moving averages
   bool seen_ = false;
+  std::ofstream record_;
 };
+
+// The file of a run's per-step metrics, RUN/metrics.jsonl.
+std::string MetricsFile(const std::string& run_dir);
 
 // The end of a run: "finished|stopped at step N: ..." and the summary JSON
 // (with the checkpoint when `checkpoint` is set: the chief's, with workers).

@@ -50,6 +50,7 @@ class PsTrainer {
                 << " at step " << start << "\n";
     input_.Open(async ? start / task_.num_workers() : start, task_.task.index, task_.num_workers());
     progress_.emplace(start, options_.total_steps, options_.progress_every);
+    if (task_.is_chief()) progress_->RecordTo(MetricsFile(fs::path(options_.checkpoint_dir).parent_path().string()));
   }
 
   void OnStep(const dist::PsStepResult& step) {

@@ -52,6 +52,7 @@ struct TrainLoop {
   // Runs steps start+1 .. total; returns the last step done.
   int64_t Run(models::InputPipeline& pipeline, int64_t start) {
     Progress progress(start, settings.total_steps, 10);
+    if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
     auto loop_start = std::chrono::steady_clock::now();
     double waiting = 0;
     int64_t step = start;

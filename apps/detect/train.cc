@@ -61,6 +61,7 @@ struct TrainLoop {
   // Returns whether a stop request ended the run early, and its seconds.
   std::pair<bool, double> Run(models::DetectionPipeline& pipeline, int64_t start) {
     apps::Progress progress(start, settings.total_steps, 20);
+    if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
     auto loop_start = std::chrono::steady_clock::now();
     double waiting = 0;
     int64_t step = start;

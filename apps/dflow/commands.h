@@ -23,6 +23,8 @@ void AddPlaceCommands(CLI::App& app);
 void AddLaunchCommand(CLI::App& app);
 // dflow server --cluster FILE --job worker --task 1 [--bind ADDR]
 void AddServerCommand(CLI::App& app);
+// dflow jobs serve|node: the job service and its node daemon (apps/jobs/, docs/jobs.md)
+void AddJobsCommand(CLI::App& app);
 
 // Reads "NAME=FILE.npy" feed specs; throws naming a malformed or repeated one.
 FeedList ReadFeeds(const std::vector<std::string>& specs);
