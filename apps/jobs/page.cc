@@ -152,8 +152,10 @@ new Vue({
     setInterval(() => this.refresh(), 2000);
   },
   methods: {
-    async guard(work) {
-      try { await work(); this.error = ''; } catch (e) { this.error = e.message; }
+    // A user's action clears the last error; the periodic refresh does not.
+    async guard(work, clears = true) {
+      if (clears) this.error = '';
+      try { await work(); } catch (e) { this.error = e.message; }
     },
     show(tab) { this.tab = tab; if (events) { events.close(); events = null; } this.refresh(); },
     modelsOf(app) { const m = this.models.find(x => x.app === app); return m ? m.models : []; },
@@ -164,7 +166,7 @@ new Vue({
         this.models = await api('/api/models');
         this.nodes = await api('/api/nodes');
         if (this.tab === 'job' && this.job) await this.loadJob(this.job.id);
-      });
+      }, false);
     },
     async loadJob(id) {
       this.job = await api('/api/jobs/' + id);

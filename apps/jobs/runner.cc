@@ -278,16 +278,28 @@ void Runner::Watch(int64_t job_id, pid_t pid, std::string log) {
   }
 }
 
-// The log's last line that says what went wrong, else the exit status.
+// What went wrong, from the log: the first error a task reported (the
+// cause) and the launcher's last word (which task failed how), else the
+// exit status.
 std::string Runner::Reason(const std::string& log, int wait_status) const {
+  static const char* kCodes[] = {"InvalidArgument:", "NotFound:", "AlreadyExists:", "FailedPrecondition:",
+                                 "OutOfRange:", "Unimplemented:", "DataLoss:", "Cancelled:", "Unavailable:",
+                                 "Internal:"};
   std::ifstream in(log);
-  std::string line, last;
+  std::string line, first_task_error, last_error;
   while (std::getline(in, line)) {
-    const bool error = line.find("error") != std::string::npos || line.find("Error") != std::string::npos ||
-                       line.find("failed") != std::string::npos || line.find("killed by signal") != std::string::npos;
-    if (error) last = line;
+    const bool from_task = !line.empty() && line[0] == '[';
+    bool coded = false;
+    for (const char* code : kCodes) coded = coded || line.find(code) != std::string::npos;
+    if (from_task && coded && first_task_error.empty()) first_task_error = line;
+    if (line.find("error") != std::string::npos || line.find("killed by signal") != std::string::npos ||
+        (!from_task && coded))
+      last_error = line;
   }
-  if (!last.empty()) return last.size() > 500 ? last.substr(0, 500) + "..." : last;
+  std::string reason = first_task_error;
+  if (!last_error.empty() && last_error != first_task_error)
+    reason += (reason.empty() ? "" : " -- ") + last_error;
+  if (!reason.empty()) return reason.size() > 600 ? reason.substr(0, 600) + "..." : reason;
   if (WIFSIGNALED(wait_status)) return StrCat("the launcher was killed by signal ", WTERMSIG(wait_status));
   return StrCat("the launcher exited with status ", WEXITSTATUS(wait_status));
 }

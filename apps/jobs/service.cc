@@ -111,7 +111,10 @@ std::pair<std::string, int64_t> ReadLog(const std::string& run_dir, int64_t offs
   return {text, offset + static_cast<int64_t>(text.size())};
 }
 
-std::string ServerSentEvent(const std::string& event, const std::string& data) {
+// One event; each line of `data` is a "data:" line (a final newline is the
+// event's end, not an empty line).
+std::string ServerSentEvent(const std::string& event, std::string data) {
+  if (!data.empty() && data.back() == '\n') data.pop_back();
   std::string out = "event: " + event + "\n";
   size_t start = 0;
   while (start <= data.size()) {
