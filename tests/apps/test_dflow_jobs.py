@@ -144,6 +144,17 @@ try:
     check(api.get("/api/jobs/%d/snapshots/..%%2Fjobs.sqlite" % short["id"])[0] == 404, "no way out of the run")
     check(api.post("/api/jobs/%d/stop" % short["id"])[0] == 409, "stopping a finished job")
 
+    # --- the mpirun back-end on this machine: the same parameters as the local one
+    status, mpi = api.post("/api/jobs", dict(job, name="mpi", backend="mpirun"))
+    check(status == 201, "submit to mpirun: %s %s" % (status, mpi))
+    wait_for("the mpirun job", lambda: job_status(api, mpi["id"]) in ("succeeded", "failed"))
+    detail = api.get("/api/jobs/%d" % mpi["id"])[1]
+    check(detail["status"] == "succeeded" and detail["command"][0] == "mpirun", "the mpirun job: %s" % detail)
+    check(open(os.path.join(detail["run_dir"], "checkpoints", "model-6.safetensors"), "rb").read() ==
+          open(os.path.join(api.get("/api/jobs/%d" % short["id"])[1]["run_dir"], "checkpoints",
+                            "model-6.safetensors"), "rb").read(), "mpirun and local jobs end alike")
+    check(b"(Open MPI)" in api.get("/api/jobs/%d/log" % mpi["id"], raw=True)[1], "the ranks came from Open MPI")
+
     # --- a long job: stop (a snapshot is saved), resume, stop again
     status, long_job = api.post("/api/jobs", dict(job, name="long", steps=100000, checkpoint_every=100000))
     wait_for("the long job's first steps", lambda: len(api.get("/api/jobs/%d/metrics" % long_job["id"])[1]) >= 2)
