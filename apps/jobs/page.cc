@@ -106,6 +106,14 @@ const std::string& PageHtml() {
         <div><label>path</label><input id="d-path" v-model="dataset.path"></div>
         <button id="dataset-button" type="submit">register</button>
       </form>
+      <form id="upload-form" @submit.prevent="upload">
+        <h3>or upload an archive (.tar, .tar.gz, .tar.xz, .zip)</h3>
+        <div><label>name</label><input id="u-name" v-model="dataset.name"></div>
+        <div><label>app</label><select id="u-app" v-model="dataset.app">
+          <option v-for="m in models" :value="m.app">{{ m.app }}</option></select></div>
+        <div><label>archive</label><input id="u-file" type="file" ref="archive"></div>
+        <button id="upload-button" type="submit">upload</button>
+      </form>
     </section>
 
     <section v-if="tab === 'models'">
@@ -219,6 +227,16 @@ new Vue({
         if (body.strategy !== 'ps') delete body.ps;
         const job = await api('/api/jobs', {method: 'POST', body: JSON.stringify(body)});
         this.open(job.id);
+      });
+    },
+    upload() {
+      return this.guard(async () => {
+        const file = this.$refs.archive.files[0];
+        if (!file) throw new Error('choose an archive first');
+        const query = '?name=' + encodeURIComponent(this.dataset.name) + '&app=' + encodeURIComponent(this.dataset.app);
+        await api('/api/datasets/upload' + query,
+                  {method: 'POST', body: file, headers: {'Content-Type': 'application/octet-stream'}});
+        await this.refresh();
       });
     },
     addDataset() {

@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "apps/jobs/upload.h"
 #include "apps/jobs/validate.h"
 #include "graph/json.h"
 #include "graph/status.h"
@@ -24,7 +25,8 @@ using httplib::Request;
 using httplib::Response;
 
 constexpr size_t kMaxLogChunk = size_t{1} << 20;
-constexpr size_t kMaxBody = size_t{1} << 20;
+constexpr size_t kMaxBody = size_t{1} << 20;      // a JSON request
+constexpr size_t kMaxUpload = size_t{4} << 30;   // an uploaded dataset archive
 
 void Reply(Response& res, const Json& body, int status = 200) {
   res.status = status;
@@ -153,7 +155,7 @@ std::string LoadOrCreateToken(const std::string& path) {
 
 Service::Service(Store& store, Runner& runner, ServiceOptions options)
     : server_(std::make_unique<httplib::Server>()), store_(store), runner_(runner), options_(std::move(options)) {
-  server_->set_payload_max_length(kMaxBody);
+  server_->set_payload_max_length(kMaxUpload);
   server_->set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
     try {
       std::rethrow_exception(ep);
@@ -167,7 +169,9 @@ Service::Service(Store& store, Runner& runner, ServiceOptions options)
   server_->set_error_handler([](const Request& req, Response& res) {
     if (!res.body.empty()) return;
     std::string what = res.status == 404   ? StrCat("no ", req.method, " ", CutForMessage(req.path), " here")
-                       : res.status == 413 ? StrCat("the request is larger than the limit, ", kMaxBody, " bytes")
+                       : res.status == 413 ? StrCat("the request body is too large (a JSON body, sent as ",
+                                                    "Content-Type: application/json, takes up to ", kMaxBody,
+                                                    " bytes; an archive up to ", kMaxUpload, ")")
                                            : StrCat("HTTP ", res.status);
     res.set_content(Json{{"error", what}}.dump(), "application/json");
   });
@@ -221,6 +225,33 @@ void Service::Routes() {
   });
   s.Post("/api/datasets", [this](const Request& req, Response& res) {
     Dataset d = DatasetFromRequest(ParseBody(req.body), options_.data_root);
+    d.id = store_.AddDataset(d);
+    Reply(res, DatasetJson(*store_.FindDataset(d.id)), 201);
+  });
+
+  // An archive as the body, streamed to a file, then unpacked under datasets/NAME.
+  s.Post("/api/datasets/upload", [this](const Request& req, Response& res, const httplib::ContentReader& content) {
+    Json fields = {{"name", req.get_param_value("name")}, {"app", req.get_param_value("app")}, {"path", "."}};
+    Dataset d = DatasetFromRequest(fields, options_.data_root);  // checks the name and the app
+    const std::string destination = options_.data_root + "/datasets/" + d.name;
+    if (fs::exists(destination)) Fail(Code::kAlreadyExists, "datasets/", d.name, " exists in the data root");
+    fs::create_directories(options_.data_root + "/datasets");
+    const std::string archive = destination + ".upload";
+    {
+      std::ofstream out(archive, std::ios::binary | std::ios::trunc);
+      content([&](const char* data, size_t length) {
+        out.write(data, static_cast<std::streamsize>(length));
+        return out.good();
+      });
+      DFLOW_REQUIRE(out.good(), "cannot store the upload in ", archive);
+    }
+    try {
+      d.path = UnpackDataset(archive, destination);
+    } catch (...) {
+      fs::remove(archive);
+      throw;
+    }
+    fs::remove(archive);
     d.id = store_.AddDataset(d);
     Reply(res, DatasetJson(*store_.FindDataset(d.id)), 201);
   });

@@ -6,6 +6,7 @@
 //
 //   GET  /api/models                   the apps and their models
 //   GET  /api/datasets                 POST /api/datasets {name, app, path}
+//   POST /api/datasets/upload?name=N&app=A   an archive as the body (upload.h)
 //   GET  /api/jobs                     POST /api/jobs {name, app, model, dataset_id, steps, batch,
 //                                           workers, strategy, ps, checkpoint_every, backend, nodes}
 //   GET  /api/jobs/ID                  the job, its command and status

@@ -59,6 +59,9 @@ std::string OneOf(const Json& body, const std::string& field, const std::vector<
 }  // namespace
 
 Json ParseBody(const std::string& body) {
+  constexpr size_t kMaxJson = size_t{1} << 20;
+  if (body.size() > kMaxJson)
+    Fail(Code::kInvalidArgument, "the request body is larger than ", kMaxJson, " bytes");
   Json parsed = ParseJson<Json>(body, "the request body");
   if (!parsed.is_object()) Fail(Code::kInvalidArgument, "the request body must be a JSON object");
   return parsed;

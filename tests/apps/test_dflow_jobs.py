@@ -43,6 +43,7 @@ class Api:
         request = urllib.request.Request(self.base + path, data=data, method=method)
         if token:
             request.add_header("Authorization", "Bearer " + self.token)
+        request.add_header("Content-Type", "application/octet-stream" if isinstance(body, bytes) else "application/json")
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 content = response.read()
@@ -118,6 +119,36 @@ try:
             ({"name": "x", "app": "count", "path": "nowhere"}, 400, "not a folder")]:
         status, error = api.post("/api/datasets", body)
         check(status == code and message in error.get("error", ""), "dataset %s: %s %s" % (body, status, error))
+
+    # --- a dataset uploaded as an archive
+    def archive(members):
+        """A .tar.gz of (name, bytes or None for a symlink) members."""
+        import io, tarfile
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                if data is None:
+                    info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+    flowers = os.path.join(root, "flowers")
+    members = [("flowers/" + os.path.relpath(os.path.join(d, f), flowers), open(os.path.join(d, f), "rb").read())
+               for d, _, files in os.walk(flowers) for f in files]
+    status, uploaded = api.call("POST", "/api/datasets/upload?name=uploaded&app=count", archive(members))
+    check(status == 201 and uploaded["path"] == os.path.join(root, "datasets", "uploaded", "flowers"),
+          "upload a dataset: %s %s" % (status, uploaded))
+    check(sorted(os.listdir(uploaded["path"])) == sorted(os.listdir(flowers)), "the upload unpacked every file")
+    for members, message in [([("../evil.txt", b"x")], "climbs out"), ([("/etc/evil", b"x")], "absolute"),
+                             ([("a/link", None)], "links and devices are refused")]:
+        status, error = api.call("POST", "/api/datasets/upload?name=bad&app=count", archive(members))
+        check(status == 400 and message in error.get("error", ""), "a bad archive: %s %s" % (status, error))
+        check(not os.path.exists(os.path.join(root, "datasets", "bad")), "a refused archive left files behind")
+    status, error = api.call("POST", "/api/datasets/upload?name=bad&app=count", b"not an archive at all")
+    check(status == 400 and "not a readable archive" in error.get("error", ""), "not an archive: %s" % error)
 
     # --- a short job runs to success
     job = {"name": "short", "app": "count", "dataset_id": dataset["id"], "steps": 6, "batch": 2,
@@ -202,7 +233,7 @@ try:
             (dict(job, model="ssd-mobilenet"), 400, "\"model\" must be one of countnet"),
             (b"{not json", 400, "not valid JSON"),
             (b"[" * 5000, 400, "nest"),
-            (b" " * (2 << 20), 413, "larger than"),
+            (b" " * (2 << 20), 400, "larger than"),
             (b"[1, 2]", 400, "must be a JSON object")]:
         status, error = api.post("/api/jobs", body)
         check(status == code and message in error.get("error", ""), "job %s: %s %s" % (repr(body)[:60], status, error))

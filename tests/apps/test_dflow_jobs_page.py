@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The job service's web page in a real browser (Debian's headless Chromium
-driven through Selenium): register a dataset and submit a 2-worker counting
-job through the forms, watch its curve grow and its log fill, take a
+driven through Selenium): register a dataset, upload one as an archive and
+submit a 2-worker counting job through the forms, watch its curve grow and its log fill, take a
 screenshot, stop it from the page and see it stopped.
 
 Usage: test_dflow_jobs_page.py BUILD/apps SCREENSHOT.png
@@ -52,6 +52,14 @@ try:
     driver.find_element(By.ID, "d-path").send_keys("flowers")
     driver.find_element(By.ID, "dataset-button").click()
     wait.until(lambda d: d.find_elements(By.CLASS_NAME, "dataset-row"))
+    # And upload the same images as an archive.
+    archive = os.path.join(tmp, "flowers.tar.gz")
+    subprocess.run(["tar", "-czf", archive, "-C", root, "flowers"], check=True)
+    type_over("u-name", "uploaded")
+    driver.find_element(By.ID, "u-file").send_keys(archive)
+    driver.find_element(By.ID, "upload-button").click()
+    wait.until(lambda d: len(d.find_elements(By.CLASS_NAME, "dataset-row")) == 2)
+    assert os.path.isdir(os.path.join(root, "datasets", "uploaded", "flowers")), "the upload was not unpacked"
 
     # Submit a long job.
     driver.find_element(By.ID, "tab-submit").click()
