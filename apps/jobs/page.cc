@@ -60,6 +60,9 @@ const std::string& PageHtml() {
       <button id="stop-button" v-if="job.status === 'running'" @click="act('stop')">stop</button>
       <button id="resume-button" v-if="job.status === 'stopped' || job.status === 'failed'"
               @click="act('resume')">resume</button>
+      <div v-if="job.eval"><h3>evaluation on {{ job.eval.dataset }}</h3>
+        <table id="eval"><tr v-for="(value, name) in job.eval" v-if="typeof value === 'number'">
+          <td>{{ name }}</td><td>{{ value.toPrecision(4) }}</td></tr></table></div>
       <h3>curve <small id="curve-points">{{ points }} points</small></h3>
       <div style="width: 640px; height: 260px"><canvas id="curve"></canvas></div>
       <h3>snapshots</h3>
@@ -79,6 +82,9 @@ const std::string& PageHtml() {
         <div><label>model</label><select id="f-model" v-model="form.model">
           <option v-for="name in modelsOf(form.app)" :value="name">{{ name }}</option></select></div>
         <div><label>dataset</label><select id="f-dataset" v-model.number="form.dataset_id">
+          <option v-for="d in datasets" v-if="d.app === form.app" :value="d.id">{{ d.name }}</option></select></div>
+        <div><label>evaluate on</label><select id="f-eval" v-model.number="form.eval_dataset_id">
+          <option :value="0">(none)</option>
           <option v-for="d in datasets" v-if="d.app === form.app" :value="d.id">{{ d.name }}</option></select></div>
         <div><label>steps</label><input id="f-steps" type="number" v-model.number="form.steps"></div>
         <div><label>batch</label><input id="f-batch" type="number" v-model.number="form.batch"></div>
@@ -151,7 +157,7 @@ new Vue({
   data: {
     tabs: ['jobs', 'submit', 'datasets', 'models', 'nodes'], tab: 'jobs', error: '', token: token,
     jobs: [], job: null, log: '', snapshots: [], points: 0, datasets: [], models: [], nodes: [],
-    form: {name: 'job', app: 'count', model: 'countnet', dataset_id: null, steps: 100, batch: 8,
+    form: {name: 'job', app: 'count', model: 'countnet', dataset_id: null, eval_dataset_id: 0, steps: 100, batch: 8,
            checkpoint_every: 10, workers: 2, strategy: 'ring', ps: 1, backend: 'local', nodes: ''},
     dataset: {name: '', app: 'count', path: ''},
   },

@@ -98,17 +98,32 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return out;
 }
 
+int OpenForAppend(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  DFLOW_REQUIRE(fd >= 0, "cannot open ", path, ": ", std::strerror(errno));
+  return fd;
+}
+
+// The last line of a file.
+std::string LastLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
 // The child's side of fork(), in a process that has threads: only
 // async-signal-safe calls until exec. A session of its own (so that a stop
 // reaches every process it starts), no blocked signals (the service blocks
 // SIGINT and SIGTERM for its signal thread; a mask survives exec), output to
 // the log.
-[[noreturn]] void ExecJob(const char* program, char* const argv[], char* const envp[], int log_fd) {
+[[noreturn]] void ExecJob(const char* program, char* const argv[], char* const envp[], int out_fd, int log_fd) {
   setsid();
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  dup2(log_fd, STDOUT_FILENO);
+  dup2(out_fd, STDOUT_FILENO);
   dup2(log_fd, STDERR_FILENO);
   int null = open("/dev/null", O_RDONLY);
   if (null >= 0) dup2(null, STDIN_FILENO);
@@ -216,25 +231,30 @@ void Runner::Launch(int64_t job_id, bool resume) {
     for (const std::string& arg : command) header << " " << arg;
     header << "\n";
   }
-  // Everything the child needs is made before fork.
-  const std::string program = FindProgram(command.front());
-  DFLOW_REQUIRE(!program.empty(), "job ", job_id, ": cannot find ", command.front());
-  std::vector<std::string> env = JobEnvironment(environment);
-  std::vector<char*> argv = Pointers(command), envp = Pointers(env);
-  int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  DFLOW_REQUIRE(log_fd >= 0, "job ", job_id, ": cannot open ", log, ": ", std::strerror(errno));
   std::lock_guard lock(mu_);
-  if (shutting_down_) {
-    close(log_fd);
-    Fail(Code::kUnavailable, "the job service is stopping");
-  }
-  pid_t pid = fork();
-  if (pid == 0) ExecJob(program.c_str(), argv.data(), envp.data(), log_fd);
-  close(log_fd);
-  if (pid < 0) Fail(Code::kUnavailable, "cannot start job ", job_id, ": fork: ", std::strerror(errno));
-  running_[job_id] = pid;
+  pid_t pid = Spawn(job_id, command, environment, log, log);
   store_.SetRunning(job_id, pid, job->base_port);
   watchers_.emplace_back([this, job_id, pid, log] { Watch(job_id, pid, log); });
+}
+
+// Under mu_. Everything the child needs is made before fork.
+pid_t Runner::Spawn(int64_t job_id, const std::vector<std::string>& command,
+                    const std::vector<std::pair<std::string, std::string>>& environment, const std::string& out,
+                    const std::string& log) {
+  DFLOW_REQUIRE(!shutting_down_, "the job service is stopping");
+  const std::string program = FindProgram(command.front());
+  DFLOW_REQUIRE(!program.empty(), "job ", job_id, ": cannot find ", command.front());
+  std::vector<std::string> args = command, env = JobEnvironment(environment);
+  std::vector<char*> argv = Pointers(args), envp = Pointers(env);
+  const int out_fd = OpenForAppend(out);
+  const int log_fd = out == log ? out_fd : OpenForAppend(log);
+  pid_t pid = fork();
+  if (pid == 0) ExecJob(program.c_str(), argv.data(), envp.data(), out_fd, log_fd);
+  close(out_fd);
+  if (log_fd != out_fd) close(log_fd);
+  if (pid < 0) Fail(Code::kUnavailable, "cannot start job ", job_id, ": fork: ", std::strerror(errno));
+  running_[job_id] = pid;
+  return pid;
 }
 
 void Runner::Stop(int64_t job_id) {
@@ -250,31 +270,77 @@ bool Runner::IsRunning(int64_t job_id) {
   return running_.count(job_id) > 0;
 }
 
-void Runner::Watch(int64_t job_id, pid_t pid, std::string log) {
-  int status = 0;
+Runner::Exit Runner::WaitFor(int64_t job_id, pid_t pid) {
+  Exit exit;
   std::optional<std::chrono::steady_clock::time_point> stop_asked;
-  bool killed = false;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
+  while (waitpid(pid, &exit.status, WNOHANG) == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::lock_guard lock(mu_);
     if (!stopping_.count(job_id)) continue;
     if (!stop_asked) stop_asked = std::chrono::steady_clock::now();
-    if (!killed && std::chrono::steady_clock::now() - *stop_asked > options_.stop_grace) {
+    if (!exit.killed && std::chrono::steady_clock::now() - *stop_asked > options_.stop_grace) {
       SignalSession(pid, SIGKILL);
-      killed = true;
+      exit.killed = true;
     }
   }
   SignalSession(pid, SIGKILL);  // whatever the launcher left behind
+  return exit;
+}
+
+// Evaluates the trained model on the job's evaluation dataset: the app's
+// `eval`, whose last line of output is its metrics as JSON, kept in
+// RUN/eval.json. Returns why it failed, or "".
+std::string Runner::Evaluate(int64_t job_id, const Job& job, const std::string& log) {
+  std::optional<Dataset> data = store_.FindDataset(job.spec.eval_dataset_id);
+  if (!data) return StrCat("evaluation dataset ", job.spec.eval_dataset_id, " is gone");
+  std::vector<std::string> command = {options_.bin_dir + "/dflow-" + job.spec.app, "eval", "--data", data->path,
+                                      "--checkpoint", job.run_dir};
+  std::ofstream(log, std::ios::app) << "dflow jobs: evaluating on " << data->name << "\n";
+  const std::string out = job.run_dir + "/eval.txt";
+  std::error_code ignored;
+  fs::remove(out, ignored);
+  pid_t pid = 0;
+  {
+    std::lock_guard lock(mu_);
+    pid = Spawn(job_id, command, {}, out, log);
+  }
+  Exit exit = WaitFor(job_id, pid);
+  if (!WIFEXITED(exit.status) || WEXITSTATUS(exit.status) != 0) return "the evaluation failed: " + Reason(log, exit.status);
+  Json metrics = Json::parse(LastLine(out), nullptr, false);
+  if (!metrics.is_object()) return "the evaluation printed no metrics";
+  metrics["dataset"] = data->name;
+  std::ofstream(job.run_dir + "/eval.json") << metrics.dump() << "\n";
+  return "";
+}
+
+void Runner::Watch(int64_t job_id, pid_t pid, std::string log) {
+  Exit exit = WaitFor(job_id, pid);
+  const bool trained = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0;
+  std::string evaluation;
+  std::optional<Job> job = store_.FindJob(job_id);
+  bool stopping = false;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_.count(job_id) > 0;
+  }
+  if (trained && !stopping && job && job->spec.eval_dataset_id != 0) {
+    try {
+      evaluation = Evaluate(job_id, *job, log);
+    } catch (const Error& e) {
+      evaluation = "the evaluation could not start: " + e.message();
+    }
+  }
   std::lock_guard lock(mu_);
   running_.erase(job_id);
   if (stopping_.erase(job_id)) {
     store_.SetFinished(job_id, JobStatus::kStopped,
-                       shutting_down_ ? "the job service stopped" : killed ? "stopped (killed after the grace period)"
-                                                                           : "stopped on request");
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    store_.SetFinished(job_id, JobStatus::kSucceeded, "");
+                       shutting_down_ ? "the job service stopped"
+                       : exit.killed  ? "stopped (killed after the grace period)"
+                                      : "stopped on request");
+  } else if (trained) {
+    store_.SetFinished(job_id, evaluation.empty() ? JobStatus::kSucceeded : JobStatus::kFailed, evaluation);
   } else {
-    store_.SetFinished(job_id, JobStatus::kFailed, Reason(log, status));
+    store_.SetFinished(job_id, JobStatus::kFailed, Reason(log, exit.status));
   }
 }
 

@@ -7,7 +7,8 @@
 // The launching process leads a session of its own; its output (every
 // task's) goes to RUN/log.txt. A watcher thread per job records how it
 // ended: succeeded, failed with the reason (the log's last error line), or
-// stopped. Stop sends SIGINT (the apps save a checkpoint and exit), then,
+// stopped. A job with an evaluation dataset is then evaluated by the app's
+// `eval` (its metrics kept in RUN/eval.json) before it counts as succeeded. Stop sends SIGINT (the apps save a checkpoint and exit), then,
 // after the grace period, SIGKILL to every process of the session.
 #pragma once
 
@@ -49,7 +50,16 @@ class Runner {
   std::vector<std::string> Command(const Job& job, const Dataset& dataset, bool resume) const;
 
  private:
+  struct Exit {
+    int status = 0;       // waitpid's
+    bool killed = false;  // after a stop's grace period
+  };
   void Launch(int64_t job_id, bool resume);
+  pid_t Spawn(int64_t job_id, const std::vector<std::string>& command,
+              const std::vector<std::pair<std::string, std::string>>& environment, const std::string& out,
+              const std::string& log);
+  Exit WaitFor(int64_t job_id, pid_t pid);
+  std::string Evaluate(int64_t job_id, const Job& job, const std::string& log);
   void Watch(int64_t job_id, pid_t pid, std::string log);
   std::string Reason(const std::string& log, int wait_status) const;
 

@@ -56,6 +56,7 @@ Json JobJson(const Job& job) {
           {"app", job.spec.app},
           {"model", job.spec.model},
           {"dataset_id", job.spec.dataset_id},
+          {"eval_dataset_id", job.spec.eval_dataset_id},
           {"steps", job.spec.steps},
           {"batch", job.spec.batch},
           {"workers", job.spec.workers},
@@ -267,6 +268,12 @@ void Service::Routes() {
     if (!dataset) Fail(Code::kNotFound, "no dataset ", spec.dataset_id);
     if (dataset->app != spec.app)
       Fail(Code::kInvalidArgument, "dataset '", dataset->name, "' is for the ", dataset->app, " app, not ", spec.app);
+    if (spec.eval_dataset_id != 0) {
+      std::optional<Dataset> held_out = store_.FindDataset(spec.eval_dataset_id);
+      if (!held_out) Fail(Code::kNotFound, "no evaluation dataset ", spec.eval_dataset_id);
+      if (held_out->app != spec.app)
+        Fail(Code::kInvalidArgument, "evaluation dataset '", held_out->name, "' is for the ", held_out->app, " app");
+    }
     int64_t id = store_.AddJob(spec, options_.data_root + "/runs");
     try {
       runner_.Start(id, false);
@@ -279,6 +286,9 @@ void Service::Routes() {
   s.Get(R"(/api/jobs/(\d+))", [this](const Request& req, Response& res) {
     Job job = FindJobOrFail(Id(req));
     Json out = JobJson(job);
+    std::ifstream evaluation(job.run_dir + "/eval.json");
+    Json eval = Json::parse(evaluation, nullptr, false);
+    if (eval.is_object()) out["eval"] = eval;
     if (std::optional<Dataset> dataset = store_.FindDataset(job.spec.dataset_id))
       out["command"] = runner_.Command(job, *dataset, false);
     Reply(res, out);

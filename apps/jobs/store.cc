@@ -67,7 +67,7 @@ JobStatus ParseStatus(const std::string& name) {
 }
 
 Json SpecJson(const JobSpec& s) {
-  return {{"name", s.name},       {"app", s.app},         {"model", s.model},     {"dataset_id", s.dataset_id},
+  return {{"name", s.name},       {"app", s.app},         {"model", s.model},     {"dataset_id", s.dataset_id}, {"eval_dataset_id", s.eval_dataset_id},
           {"steps", s.steps},     {"batch", s.batch},     {"workers", s.workers}, {"ps", s.ps},
           {"strategy", s.strategy}, {"backend", s.backend}, {"nodes", s.nodes},
           {"checkpoint_every", s.checkpoint_every}};
@@ -79,6 +79,7 @@ JobSpec SpecFromJson(const Json& j) {
   s.app = j.at("app");
   s.model = j.at("model");
   s.dataset_id = j.at("dataset_id");
+  s.eval_dataset_id = j.value("eval_dataset_id", int64_t{0});
   s.steps = j.at("steps");
   s.batch = j.at("batch");
   s.workers = j.at("workers");

@@ -28,6 +28,7 @@ struct Dataset {
 struct JobSpec {
   std::string name, app, model;  // app: count or detect
   int64_t dataset_id = 0;
+  int64_t eval_dataset_id = 0;  // evaluated on after training; 0: none
   int64_t steps = 0, batch = 0, checkpoint_every = 0;
   int workers = 1, ps = 0;
   std::string strategy = "ring";  // ring or ps

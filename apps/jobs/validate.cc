@@ -97,6 +97,7 @@ JobSpec JobSpecFromRequest(const Json& body) {
   s.app = OneOf(body, "app", apps, std::nullopt);
   s.model = OneOf(body, "model", Models().at(s.app), Models().at(s.app).front());
   s.dataset_id = Number(body, "dataset_id", 1, int64_t{1} << 40, std::nullopt);
+  s.eval_dataset_id = Number(body, "eval_dataset_id", 0, int64_t{1} << 40, 0);
   s.steps = Number(body, "steps", 1, 10'000'000, std::nullopt);
   s.batch = Number(body, "batch", 1, 4096, 8);
   s.checkpoint_every = Number(body, "checkpoint_every", 1, 10'000'000, std::max<int64_t>(1, s.steps / 10));

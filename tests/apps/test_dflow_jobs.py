@@ -153,12 +153,13 @@ try:
     # --- a short job runs to success
     job = {"name": "short", "app": "count", "dataset_id": dataset["id"], "steps": 6, "batch": 2,
            "checkpoint_every": 2, "workers": 2}
-    status, short = api.post("/api/jobs", job)
+    status, short = api.post("/api/jobs", dict(job, eval_dataset_id=dataset["id"]))
     check(status == 201 and short["status"] == "running", "submit: %s %s" % (status, short))
     wait_for("the short job", lambda: job_status(api, short["id"]) in ("succeeded", "failed"))
     detail = api.get("/api/jobs/%d" % short["id"])[1]
     check(detail["status"] == "succeeded", "the short job: %s" % detail)
     check("--workers" in detail["command"], "the job's command is shown")
+    check(detail.get("eval", {}).get("images") == 8 and "mae" in detail["eval"], "eval metrics: %s" % detail)
     metrics = api.get("/api/jobs/%d/metrics" % short["id"])[1]
     check([m["step"] for m in metrics] == [1, 2, 3, 4, 5, 6] and all("loss" in m for m in metrics),
           "metrics of every step: %s" % metrics)
@@ -227,6 +228,7 @@ try:
             (dict(job, workers=1000), 400, "\"workers\" must be an integer in 1..64"),
             (dict(job, app="detect"), 400, "is for the count app"),
             (dict(job, dataset_id=999), 404, "no dataset 999"),
+            (dict(job, eval_dataset_id=999), 404, "no evaluation dataset 999"),
             (dict(job, strategy="star"), 400, "\"strategy\" must be one of ring, ps"),
             (dict(job, backend="yarn"), 400, "\"backend\" must be one of local, mpirun, slurm"),
             (dict(job, ps=2), 400, "\"ps\" goes with strategy ps"),
