@@ -83,7 +83,7 @@ std::pair<std::string, int> ParseHostPort(std::string_view address, std::string_
 ClusterSpec ClusterSpec::FromJson(const Json& doc, std::string_view source) {
   if (!doc.is_object())
     Bad(source, "a cluster spec must be a JSON object, got ", DescribeJson(doc));
-  RequireOnlyKeys(doc, {"cluster", "task", "gpus_per_task"}, source, "top level");
+  RequireOnlyKeys(doc, {"cluster", "task", "gpus_per_task", "curve_keys"}, source, "top level");
   if (!doc.contains("cluster") || !doc["cluster"].is_object() || doc["cluster"].empty())
     Bad(source, "\"cluster\" must be an object of jobs, e.g. {\"worker\": [\"127.0.0.1:2222\"]}");
   ClusterSpec spec;
@@ -104,6 +104,11 @@ ClusterSpec ClusterSpec::FromJson(const Json& doc, std::string_view source) {
     if (!gpus.is_number_integer() || gpus.get<int64_t>() < 0 || gpus.get<int64_t>() > 64)
       Bad(source, "gpus_per_task must be an integer in 0..64, got ", DescribeJson(gpus));
     spec.gpus_per_task_ = gpus.get<int>();
+  }
+  if (doc.contains("curve_keys")) {
+    if (!doc["curve_keys"].is_string() || doc["curve_keys"].get<std::string>().empty())
+      Bad(source, "curve_keys must name the folder of the cluster's CURVE keys, got ", DescribeJson(doc["curve_keys"]));
+    spec.curve_keys_ = doc["curve_keys"].get<std::string>();
   }
   if (doc.contains("task")) {
     const Json& task = doc["task"];

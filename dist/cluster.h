@@ -8,7 +8,8 @@
 //    "task": {"type": "worker", "index": 1},
 //    "gpus_per_task": 0}
 //
-// "task" and "gpus_per_task" are optional.
+// "task", "gpus_per_task" and "curve_keys" (the folder of the cluster's
+// CURVE keys: dist/transport/curve.h) are optional.
 #pragma once
 
 #include <map>
@@ -44,6 +45,8 @@ class ClusterSpec {
   // This process's task, when the document says.
   const std::optional<TaskId>& self() const { return self_; }
   int gpus_per_task() const { return gpus_per_task_; }
+  // The CURVE keys' folder, or "" (the document names none).
+  const std::string& curve_keys() const { return curve_keys_; }
 
   // Every device of the cluster, jobs in name order then tasks in order:
   // "/job:ps/replica:0/task:0/device:CPU:0", then its GPUs if any.
@@ -55,6 +58,7 @@ class ClusterSpec {
   std::map<std::string, std::vector<std::string>> jobs_;
   std::optional<TaskId> self_;
   int gpus_per_task_ = 0;
+  std::string curve_keys_;
 };
 
 // Splits "host:port" ("[::1]:2222" for IPv6); throws naming `where` when the

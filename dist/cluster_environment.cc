@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/coordinator.h"
+#include "dist/transport/curve.h"
 #include "graph/graph_io.h"
 #include "graph/json.h"
 #include "graph/status.h"
@@ -357,6 +358,7 @@ std::optional<ClusterSpec> ResolveCluster(const Environment& env) {
   std::optional<LauncherCluster> launcher = DetectLauncher(env);
   if (!launcher) return std::nullopt;
   if (launcher->spec) {
+    if (!launcher->spec->curve_keys().empty()) SetProcessTransportKeys(launcher->spec->curve_keys());
     LogOnce(StrCat("dflow: ", Describe(*launcher->spec), " (from ", launcher->source, ")"));
     return launcher->spec;
   }

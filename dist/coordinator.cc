@@ -12,6 +12,8 @@
 #include <zmq.hpp>
 
 #include "dist/cluster.h"
+#include "dist/transport/curve.h"
+#include "dist/transport/zmq_transport.h"
 #include "graph/graph_io.h"
 #include "graph/json.h"
 #include "graph/status.h"
@@ -105,9 +107,10 @@ std::string LocalAddressToward(const std::string& host, int port) {
 
 std::vector<std::string> GatherAddresses(const std::string& coordinator, int size, const std::string& own,
                                          std::chrono::milliseconds timeout) {
-  zmq::context_t context;
-  zmq::socket_t router(context, zmq::socket_type::router);
+  zmq::socket_t router(ZmqContext(), zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 5000);  // the answers must leave before we return
+  if (const TransportKeys* keys = ProcessTransportKeys()) SecureServerSocket(router, *keys);
+  else CheckPlaintextListen(coordinator);
   try {
     router.bind(Endpoint(coordinator));
   } catch (const zmq::error_t& e) {
@@ -157,9 +160,9 @@ std::vector<std::string> GatherAddresses(const std::string& coordinator, int siz
 
 std::vector<std::string> SendAddress(const std::string& coordinator, int rank, int size, const std::string& own,
                                      std::chrono::milliseconds timeout) {
-  zmq::context_t context;
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  zmq::socket_t dealer(ZmqContext(), zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::linger, 0);
+  if (const TransportKeys* keys = ProcessTransportKeys()) SecureClientSocket(dealer, *keys);
   dealer.connect(Endpoint(coordinator));  // ZeroMQ retries until rank 0 listens
   dealer.send(zmq::buffer(Json{{"rank", rank}, {"size", size}, {"address", own}}.dump()), zmq::send_flags::none);
   zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};

@@ -2,11 +2,13 @@
 // It binds 127.0.0.1 at its task's port unless --bind says otherwise (and
 // then warns, unless that is loopback too: whoever reaches the port can run graphs on this machine).
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "dist/runtime/worker_service.h"
+#include "dist/transport/curve.h"
 
 namespace dflow::cli {
 namespace {
@@ -25,6 +27,7 @@ struct ServerArgs {
   std::string bind;
   int threads = 0;
   double step_timeout_s = dist::kDefaultStepTimeoutMs / 1000.0;
+  bool insecure = false;
 };
 
 ClusterSpec ReadCluster(const ServerArgs& args, TaskId& task) {
@@ -32,6 +35,7 @@ ClusterSpec ReadCluster(const ServerArgs& args, TaskId& task) {
   if (!args.cluster_file.empty()) cluster = ClusterSpec::Load(args.cluster_file);
   else cluster = ClusterSpec::FromEnvironment();
   if (!cluster) Fail(Code::kInvalidArgument, "dflow server needs --cluster FILE or DFLOW_CLUSTER");
+  if (!cluster->curve_keys().empty()) dist::SetProcessTransportKeys(cluster->curve_keys());
   task = cluster->self().value_or(TaskId{});
   if (!args.job.empty()) task.job = args.job;
   if (args.task >= 0) task.index = args.task;
@@ -44,14 +48,12 @@ ClusterSpec ReadCluster(const ServerArgs& args, TaskId& task) {
 std::string ListenAddress(const ServerArgs& args, const ClusterSpec& cluster, const TaskId& task) {
   int port = ParseHostPort(cluster.Address(task), "the task's cluster address").second;
   if (args.bind.empty()) return StrCat("127.0.0.1:", port);
-  std::string host = ParseHostPort(args.bind, "--bind").first;
-  if (host != "127.0.0.1" && host != "localhost")
-    std::cerr << "dflow server: warning: listening on " << args.bind
-            << ", not 127.0.0.1: anyone who can reach it can run graphs on this machine\n";
+  ParseHostPort(args.bind, "--bind");  // beyond loopback, the server needs CURVE keys or --insecure
   return args.bind;
 }
 
 void Serve(const ServerArgs& args) {
+  if (args.insecure) setenv("DFLOW_INSECURE", "1", 1);
   TaskId task;
   ClusterSpec cluster = ReadCluster(args, task);
   std::string address = ListenAddress(args, cluster, task);
@@ -84,7 +86,10 @@ void AddServerCommand(CLI::App& app) {
   command->add_option("--cluster", args->cluster_file, "cluster JSON file (default: $DFLOW_CLUSTER)");
   command->add_option("--job", args->job, "this task's job (default: the cluster document's task)");
   command->add_option("--task", args->task, "this task's index in its job")->check(apps::AtLeast(0));
-  command->add_option("--bind", args->bind, "listen on HOST:PORT instead of 127.0.0.1 (warns)");
+  command->add_option("--bind", args->bind,
+                      "listen on HOST:PORT instead of 127.0.0.1 (beyond loopback: with CURVE keys, or --insecure)");
+  command->add_flag("--insecure", args->insecure,
+                    "allow listening beyond loopback without CURVE keys (warns at every start)");
   command->add_option("--threads", args->threads, "threads per device (default: one per core)")
       ->check(apps::ThreadCount(/*zero_means_default=*/true));
   command->add_option("--step-timeout", args->step_timeout_s,

@@ -24,6 +24,8 @@ Channel::Channel(std::string task, std::string address, ChannelOptions options)
       options_(options),
       socket_(ZmqContext(), zmq::socket_type::dealer) {
   SetSocketLimits(socket_);
+  const TransportKeys* keys = options_.plaintext ? nullptr : options_.keys ? options_.keys : ProcessTransportKeys();
+  if (keys) SecureClientSocket(socket_, *keys);
   socket_.set(zmq::sockopt::linger, 500);  // let requests posted just before closing go out
   socket_.connect(ZmqEndpoint(address_));
   socket_fd_ = socket_.get(zmq::sockopt::fd);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "dist/transport/curve.h"
 #include "dist/transport/zmq_transport.h"
 
 namespace dflow::dist {
@@ -26,6 +27,10 @@ namespace dflow::dist {
 struct ChannelOptions {
   int heartbeat_interval_ms = kHeartbeatIntervalMs;
   int heartbeat_timeout_ms = kHeartbeatTimeoutMs;
+  // CURVE keys (dist/transport/curve.h): null takes the process's; `plaintext`
+  // connects without any.
+  const TransportKeys* keys = nullptr;
+  bool plaintext = false;
 };
 
 class Channel {

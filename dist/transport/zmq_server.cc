@@ -65,16 +65,21 @@ int64_t ConnectionLiveness::MillisSinceHeard(const std::string& sender) const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second).count();
 }
 
-MessageServer::MessageServer(const std::string& address, Handler handler)
-    : MessageServer(address, [handler = std::move(handler)](Message request, Respond respond,
-                                                          const std::string&) {
-        handler(std::move(request), std::move(respond));
-      }) {}
+MessageServer::MessageServer(const std::string& address, Handler handler, const TransportKeys* keys)
+    : MessageServer(
+          address,
+          [handler = std::move(handler)](Message request, Respond respond, const std::string&) {
+            handler(std::move(request), std::move(respond));
+          },
+          keys) {}
 
-MessageServer::MessageServer(const std::string& address, SenderHandler handler)
+MessageServer::MessageServer(const std::string& address, SenderHandler handler, const TransportKeys* keys)
     : handler_(std::move(handler)), socket_(std::make_shared<Socket>()) {
   zmq::socket_t& socket = socket_->socket;
   SetSocketLimits(socket);
+  if (!keys) keys = ProcessTransportKeys();
+  if (keys) SecureServerSocket(socket, *keys);
+  else CheckPlaintextListen(address);
   std::string endpoint = StrCat("tcp://", address);
   try {
     socket.bind(endpoint);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "dist/transport/curve.h"
 #include "dist/transport/zmq_transport.h"
 
 namespace dflow::dist {
@@ -49,8 +50,11 @@ class MessageServer {
 
   // Binds "host:port" (port 0: any free port); throws kUnavailable naming
   // the address when it cannot.
-  MessageServer(const std::string& address, Handler handler);
-  MessageServer(const std::string& address, SenderHandler handler);
+  // With `keys` (null: the process's, dist/transport/curve.h) the server
+  // speaks CURVE; without any it listens in the clear, on loopback only
+  // unless DFLOW_INSECURE=1.
+  MessageServer(const std::string& address, Handler handler, const TransportKeys* keys = nullptr);
+  MessageServer(const std::string& address, SenderHandler handler, const TransportKeys* keys = nullptr);
   ~MessageServer();  // Stop()
   MessageServer(const MessageServer&) = delete;
   MessageServer& operator=(const MessageServer&) = delete;

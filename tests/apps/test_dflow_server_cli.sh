@@ -16,9 +16,11 @@ expect_error "missing file" "cannot open 'nope.json'" server --cluster nope.json
 expect_error "no job" "needs --job" server --cluster cluster.json --task 0
 expect_error "task out of range" "no task /job:worker/replica:0/task:3" server --cluster cluster.json --job worker --task 3
 expect_error "bad --bind" "bad port '99999'" server --cluster cluster.json --job worker --task 0 --bind 127.0.0.1:99999
-expect_error "unbindable --bind" "cannot listen on 192.0.2.1:$port" \
+expect_error "plaintext beyond loopback" "refusing to listen on 192.0.2.1:$port in the clear" \
   server --cluster cluster.json --job worker --task 0 --bind "192.0.2.1:$port"
-expect_contains "non-loopback --bind warns" err.txt "warning: listening on 192.0.2.1:$port, not 127.0.0.1"
+expect_error "unbindable --bind" "cannot listen on 192.0.2.1:$port" \
+  server --cluster cluster.json --job worker --task 0 --bind "192.0.2.1:$port" --insecure
+expect_contains "--insecure warns" err.txt "WARNING: listening on 192.0.2.1:$port without CURVE"
 
 # Serves, then stops cleanly on SIGTERM (within 5 s).
 checks=$((checks + 1))
