@@ -23,6 +23,8 @@ void AddPlaceCommands(CLI::App& app);
 void AddLaunchCommand(CLI::App& app);
 // dflow server --cluster FILE --job worker --task 1 [--bind ADDR]
 void AddServerCommand(CLI::App& app);
+// dflow plot RUN... -o curves.png: the runs' training curves (gnuplot)
+void AddPlotCommand(CLI::App& app);
 // dflow keygen --out DIR [--join CLUSTER_DIR]: CURVE keys (dist/transport/curve.h)
 void AddKeygenCommand(CLI::App& app);
 // dflow jobs serve|node: the job service and its node daemon (apps/jobs/, docs/jobs.md)

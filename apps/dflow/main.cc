@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   dflow::cli::AddServerCommand(app);
   dflow::cli::AddJobsCommand(app);
   dflow::cli::AddKeygenCommand(app);
+  dflow::cli::AddPlotCommand(app);
   try {
     app.parse(argc, argv);  // the chosen subcommand's callback runs inside parse()
   } catch (const CLI::ParseError& e) {

@@ -261,6 +261,20 @@ expect_error "run of a shape that overflows" "Reshape 'r': shape [4294967296,429
   run huge.json --fetch m
 expect_error "place of a shape that overflows" "Reshape 'r'" place huge.json
 
+# --- plot: two runs' metrics.jsonl (a resumed run repeats step 3) as curves
+mkdir -p run-a run-b
+for s in 1 2 3 3 4; do echo "{\"step\": $s, \"time\": $s.5, \"loss\": $((10 - s)), \"mae\": 0.$s, \"img_per_s\": 5}"; done > run-a/metrics.jsonl
+for s in 1 2 3; do echo "{\"step\": $s, \"time\": 1, \"loss\": $((12 - s)), \"mae\": 0.$s, \"img_per_s\": 4}"; done > run-b/metrics.jsonl
+checks=$((checks + 1))
+"$DFLOW" plot run-a run-b -o curves.png --smooth 2 > out.txt 2> err.txt || fail "plot: $(cat err.txt)"
+[[ $(head -c 4 curves.png | tail -c 3) == PNG ]] || fail "plot wrote no PNG"
+expect_contains "plot says what it drew" out.txt "3 metric(s) of 2 run(s) in curves.png"
+checks=$((checks + 1))
+"$DFLOW" plot run-a -o curves.svg --metric loss > /dev/null 2>&1 && grep -q "<svg" curves.svg || fail "plot to SVG"
+expect_error "plot of a run without metrics" "run-c/metrics.jsonl is missing" plot run-c -o c.png
+expect_error "plot to another format" "-o must end in .png or .svg" plot run-a -o c.jpg
+expect_error "plot of a metric a run lacks" "has no metric 'box'" plot run-a --metric box -o c.png
+
 checks=$((checks + 1))
 "$DFLOW" --help > out.txt 2>&1 || fail "--help exits non-zero"
 
