@@ -22,6 +22,7 @@ struct LaunchSettings {
   int base_port = 2222;
   double grace_seconds = 3;
   double failure_wait_seconds = 10;
+  double interrupt_wait_seconds = 60;
   bool failure_wait_given = false;  // else the strategy's DefaultFailureWaitSeconds
   std::vector<std::string> command;
 };
@@ -59,6 +60,8 @@ void Validate(LaunchSettings& s) {
   DFLOW_REQUIRE(s.grace_seconds >= 0, "launch: --grace must be >= 0, got ", s.grace_seconds);
   DFLOW_REQUIRE(s.failure_wait_seconds >= 0, "launch: --failure-wait must be >= 0, got ",
                 s.failure_wait_seconds);
+  DFLOW_REQUIRE(s.interrupt_wait_seconds >= 0, "launch: --interrupt-wait must be >= 0, got ",
+                s.interrupt_wait_seconds);
   if (!s.failure_wait_given) s.failure_wait_seconds = DefaultFailureWaitSeconds(s.strategy);
   DFLOW_REQUIRE(!s.command.empty(), "launch: no program to run (give it after --)");
 }
@@ -91,7 +94,8 @@ std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
 void Launch(LaunchSettings settings) {
   Validate(settings);
   auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
-  LaunchTimes times{ms(settings.grace_seconds), ms(settings.failure_wait_seconds)};
+  LaunchTimes times{ms(settings.grace_seconds), ms(settings.failure_wait_seconds),
+                    ms(settings.interrupt_wait_seconds)};
   LaunchOutcome outcome = RunTasks(Tasks(settings), settings.command, times);
   if (outcome.interrupted_by)
     Fail(Code::kCancelled, "launch: interrupted by signal ", outcome.interrupted_by, " (",
@@ -120,6 +124,9 @@ void AddLaunchCommand(CLI::App& app) {
                   "After a task fails, seconds the others get to exit by themselves (reporting "
                   "the dead task) before they are stopped (default 10; with --strategy ps 15, longer than the "
                   "chief's 10 s step timeout; 0: stop them at once)");
+  cmd->add_option("--interrupt-wait", settings->interrupt_wait_seconds,
+                  "After SIGINT/SIGTERM (forwarded to every task), seconds the tasks get to finish a step and "
+                  "save before they are killed (default 60; a second signal kills them at once)");
   cmd->add_option("command", settings->command, "-- PROGRAM ARGS...");
   cmd->callback([settings, failure_wait] {
     settings->failure_wait_given = failure_wait->count() > 0;

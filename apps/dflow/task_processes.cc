@@ -20,7 +20,11 @@ using Clock = std::chrono::steady_clock;
 
 // The launcher's SIGINT/SIGTERM handler only records the signal.
 volatile sig_atomic_t g_received_signal = 0;
-void RecordSignal(int signal) { g_received_signal = signal; }
+volatile sig_atomic_t g_signals = 0;  // how many arrived
+void RecordSignal(int signal) {
+  g_received_signal = signal;
+  g_signals = g_signals + 1;
+}
 
 struct RunningTask {
   TaskLaunch launch;
@@ -113,10 +117,22 @@ class Supervisor {
       for (RunningTask& task : tasks_)
         if (task.output >= 0) RelayOutput(task);
       if (g_received_signal && !outcome_.interrupted_by) {
+        // Forwarded: a training task finishes its step and saves a
+        // checkpoint, which may take long; a second signal means now.
         outcome_.interrupted_by = g_received_signal;
         outcome_.ok = false;
-        SignalAll(g_received_signal);  // forward, then stop as after a failure
-        stop_deadline_ = Clock::now() + times_.grace;
+        SignalAll(g_received_signal);
+        stop_deadline_ = Clock::now() + times_.interrupt_wait;
+        first_signal_at_ = Clock::now();
+      }
+      // Copies of the first signal (GNU timeout sends its signal to the
+      // child and to its whole group) arrive together: only a signal a
+      // second or more later is a second one.
+      if (g_signals > 1 && Clock::now() - first_signal_at_ < std::chrono::seconds(1)) g_signals = 1;
+      if (g_signals > 1 && !killed_on_second_signal_) {
+        killed_on_second_signal_ = true;
+        std::cerr << "dflow launch: a second signal: killing every task\n";
+        SignalAll(SIGKILL);
       }
       Reap();
       if (failure_wait_deadline_ && Clock::now() >= *failure_wait_deadline_)
@@ -193,6 +209,8 @@ class Supervisor {
   LaunchTimes times_;
   std::optional<Clock::time_point> failure_wait_deadline_;  // set by the first failure
   std::optional<Clock::time_point> stop_deadline_;           // set when SIGTERM went out
+  bool killed_on_second_signal_ = false;
+  Clock::time_point first_signal_at_;
   LaunchOutcome outcome_;
 };
 
@@ -202,6 +220,7 @@ LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
                        const std::vector<std::string>& command, LaunchTimes times) {
   DFLOW_REQUIRE(!command.empty(), "launch: no program to run (give it after --)");
   g_received_signal = 0;
+  g_signals = 0;
   struct sigaction action {};
   action.sa_handler = RecordSignal;
   sigemptyset(&action.sa_mask);

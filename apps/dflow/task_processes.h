@@ -1,6 +1,7 @@
 // The processes `dflow launch` runs: one per task, each in its own process
 // group with its stdout and stderr on one pipe. The supervisor prefixes every
-// line with the task ("[worker:1] ..."), forwards SIGINT/SIGTERM, and when a
+// line with the task ("[worker:1] ..."), forwards SIGINT/SIGTERM (and kills
+// every task after `interrupt_wait`, or at a second signal), and when a
 // task fails (non-zero exit or a signal) or all workers are done, stops the
 // rest: SIGTERM to each group, SIGKILL after the grace period. After a
 // failure it first waits up to `failure_wait` for the others to exit by
@@ -27,6 +28,8 @@ struct TaskLaunch {
 struct LaunchTimes {
   std::chrono::milliseconds grace{3000};          // SIGTERM .. SIGKILL
   std::chrono::milliseconds failure_wait{10000};  // a failure .. SIGTERM to the others
+  // A SIGINT/SIGTERM forwarded to the tasks .. SIGKILL (a second signal: at once).
+  std::chrono::milliseconds interrupt_wait{60000};
 };
 
 struct LaunchOutcome {

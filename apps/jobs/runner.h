@@ -8,8 +8,10 @@
 // task's) goes to RUN/log.txt. A watcher thread per job records how it
 // ended: succeeded, failed with the reason (the log's last error line), or
 // stopped. A job with an evaluation dataset is then evaluated by the app's
-// `eval` (its metrics kept in RUN/eval.json) before it counts as succeeded. Stop sends SIGINT (the apps save a checkpoint and exit), then,
-// after the grace period, SIGKILL to every process of the session.
+// `eval` (its metrics kept in RUN/eval.json) before it counts as succeeded.
+// Stop sends SIGINT (the apps finish their step, save a checkpoint and
+// exit), then, after the grace period, SIGKILL to every process of the
+// session.
 #pragma once
 
 #include <sys/types.h>
@@ -29,7 +31,9 @@ namespace dflow::jobs {
 struct RunnerOptions {
   std::string bin_dir;        // where dflow-count and dflow-detect are
   int first_port = 21000;     // each job's workers get 32 ports from here on
-  std::chrono::milliseconds stop_grace{10000};
+  // Longer than `dflow launch`'s own wait after a forwarded SIGINT (60 s):
+  // a step of a big model must finish and its checkpoint be saved.
+  std::chrono::milliseconds stop_grace{75000};
 };
 
 class Runner {

@@ -30,7 +30,9 @@ expect_contains "cluster" out.txt '[worker:2] {"cluster":{"worker":["127.0.0.1:2
 expect_contains "last line without newline" out.txt "[worker:1] no newline"
 
 # --- model-part tasks: G per worker, job "part", ports after the workers'
-launch 0 "model parts" -n 2 --model-parts 2 --base-port 23050 -- bash -c 'echo "$DFLOW_CLUSTER"'
+# (The workers wait a second: tasks of other jobs are stopped once the workers are done.)
+launch 0 "model parts" -n 2 --model-parts 2 --base-port 23050 -- \
+  bash -c 'echo "$DFLOW_CLUSTER"; [[ $DFLOW_CLUSTER == *"\"type\":\"worker\""* ]] && sleep 1; true'
 expect_contains "part cluster" out.txt '[part:3] {"cluster":{"worker":["127.0.0.1:23050","127.0.0.1:23051"],"part":["127.0.0.1:23052","127.0.0.1:23053","127.0.0.1:23054","127.0.0.1:23055"]},"task":{"type":"part","index":3}}'
 
 # --- parameter servers serve until the workers are done, then are stopped
@@ -98,6 +100,30 @@ code=$?
 expect_contains "SIGINT forwarded 0" out.txt "[worker:0] caught INT"
 expect_contains "SIGINT forwarded 1" out.txt "[worker:1] caught INT"
 expect_contains "SIGINT reported" err.txt "interrupted by signal 2"
+
+# --- after SIGINT a task may take longer than --grace to finish (a step, a
+# checkpoint); a second SIGINT kills every task at once.
+checks=$((checks + 1))
+# (`timeout --foreground` hands each signal to the launcher once; without it
+# timeout also signals its whole group.)
+timeout --foreground 30 "$DFLOW" launch -n 1 --grace 1 -- \
+  bash -c 'trap "sleep 2; echo saved; exit 0" INT; echo ready; sleep 60 & wait' > out.txt 2> err.txt &
+launcher=$!
+for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.1; done
+kill -INT "$launcher"
+wait "$launcher"
+expect_contains "a slow stop is waited for" out.txt "[worker:0] saved"
+checks=$((checks + 1))
+timeout --foreground 30 "$DFLOW" launch -n 1 -- bash -c 'trap "" INT; echo ready; sleep 60' > out.txt 2> err.txt &
+launcher=$!
+for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.1; done
+start=$SECONDS
+kill -INT "$launcher"
+sleep 1.5  # (copies of one signal within a second count once)
+kill -INT "$launcher"
+wait "$launcher"
+((SECONDS - start < 10)) || fail "a second SIGINT did not kill the tasks at once"
+expect_contains "second signal" err.txt "a second signal: killing every task"
 
 # --- bad arguments
 expect_error "no workers" "-n must be at least 1, got 0" launch -n 0 -- true
