@@ -13,6 +13,7 @@
 #include <set>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/run_metrics.h"
 #include "apps/dflow/commands.h"
 #include "graph/status.h"
 
@@ -28,18 +29,11 @@ struct PlotSettings {
   int smooth = 1;
 };
 
-// A run's curve: step -> metrics (a resumed run's later line for a step wins).
+// A run's curve: step -> metrics.
 std::map<int64_t, Json> ReadMetrics(const std::string& run) {
   const std::string path = run + "/metrics.jsonl";
-  std::ifstream in(path);
-  if (!in) Fail(Code::kNotFound, "plot: ", path, " is missing (train writes it into its run directory)");
-  std::map<int64_t, Json> steps;
-  std::string line;
-  while (std::getline(in, line)) {
-    Json entry = Json::parse(line, nullptr, false);
-    if (entry.is_object() && entry.contains("step") && entry["step"].is_number_integer())
-      steps[entry["step"].get<int64_t>()] = entry;
-  }
+  if (!fs::exists(path)) Fail(Code::kNotFound, "plot: ", path, " is missing (train writes it into its run directory)");
+  std::map<int64_t, Json> steps = apps::ReadRunMetrics(run);
   if (steps.empty()) Fail(Code::kInvalidArgument, "plot: ", path, " holds no step");
   return steps;
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "apps/common/run_metrics.h"
 #include "apps/jobs/upload.h"
 #include "apps/jobs/validate.h"
 #include "graph/json.h"
@@ -50,42 +51,23 @@ Json DatasetJson(const Dataset& d) {
   return {{"id", d.id}, {"name", d.name}, {"app", d.app}, {"path", d.path}, {"created", d.created}};
 }
 
+// The job's spec and how it stands.
 Json JobJson(const Job& job) {
-  return {{"id", job.id},
-          {"name", job.spec.name},
-          {"app", job.spec.app},
-          {"model", job.spec.model},
-          {"dataset_id", job.spec.dataset_id},
-          {"eval_dataset_id", job.spec.eval_dataset_id},
-          {"steps", job.spec.steps},
-          {"batch", job.spec.batch},
-          {"workers", job.spec.workers},
-          {"strategy", job.spec.strategy},
-          {"ps", job.spec.ps},
-          {"checkpoint_every", job.spec.checkpoint_every},
-          {"backend", job.spec.backend},
-          {"nodes", job.spec.nodes},
-          {"status", StatusName(job.status)},
-          {"reason", job.reason},
-          {"run_dir", job.run_dir},
-          {"created", job.created},
-          {"started", job.started},
-          {"finished", job.finished}};
+  Json out = SpecJson(job.spec);
+  out.update({{"id", job.id},
+              {"status", StatusName(job.status)},
+              {"reason", job.reason},
+              {"run_dir", job.run_dir},
+              {"created", job.created},
+              {"started", job.started},
+              {"finished", job.finished}});
+  return out;
 }
 
-// The job's per-step metrics, the last line of each step (a resumed run
-// repeats the steps after its checkpoint); lines cut short are skipped.
+// The job's per-step metrics, in step order.
 Json Metrics(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  std::map<int64_t, Json> by_step;
-  std::string line;
-  while (std::getline(in, line)) {
-    Json entry = Json::parse(line, nullptr, false);
-    if (entry.is_object() && entry.contains("step") && entry["step"].is_number_integer())
-      by_step[entry["step"].get<int64_t>()] = entry;
-  }
   Json out = Json::array();
-  for (auto& [step, entry] : by_step) out.push_back(std::move(entry));
+  for (auto& [step, entry] : apps::ReadRunMetrics(run_dir)) out.push_back(std::move(entry));
   return out;
 }
 

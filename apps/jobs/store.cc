@@ -66,12 +66,16 @@ JobStatus ParseStatus(const std::string& name) {
   Fail(Code::kInternal, "jobs database: unknown job status '", name, "'");
 }
 
+}  // namespace
+
 Json SpecJson(const JobSpec& s) {
   return {{"name", s.name},       {"app", s.app},         {"model", s.model},     {"dataset_id", s.dataset_id}, {"eval_dataset_id", s.eval_dataset_id},
           {"steps", s.steps},     {"batch", s.batch},     {"workers", s.workers}, {"ps", s.ps},
           {"strategy", s.strategy}, {"backend", s.backend}, {"nodes", s.nodes},
           {"checkpoint_every", s.checkpoint_every}};
 }
+
+namespace {
 
 JobSpec SpecFromJson(const Json& j) {
   JobSpec s;

@@ -1,5 +1,5 @@
 // The job service's state in one SQLite file (`dflow jobs serve --db FILE`):
-// datasets, jobs and nodes, as BK.Synapse keeps them (seed 002, chapter 3).
+// datasets, jobs and nodes, as BK.Synapse's job service keeps them.
 // Metrics, logs and snapshots stay in each job's run directory on the data
 // root, where the apps write them. Thread-safe: one connection, one lock.
 #pragma once
@@ -35,6 +35,9 @@ struct JobSpec {
   std::string backend = "local";  // local, mpirun or slurm
   std::vector<std::string> nodes;  // mpirun's hosts (empty: this machine)
 };
+
+// The spec as the database and the API write it.
+Json SpecJson(const JobSpec& spec);
 
 enum class JobStatus { kQueued, kRunning, kSucceeded, kFailed, kStopped };
 std::string StatusName(JobStatus status);
