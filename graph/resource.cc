@@ -65,4 +65,15 @@ uint64_t ResourceStore::NextCounter(const std::string& name, uint64_t delta) {
   return value;
 }
 
+void ResourceStore::Clear() {
+  std::map<std::string, std::unique_ptr<Variable>> variables;
+  std::map<std::string, std::shared_ptr<Resource>> resources;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    variables.swap(variables_);
+    resources.swap(resources_);
+    counters_.clear();
+  }
+}  // destroyed here, outside the lock
+
 }  // namespace dflow

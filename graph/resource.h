@@ -67,6 +67,9 @@ class ResourceStore {
   // it so that each run draws new numbers and the sequence is reproducible.
   uint64_t NextCounter(const std::string& name, uint64_t delta);
 
+  // Drops every variable and resource (their tensors with them).
+  void Clear();
+
   // The resource of type T called `name`, made by create() on first use;
   // throws kInvalidArgument when `name` holds a resource of another type.
   template <typename T, typename Create>

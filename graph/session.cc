@@ -44,7 +44,13 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
 
 Session::Session(const Scope& scope, SessionOptions options) : Session(scope.graph_ptr(), options) {}
 
-Session::~Session() = default;
+// The cluster owns the devices and their allocators, and variables may hold
+// a GPU's memory: free the executables and the variables while the devices
+// still exist (members alone would destroy the cluster first).
+Session::~Session() {
+  cache_.clear();
+  resources_.Clear();
+}
 
 size_t Session::num_cached_executors() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -121,6 +121,11 @@ WorkerService::~WorkerService() {
     rendezvous->AbortFromPeer(Error(Code::kCancelled, StrCat("task ", task_prefix_, " is shutting down")));
   std::unique_lock<std::mutex> lock(mu_);
   steps_done_.wait(lock, [&] { return running_steps_ == 0; });
+  // Variables may hold a device's memory: free them (and the partitions)
+  // while devices_ and its allocators still exist.
+  graphs_.clear();
+  lock.unlock();
+  resources_.Clear();
 }
 
 void WorkerService::Handle(Message request, MessageServer::Respond respond, const std::string& client) {

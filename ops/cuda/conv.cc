@@ -1,13 +1,25 @@
 // GPU OpKernels of Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter and
-// _FusedConv2D (float32, NHWC), as im2col + cuBLAS GEMM per chunk of images,
-// one batched GEMM over the groups:
+// _FusedConv2D (float32, NHWC). Each convolution is the GEMM of its im2col
+// matrices, one per group g:
 //   y_g[M, Og]     = cols_g[M, P] * w_g[P, Og]
 //   dcols_g[M, P]  = dy_g[M, Og] * w_g^T            then col2im -> dx
-//   dw_g[P, Og]   += cols_g^T[P, M] * dy_g[M, Og]   summed over the chunks
-// with M the chunk's output pixels, P = KH*KW*Cg, and w_g, y_g, dy_g group
-// g's columns of the [P, O] filter and [M, O] outputs (leading dimension O).
-// Depthwise convolutions use the direct kernels instead. Kernels: conv.cu.
+//   dw_g[P, Og]    = cols_g^T[P, M] * dy_g[M, Og]
+// with M the output pixels, P = KH*KW*Cg, and w_g, y_g, dy_g group g's
+// columns of the [P, O] filter and [M, O] outputs (leading dimension O),
+// computed one of four ways (ChooseAlgorithm):
+//   - depthwise convolutions: direct kernels (conv.cu);
+//   - pointwise ones (1x1, stride 1, no padding): x is already cols, so
+//     cuBLAS multiplies the tensors themselves;
+//   - otherwise an implicit GEMM (conv_gemm.h): the tiles of cols are read
+//     from x as the GEMM needs them, never written out;
+//   - or, where the implicit GEMM cannot go (more than 2^31 elements, a
+//     gather over more than 16 taps), im2col + cuBLAS per chunk of images.
+// DFLOW_CONV_ALGORITHM=implicit|im2col chooses between the last two for
+// every convolution (benchmarks compare them; the default is automatic).
 #include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <string>
 
 #include "ops/conv.h"
 #include "ops/cpu/conv_util.h"
@@ -53,6 +65,58 @@ void RunGemm(OpKernelContext& ctx, const RowMajorGemm& g, const float* a, const 
   });
 }
 
+enum class ConvAlgorithm { kDepthwise, kPointwise, kImplicitGemm, kIm2col };
+enum class ConvPass { kForward, kInput, kFilter };
+
+// What DFLOW_CONV_ALGORITHM asks for: implicit GEMM, im2col, or automatic.
+enum class Forced { kAuto, kImplicitGemm, kIm2col };
+Forced ForcedAlgorithm() {
+  const char* value = std::getenv("DFLOW_CONV_ALGORITHM");
+  std::string name = value ? value : "";
+  if (name == "implicit") return Forced::kImplicitGemm;
+  if (name == "im2col") return Forced::kIm2col;
+  DFLOW_REQUIRE(name.empty() || name == "auto", "DFLOW_CONV_ALGORITHM='", name,
+                "' is not one of implicit, im2col, auto");
+  return Forced::kAuto;
+}
+
+bool Pointwise(const ConvGeometry& g) {
+  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
+         g.pad_left == 0 && g.out_h == g.in_h && g.out_w == g.in_w;
+}
+
+// The implicit GEMM indexes in 32 bits and gathers over at most
+// ConvInputGemm::kMaxTaps taps per dim.
+bool ImplicitGemmFits(const ConvGeometry& g, ConvPass pass) {
+  constexpr int64_t kLimit = std::numeric_limits<int32_t>::max();
+  const int64_t per_group_outputs = std::max(g.out_h * g.out_w, g.in_h * g.in_w) * g.batch *
+                                    std::max(g.out_c, g.in_c);
+  return g.batch * g.in_h * g.in_w * g.in_c < kLimit &&
+         g.batch * g.out_h * g.out_w * g.out_c < kLimit &&
+         g.k_h * g.k_w * g.filter_c * g.out_c < kLimit && per_group_outputs < kLimit &&
+         (pass != ConvPass::kInput ||
+          (g.k_h <= cuda::ConvInputGemm::kMaxTaps && g.k_w <= cuda::ConvInputGemm::kMaxTaps));
+}
+
+ConvAlgorithm ChooseAlgorithm(const ConvGeometry& g, ConvPass pass, Forced forced) {
+  if (g.depthwise()) return ConvAlgorithm::kDepthwise;
+  if (Pointwise(g) && g.batch * g.in_h * g.in_w <= std::numeric_limits<int32_t>::max())
+    return ConvAlgorithm::kPointwise;
+  // Measured layer by layer on an H200 (bench_conv_gpu, bench/RESULTS.md):
+  // the implicit GEMM was as fast as im2col + cuBLAS or faster on every
+  // other convolution of CountNet and MobileNetV1-SSD, all three passes.
+  if (forced == Forced::kIm2col || !ImplicitGemmFits(g, pass)) return ConvAlgorithm::kIm2col;
+  return ConvAlgorithm::kImplicitGemm;
+}
+
+cuda::ConvDims Dims32(const ConvGeometry& g) {
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  return {i(g.batch),    i(g.in_h),     i(g.in_w),     i(g.in_c),       i(g.k_h),
+          i(g.k_w),      i(g.filter_c), i(g.out_c),    i(g.groups),     i(g.out_h),
+          i(g.out_w),    i(g.pad_top),  i(g.pad_left), i(g.stride_h),   i(g.stride_w),
+          i(g.dilation_h), i(g.dilation_w)};
+}
+
 // Images per chunk, so that the chunk's im2col matrices stay near kColumnBytes.
 int64_t ImagesPerChunk(const ConvGeometry& g) {
   int64_t per_image = g.groups * g.out_h * g.out_w * g.k_h * g.k_w * g.filter_c * 4;
@@ -87,24 +151,136 @@ void ForEachChunk(OpKernelContext& ctx, const ConvGeometry& g, const float* x, c
   }
 }
 
-void ConvForward(OpKernelContext& ctx, const ConvGeometry& g, const float* x, const float* w,
-                 float* y) {
-  if (g.depthwise()) {
-    cuda::LaunchDepthwiseConv(cuda::Stream(ctx), Flatten(g), x, w, y);
-    return cuda::CheckLaunch(ctx, "DepthwiseConv");
+// Runs one implicit GEMM with the partial-sum buffer its plan needs.
+template <typename Problem, typename Launcher>
+void RunImplicitGemm(OpKernelContext& ctx, const Problem& p, Launcher launch) {
+  const cuda::ConvGemmPlan plan = cuda::PlanConvGemm(p.m, p.n, p.k, p.d.groups);
+  const int64_t partial_floats = plan.partial_floats(p.m, p.n, p.d.groups);
+  Tensor partial = partial_floats ? Scratch(ctx, partial_floats) : Tensor();
+  launch(cuda::Stream(ctx), p, plan, partial_floats ? partial.data<float>() : nullptr);
+  cuda::CheckLaunch(ctx, "ImplicitGemm");
+}
+
+cuda::ConvEpilogue EpilogueOf(ConvActivation activation) {
+  switch (activation) {
+    case ConvActivation::kNone: return cuda::ConvEpilogue::kBias;
+    case ConvActivation::kRelu: return cuda::ConvEpilogue::kBiasRelu;
+    case ConvActivation::kRelu6: return cuda::ConvEpilogue::kBiasRelu6;
   }
+  return cuda::ConvEpilogue::kBias;
+}
+
+// y = conv(x, w), then (with a bias) + bias and the activation.
+void ConvForward(OpKernelContext& ctx, const ConvGeometry& g, Forced forced, const float* x,
+                 const float* w, float* y, const float* bias = nullptr,
+                 ConvActivation activation = ConvActivation::kNone) {
+  cudaStream_t stream = cuda::Stream(ctx);
   const int64_t patch = g.k_h * g.k_w * g.filter_c, og = g.group_out_c();
-  ForEachChunk(ctx, g, x, [&](int64_t first, int64_t images, const float* cols) {
-    const int64_t rows = images * g.out_h * g.out_w;
-    RunGemm(ctx, {rows, og, patch, false, false, patch, g.out_c, g.out_c, rows * patch, og, og,
-                  g.groups, 0.0f},
-            cols, w, y + first * g.out_h * g.out_w * g.out_c);
-  });
+  switch (ChooseAlgorithm(g, ConvPass::kForward, forced)) {
+    case ConvAlgorithm::kImplicitGemm:
+      // The bias and the activation are applied as each sum is stored.
+      return RunImplicitGemm(ctx,
+                             cuda::ConvForwardGemm(Dims32(g), x, w, y, bias,
+                                                   bias ? EpilogueOf(activation) : cuda::ConvEpilogue::kNone),
+                             cuda::LaunchConvForwardGemm);
+    case ConvAlgorithm::kDepthwise:
+      cuda::LaunchDepthwiseConv(stream, Flatten(g), x, w, y);
+      cuda::CheckLaunch(ctx, "DepthwiseConv");
+      break;
+    case ConvAlgorithm::kPointwise: {
+      const int64_t rows = g.batch * g.in_h * g.in_w;
+      RunGemm(ctx, {rows, og, g.filter_c, false, false, g.in_c, g.out_c, g.out_c, g.filter_c, og, og,
+                    g.groups, 0.0f},
+              x, w, y);
+      break;
+    }
+    case ConvAlgorithm::kIm2col:
+      ForEachChunk(ctx, g, x, [&](int64_t first, int64_t images, const float* cols) {
+        const int64_t rows = images * g.out_h * g.out_w;
+        RunGemm(ctx, {rows, og, patch, false, false, patch, g.out_c, g.out_c, rows * patch, og, og,
+                      g.groups, 0.0f},
+                cols, w, y + first * g.out_h * g.out_w * g.out_c);
+      });
+      break;
+  }
+  if (!bias) return;
+  const int64_t count = g.batch * g.out_h * g.out_w * g.out_c;
+  cuda::LaunchBiasAdd(stream, y, bias, y, count, g.out_c);
+  if (activation != ConvActivation::kNone)
+    cuda::LaunchUnary(stream, activation == ConvActivation::kRelu ? cuda::UnaryFn::kRelu : cuda::UnaryFn::kRelu6,
+                      y, y, count);
+  cuda::CheckLaunch(ctx, "FusedConv2D epilogue");
+}
+
+// dx = the adjoint of the convolution applied to dy.
+void ConvBackpropInput(OpKernelContext& ctx, const ConvGeometry& g, Forced forced, const float* w,
+                       const float* dy, float* dx) {
+  cudaStream_t stream = cuda::Stream(ctx);
+  const int64_t patch = g.k_h * g.k_w * g.filter_c, og = g.group_out_c();
+  switch (ChooseAlgorithm(g, ConvPass::kInput, forced)) {
+    case ConvAlgorithm::kImplicitGemm:
+      // One GEMM per phase of the strides (conv_gemm.h); together they write every dx element.
+      for (int64_t first_h = 0; first_h < std::min(g.stride_h, g.in_h); ++first_h)
+        for (int64_t first_w = 0; first_w < std::min(g.stride_w, g.in_w); ++first_w)
+          RunImplicitGemm(ctx,
+                          cuda::ConvInputGemm(Dims32(g), static_cast<int>(first_h),
+                                              static_cast<int>(first_w), w, dy, dx),
+                          cuda::LaunchConvInputGemm);
+      return;
+    case ConvAlgorithm::kDepthwise:
+      cuda::LaunchDepthwiseBackpropInput(stream, Flatten(g), w, dy, dx);
+      return cuda::CheckLaunch(ctx, "DepthwiseBackpropInput");
+    case ConvAlgorithm::kPointwise: {
+      const int64_t rows = g.batch * g.in_h * g.in_w;
+      return RunGemm(ctx, {rows, g.filter_c, og, false, true, g.out_c, g.out_c, g.in_c, og, og,
+                           g.filter_c, g.groups, 0.0f},
+                     dy, w, dx);
+    }
+    case ConvAlgorithm::kIm2col:
+      ForEachChunk(ctx, g, nullptr, [&](int64_t first, int64_t images, float* cols) {
+        const int64_t rows = images * g.out_h * g.out_w;
+        RunGemm(ctx, {rows, patch, og, false, true, g.out_c, g.out_c, patch, og, og, rows * patch,
+                      g.groups, 0.0f},
+                dy + first * g.out_h * g.out_w * g.out_c, w, cols);
+        cuda::LaunchCol2Im(stream, Flatten(g), cols, first, images, dx);
+        cuda::CheckLaunch(ctx, "Col2Im");
+      });
+      return;
+  }
+}
+
+// dw = the sum over every output pixel of its input patch times dy.
+void ConvBackpropFilter(OpKernelContext& ctx, const ConvGeometry& g, Forced forced, const float* x,
+                        const float* dy, float* dw) {
+  const int64_t patch = g.k_h * g.k_w * g.filter_c, og = g.group_out_c();
+  switch (ChooseAlgorithm(g, ConvPass::kFilter, forced)) {
+    case ConvAlgorithm::kImplicitGemm:
+      return RunImplicitGemm(ctx, cuda::ConvFilterGemm(Dims32(g), x, dy, dw),
+                             cuda::LaunchConvFilterGemm);
+    case ConvAlgorithm::kDepthwise:
+      cuda::LaunchDepthwiseBackpropFilter(cuda::Stream(ctx), Flatten(g), x, dy, dw);
+      return cuda::CheckLaunch(ctx, "DepthwiseBackpropFilter");
+    case ConvAlgorithm::kPointwise: {
+      const int64_t rows = g.batch * g.in_h * g.in_w;
+      return RunGemm(ctx, {g.filter_c, og, rows, true, false, g.in_c, g.out_c, g.out_c, g.filter_c, og,
+                           og, g.groups, 0.0f},
+                     x, dy, dw);
+    }
+    case ConvAlgorithm::kIm2col:
+      ForEachChunk(ctx, g, x, [&](int64_t first, int64_t images, const float* cols) {
+        const int64_t rows = images * g.out_h * g.out_w;
+        RunGemm(ctx, {patch, og, rows, true, false, patch, g.out_c, g.out_c, rows * patch, og, og,
+                      g.groups, first == 0 ? 0.0f : 1.0f},
+                cols, dy + first * g.out_h * g.out_w * g.out_c, dw);
+      });
+      return;
+  }
 }
 
 class GpuConv2DKernel : public OpKernel {
  public:
-  explicit GpuConv2DKernel(const Node& node) : OpKernel(node), params_(ConvParamsOf(node)) {}
+  explicit GpuConv2DKernel(const Node& node)
+      : OpKernel(node), params_(ConvParamsOf(node)), forced_(ForcedAlgorithm()) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
@@ -112,19 +288,21 @@ class GpuConv2DKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, g.output_shape());
     if (y.NumElements() == 0) return;
     if (x.NumElements() == 0 || w.NumElements() == 0) return Zero(ctx, y);
-    ConvForward(ctx, g, x.data<float>(), w.data<float>(), y.data<float>());
+    ConvForward(ctx, g, forced_, x.data<float>(), w.data<float>(), y.data<float>());
   }
 
  private:
   ConvParams params_;
+  Forced forced_;
 };
 
-// Conv2D, then the bias and the activation in place.
+// Conv2D, then the bias and the activation.
 class GpuFusedConv2DKernel : public OpKernel {
  public:
   explicit GpuFusedConv2DKernel(const Node& node)
       : OpKernel(node), params_(ConvParamsOf(node)),
-        activation_(ParseConvActivation(node.attr<std::string>("activation"))) {}
+        activation_(ParseConvActivation(node.attr<std::string>("activation"))),
+        forced_(ForcedAlgorithm()) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
@@ -134,29 +312,31 @@ class GpuFusedConv2DKernel : public OpKernel {
                   bias.shape().ToString(), " must be a vector of the ", g.out_c, " output channels");
     Tensor& y = ctx.allocate_output(0, g.output_shape());
     if (y.NumElements() == 0) return;
-    cudaStream_t stream = cuda::Stream(ctx);
-    if (x.NumElements() == 0 || w.NumElements() == 0)
+    if (x.NumElements() == 0 || w.NumElements() == 0) {
+      // No sums: the output is the activation of the bias alone.
       Zero(ctx, y);
-    else
-      ConvForward(ctx, g, x.data<float>(), w.data<float>(), y.data<float>());
-    float* out = y.data<float>();
-    cuda::LaunchBiasAdd(stream, out, bias.data<float>(), out, y.NumElements(), g.out_c);
-    if (activation_ != ConvActivation::kNone)
-      cuda::LaunchUnary(stream, activation_ == ConvActivation::kRelu ? cuda::UnaryFn::kRelu
-                                                                     : cuda::UnaryFn::kRelu6,
-                        out, out, y.NumElements());
-    cuda::CheckLaunch(ctx, "FusedConv2D epilogue");
+      float* out = y.data<float>();
+      cuda::LaunchBiasAdd(cuda::Stream(ctx), out, bias.data<float>(), out, y.NumElements(), g.out_c);
+      if (activation_ != ConvActivation::kNone)
+        cuda::LaunchUnary(cuda::Stream(ctx),
+                          activation_ == ConvActivation::kRelu ? cuda::UnaryFn::kRelu : cuda::UnaryFn::kRelu6,
+                          out, out, y.NumElements());
+      return cuda::CheckLaunch(ctx, "FusedConv2D epilogue");
+    }
+    ConvForward(ctx, g, forced_, x.data<float>(), w.data<float>(), y.data<float>(),
+                bias.data<float>(), activation_);
   }
 
  private:
   ConvParams params_;
   ConvActivation activation_;
+  Forced forced_;
 };
 
 class GpuConv2DBackpropInputKernel : public OpKernel {
  public:
   explicit GpuConv2DBackpropInputKernel(const Node& node)
-      : OpKernel(node), params_(ConvParamsOf(node)) {}
+      : OpKernel(node), params_(ConvParamsOf(node)), forced_(ForcedAlgorithm()) {}
   void Compute(OpKernelContext& ctx) const override {
     Shape input = cpu::SizesInput(node(), cuda::HostInput(ctx, 0), "input_sizes");
     const Tensor& w = ctx.input(1);
@@ -165,32 +345,19 @@ class GpuConv2DBackpropInputKernel : public OpKernel {
     cpu::CheckKernelOutBackprop(node(), g, input, w.shape(), dy.shape());
     Tensor& dx = ctx.allocate_output(0, input);
     if (dx.NumElements() == 0) return;
-    cudaStream_t stream = cuda::Stream(ctx);
     if (dy.NumElements() == 0 || w.NumElements() == 0) return Zero(ctx, dx);
-    if (g.depthwise()) {
-      cuda::LaunchDepthwiseBackpropInput(stream, Flatten(g), w.data<float>(), dy.data<float>(),
-                                         dx.data<float>());
-      return cuda::CheckLaunch(ctx, "DepthwiseBackpropInput");
-    }
-    const int64_t patch = g.k_h * g.k_w * g.filter_c, og = g.group_out_c();
-    ForEachChunk(ctx, g, nullptr, [&](int64_t first, int64_t images, float* cols) {
-      const int64_t rows = images * g.out_h * g.out_w;
-      RunGemm(ctx, {rows, patch, og, false, true, g.out_c, g.out_c, patch, og, og, rows * patch,
-                    g.groups, 0.0f},
-              dy.data<float>() + first * g.out_h * g.out_w * g.out_c, w.data<float>(), cols);
-      cuda::LaunchCol2Im(stream, Flatten(g), cols, first, images, dx.data<float>());
-      cuda::CheckLaunch(ctx, "Col2Im");
-    });
+    ConvBackpropInput(ctx, g, forced_, w.data<float>(), dy.data<float>(), dx.data<float>());
   }
 
  private:
   ConvParams params_;
+  Forced forced_;
 };
 
 class GpuConv2DBackpropFilterKernel : public OpKernel {
  public:
   explicit GpuConv2DBackpropFilterKernel(const Node& node)
-      : OpKernel(node), params_(ConvParamsOf(node)) {}
+      : OpKernel(node), params_(ConvParamsOf(node)), forced_(ForcedAlgorithm()) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Shape filter = cpu::SizesInput(node(), cuda::HostInput(ctx, 1), "filter_sizes");
@@ -199,24 +366,13 @@ class GpuConv2DBackpropFilterKernel : public OpKernel {
     cpu::CheckKernelOutBackprop(node(), g, x.shape(), filter, dy.shape());
     Tensor& dw = ctx.allocate_output(0, filter);
     if (dw.NumElements() == 0) return;
-    cudaStream_t stream = cuda::Stream(ctx);
     if (dy.NumElements() == 0 || x.NumElements() == 0) return Zero(ctx, dw);
-    if (g.depthwise()) {
-      cuda::LaunchDepthwiseBackpropFilter(stream, Flatten(g), x.data<float>(), dy.data<float>(),
-                                          dw.data<float>());
-      return cuda::CheckLaunch(ctx, "DepthwiseBackpropFilter");
-    }
-    const int64_t patch = g.k_h * g.k_w * g.filter_c, og = g.group_out_c();
-    ForEachChunk(ctx, g, x.data<float>(), [&](int64_t first, int64_t images, const float* cols) {
-      const int64_t rows = images * g.out_h * g.out_w;
-      RunGemm(ctx, {patch, og, rows, true, false, patch, g.out_c, g.out_c, rows * patch, og, og,
-                    g.groups, first == 0 ? 0.0f : 1.0f},
-              cols, dy.data<float>() + first * g.out_h * g.out_w * g.out_c, dw.data<float>());
-    });
+    ConvBackpropFilter(ctx, g, forced_, x.data<float>(), dy.data<float>(), dw.data<float>());
   }
 
  private:
   ConvParams params_;
+  Forced forced_;
 };
 
 [[maybe_unused]] const KernelRegistrar kConvKernels[] = {

@@ -1,11 +1,14 @@
-// Launchers of the convolution CUDA kernels (ops/cuda/conv.cu), NHWC
-// float32: im2col and its adjoint for the GEMM path, and direct depthwise
-// kernels. The OpKernels (ops/cuda/conv.cc) run the GEMMs on cuBLAS.
+// Launchers of the convolution CUDA kernels, NHWC float32: the implicit
+// GEMMs (ops/cuda/conv_gemm.cu), im2col and its adjoint for the cuBLAS path,
+// and direct depthwise kernels (ops/cuda/conv.cu). The OpKernels are in
+// ops/cuda/conv.cc.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "ops/cuda/conv_gemm.h"
 
 namespace dflow::cuda {
 
@@ -39,5 +42,25 @@ void LaunchDepthwiseBackpropInput(cudaStream_t stream, const ConvShape& s, const
                                   const float* dy, float* dx);
 void LaunchDepthwiseBackpropFilter(cudaStream_t stream, const ConvShape& s, const float* x,
                                    const float* dy, float* dw);
+
+// How an implicit GEMM of m x n outputs per group and a reduction over k
+// is cut: `splits` slices of k_per_split (a multiple of 8) each.
+struct ConvGemmPlan {
+  int splits;
+  int k_per_split;
+  // Floats of partial sums the launch needs (none without a split).
+  int64_t partial_floats(int64_t m, int64_t n, int64_t groups) const {
+    return splits > 1 ? splits * groups * m * n : 0;
+  }
+};
+ConvGemmPlan PlanConvGemm(int64_t m, int64_t n, int64_t k, int64_t groups);
+// Each computes its problem with `plan`; `partial` holds
+// plan.partial_floats(...) floats (null when none are needed).
+void LaunchConvForwardGemm(cudaStream_t stream, const ConvForwardGemm& p, const ConvGemmPlan& plan,
+                           float* partial);
+void LaunchConvFilterGemm(cudaStream_t stream, const ConvFilterGemm& p, const ConvGemmPlan& plan,
+                          float* partial);
+void LaunchConvInputGemm(cudaStream_t stream, const ConvInputGemm& p, const ConvGemmPlan& plan,
+                         float* partial);
 
 }  // namespace dflow::cuda

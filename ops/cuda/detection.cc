@@ -152,9 +152,11 @@ class GpuNonMaxSuppressionV5Kernel : public OpKernel {
         [&](const std::vector<Box>& normalized, const std::vector<int32_t>& order) {
           std::vector<NmsProblem> problem(1, {{}, max_output});
           for (int32_t i : order) problem[0].boxes.push_back(normalized[i]);
+          // Kept by name: a range-for over GpuHardNms(...)[0] would iterate
+          // a vector destroyed with its temporary (before C++23).
+          const std::vector<std::vector<int32_t>> kept = GpuHardNms(ctx, problem, args.iou_threshold);
           std::vector<int32_t> selected;
-          for (int32_t at : GpuHardNms(ctx, problem, args.iou_threshold)[0])
-            selected.push_back(order[at]);
+          for (int32_t at : kept[0]) selected.push_back(order[at]);
           return selected;
         });
     std::vector<int32_t>& selected = kept.indices;

@@ -1,5 +1,9 @@
 #include "ops/cuda/kernel_util.h"
 
+#include <optional>
+
+#include "graph/graph.h"
+
 namespace dflow::cuda {
 
 void CheckLaunch(const OpKernelContext& ctx, const char* kernel) {
@@ -12,6 +16,11 @@ void CheckLaunch(const OpKernelContext& ctx, const char* kernel) {
 Tensor HostInput(const OpKernelContext& ctx, int input) {
   const Tensor& t = ctx.input(input);
   if (!t.allocator() || t.allocator()->host_accessible()) return t;
+  // A value the graph already knows (a Const, the Shape of a tensor whose
+  // shape is static) is taken from the graph: copying it back from the GPU
+  // would wait for every kernel queued before it, stalling the stream.
+  std::optional<Tensor> known = KnownValue(ctx.node().input(input));
+  if (known && known->dtype() == t.dtype() && known->shape() == t.shape()) return *std::move(known);
   return Gpu(ctx).CopyToHost(t, ctx.node().Describe());
 }
 

@@ -23,7 +23,8 @@ inline cudaStream_t Stream(const OpKernelContext& ctx) {
 // Throws naming the node when the launch that just happened failed.
 void CheckLaunch(const OpKernelContext& ctx, const char* kernel);
 
-// Input i as a host tensor: itself when in host memory, else a copy (waits
+// Input i as a host tensor: itself when in host memory, its value when the
+// graph knows it (graph/graph.h's KnownValue: no wait), else a copy (waits
 // for the stream; meant for shapes, axes and other small inputs).
 Tensor HostInput(const OpKernelContext& ctx, int input);
 std::vector<int64_t> HostInt64s(const OpKernelContext& ctx, int input, std::string_view what);

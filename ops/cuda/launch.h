@@ -73,8 +73,11 @@ struct ReduceIndex {
   int64_t reduced_count = 1;
   int64_t output_count = 1;
 };
+// How many slices LaunchReduce cuts each output's elements into (1: none);
+// with more than one, `partial` must hold splits * output_count floats.
+int64_t ReduceSplits(const ReduceIndex& index);
 void LaunchReduce(cudaStream_t stream, ReduceFn fn, const float* x, float* out,
-                  const ReduceIndex& index, float scale);
+                  const ReduceIndex& index, float scale, float* partial);
 
 // Softmax over the last dim of [rows, cols].
 void LaunchSoftmax(cudaStream_t stream, const float* logits, float* out, int64_t rows, int64_t cols);

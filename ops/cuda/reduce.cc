@@ -46,7 +46,12 @@ void Reduce(OpKernelContext& ctx, ReduceFn fn, bool mean, const std::vector<bool
                               : 1.0f / static_cast<float>(index.reduced_count))
                      : 1.0f;
   if (empty) index = cuda::ReduceIndex{.reduced_count = 0, .output_count = out.NumElements()};
-  cuda::LaunchReduce(cuda::Stream(ctx), fn, input.data<float>(), out.data<float>(), index, scale);
+  const int64_t splits = cuda::ReduceSplits(index);
+  Tensor partial = splits > 1 ? Tensor(DType::kFloat32, Shape{splits * index.output_count},
+                                       ctx.device().allocator())
+                              : Tensor();
+  cuda::LaunchReduce(cuda::Stream(ctx), fn, input.data<float>(), out.data<float>(), index, scale,
+                     splits > 1 ? partial.data<float>() : nullptr);
   cuda::CheckLaunch(ctx, "Reduce");
 }
 
