@@ -35,7 +35,9 @@ class Variable {
   void Update(Fn&& update) {
     std::lock_guard<std::mutex> lock(mu_);
     RequireInitialized();
-    if (value_.buffer_use_count() > 1) value_ = value_.Clone(value_.allocator());
+    // Never in place over shared bytes, nor over adopted ones (a numpy
+    // array fed from Python, a received frame): they belong to someone else.
+    if (value_.buffer_use_count() > 1 || value_.adopted()) value_ = value_.Clone(value_.allocator());
     update(value_);
   }
 

@@ -1,0 +1,221 @@
+"""The Python package against the engine: ops from the registry, numpy in
+and out without copies, errors as exceptions, gradients, training with
+checkpoints, the GIL released while a step runs. Run by `./dev test` with
+PYTHONPATH=build/python (tests/meson.build)."""
+import os
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+
+import dflow
+from dflow import ops
+
+
+class Fresh(unittest.TestCase):
+    def setUp(self):
+        dflow.reset_default_graph()
+
+
+class OpsTest(Fresh):
+    def test_every_registered_op_is_a_function_with_its_signature(self):
+        names = [d["name"] for d in dflow._dflow.op_defs()]
+        self.assertGreater(len(names), 100)
+        for name in names:
+            self.assertTrue(callable(getattr(ops, name)), name)
+        self.assertIn("MatMul(a: T, b: T) -> (product: T)", ops.MatMul.__doc__)
+        self.assertIn("transpose_a: bool", ops.MatMul.__doc__)
+
+    def test_the_readme_graph(self):
+        x = dflow.placeholder(dflow.float32, [None, 2], name="x")
+        w = dflow.constant([[1, -1], [2, 0.5]], name="w")
+        y = ops.Relu(ops.MatMul(x, w, name="mm"), name="y")
+        self.assertEqual(y.name, "y")  # output 0 is named by its node alone
+        self.assertEqual(y.shape, (None, 2))
+        with dflow.Session() as sess:
+            out = sess.run(y, {x: [[1, 1], [3, -2]]})
+        np.testing.assert_array_equal(out, np.array([[3, 0], [0, 0]], np.float32))
+        self.assertEqual(out.dtype, np.float32)
+
+    def test_attrs_lists_multiple_outputs_and_operators(self):
+        x = dflow.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+        t = ops.MatMul(x, x, transpose_b=True)
+        parts = ops.Split(1, x, num_split=3)
+        self.assertEqual(len(parts), 3)
+        total = ops.AddN([p * 2.0 for p in parts])
+        z = (x - 1.0) / 2.0 + -x
+        with dflow.Session() as sess:
+            t_value, total_value, z_value = sess.run([t, total, z])
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        np.testing.assert_array_equal(t_value, a @ a.T)
+        np.testing.assert_array_equal(total_value, 2 * a.sum(1, keepdims=True))
+        np.testing.assert_array_equal(z_value, (a - 1) / 2 - a)
+
+    def test_name_scopes_and_devices(self):
+        with dflow.name_scope("layer"):
+            with dflow.device("/device:CPU:0"):
+                c = dflow.constant(1.0, name="c")
+            d = ops.Identity(c)
+        self.assertEqual(c.name, "layer/c")
+        self.assertEqual(c.node.device, "/device:CPU:0")
+        self.assertTrue(d.name.startswith("layer/"))
+        self.assertEqual(d.node.device, "")
+
+
+class NumpyTest(Fresh):
+    def test_fetched_arrays_share_the_tensors_bytes(self):
+        y = dflow.constant(np.ones((64, 64), np.float32)) * 3.0
+        with dflow.Session() as sess:
+            value = sess.run(y)
+        self.assertFalse(value.flags.owndata)  # a view of the tensor, kept alive by its base
+        del sess
+        np.testing.assert_array_equal(value, np.full((64, 64), 3, np.float32))
+
+    def test_every_dtype_round_trips(self):
+        for dtype in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64, np.bool_):
+            dflow.reset_default_graph()
+            value = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+            x = dflow.placeholder(dflow.DType.__members__[np.dtype(dtype).name if dtype is not np.bool_ else "bool"],
+                                  [3, 4])
+            with dflow.Session() as sess:
+                out = sess.run(ops.Identity(x), {x: value})
+            self.assertEqual(out.dtype, np.dtype(dtype))
+            np.testing.assert_array_equal(out, value)
+
+    def test_a_fed_array_is_never_written(self):
+        # The fed array becomes the variable's value without a copy; the
+        # optimizer's in-place update must not write into it.
+        start = np.ones(4, np.float32)
+        keep = start.copy()
+        init = dflow.placeholder(dflow.float32, [4])
+        v = dflow.Variable(np.zeros(4, np.float32))
+        assign = ops.Assign(v, init)
+        step = ops.ApplyGradientDescent(v, 0.5, np.ones(4, np.float32))
+        with dflow.Session() as sess:
+            sess.run(assign, {init: start})
+            sess.run(step)
+            self.assertEqual(sess.run(v).tolist(), [0.5] * 4)
+        np.testing.assert_array_equal(start, keep)
+
+    def test_non_contiguous_feeds_are_copied(self):
+        x = dflow.placeholder(dflow.float32, [3, 2])
+        value = np.arange(6, dtype=np.float32).reshape(2, 3).T  # Fortran order
+        with dflow.Session() as sess:
+            np.testing.assert_array_equal(sess.run(ops.Identity(x), {x: value}), value)
+
+
+class ErrorsTest(Fresh):
+    def test_a_bad_shape_is_an_exception_with_the_engines_message(self):
+        a = dflow.constant(np.zeros((2, 3), np.float32))
+        with self.assertRaises(dflow.DflowError) as raised:
+            ops.MatMul(a, a)
+        self.assertEqual(raised.exception.code, "InvalidArgument")
+        self.assertIn("[2,3]", str(raised.exception))
+
+    def test_run_time_errors(self):
+        x = dflow.placeholder(dflow.float32, [2], name="needed")
+        y = ops.Identity(x)
+        with dflow.Session() as sess:
+            with self.assertRaisesRegex(dflow.DflowError, "needed"):
+                sess.run(y)
+            with self.assertRaises(dflow.DflowError):
+                sess.run(y, {x: np.zeros(3, np.float32)})
+            np.testing.assert_array_equal(sess.run(y, {x: [1, 2]}), [1, 2])  # still usable
+
+    def test_unknown_attrs_and_wrong_arity(self):
+        with self.assertRaisesRegex(dflow.DflowError, "no attr 'transpose_c'"):
+            ops.MatMul(1.0, 1.0, transpose_c=True)
+        with self.assertRaisesRegex(TypeError, "takes 2 inputs"):
+            ops.MatMul(1.0)
+
+    def test_unsupported_numpy_dtypes(self):
+        with self.assertRaisesRegex(dflow.DflowError, "complex"):
+            dflow.constant(np.zeros(2, np.complex64))
+
+
+class GradientsAndTrainingTest(Fresh):
+    def test_gradients(self):
+        x = dflow.placeholder(dflow.float32, [3])
+        unused = dflow.placeholder(dflow.float32, [3])
+        y = ops.Sum(x * x, [0])
+        dx, du = dflow.gradients(y, [x, unused])
+        self.assertIsNone(du)
+        with dflow.Session() as sess:
+            np.testing.assert_array_equal(sess.run(dx, {x: [1, -2, 3]}), [2, -4, 6])
+
+    def test_adam_fits_a_line_and_a_checkpoint_restores_it_in_a_fresh_graph(self):
+        rng = np.random.default_rng(0)
+        xs = rng.normal(size=(64, 2)).astype(np.float32)
+        ys = xs @ np.array([[2.0], [-3.0]], np.float32) + 1.0
+
+        def build():
+            dflow.reset_default_graph()
+            dflow.set_random_seed(5)
+            x = dflow.placeholder(dflow.float32, [None, 2], name="x")
+            w = dflow.Variable(ops.RandomStandardNormal([2, 1], dtype=dflow.float32), name="w")
+            b = dflow.Variable(np.zeros(1, np.float32), name="b")
+            y = ops.MatMul(x, w) + b
+            return x, w, b, y
+
+        x, w, b, y = build()
+        target = dflow.placeholder(dflow.float32, [None, 1])
+        loss = ops.Mean(ops.SquaredDifference(y, target), [0, 1])
+        train = dflow.train.AdamOptimizer(0.1).minimize(loss)
+        saver = dflow.train.Saver([w, b])
+        with dflow.Session() as sess, tempfile.TemporaryDirectory() as run:
+            sess.run(dflow.global_variables_initializer())
+            first = sess.run(loss, {x: xs, target: ys})
+            for _ in range(300):
+                _, last = sess.run([train, loss], {x: xs, target: ys})
+            self.assertLess(last, first / 100)
+            predictions = sess.run(y, {x: xs})
+            path = saver.save(sess, run + "/", global_step=300)
+            self.assertTrue(path.endswith("model-300.safetensors"), path)
+            self.assertEqual(dflow.train.latest_checkpoint(run), path)
+
+            x2, w2, b2, y2 = build()
+            with dflow.Session() as fresh:
+                dflow.train.Saver([w2, b2]).restore(fresh, path)
+                np.testing.assert_array_equal(fresh.run(y2, {x2: xs}), predictions)
+
+
+class GilTest(Fresh):
+    def test_other_threads_run_python_while_a_step_runs(self):
+        # Fed, so that constant folding cannot do the work while the graph is built.
+        a = dflow.placeholder(dflow.float32, [768, 768])
+        value = np.random.default_rng(1).normal(size=(768, 768)).astype(np.float32) / 30
+        product = a
+        for _ in range(8):
+            product = ops.MatMul(product, a)
+        sess = dflow.Session(num_threads=1)
+        sess.run(product, {a: value})  # built and warm
+        ticks = []  # when the counting thread made progress
+        done = threading.Event()
+        span = []
+
+        def count():
+            n = 0
+            while not done.is_set():
+                n += 1
+                if n % 200 == 0:
+                    ticks.append(time.perf_counter())
+
+        counting = threading.Thread(target=count)
+        counting.start()
+        time.sleep(0.01)
+        start = time.perf_counter()
+        sess.run(product, {a: value})
+        span.append((start, time.perf_counter()))
+        done.set()
+        counting.join()
+        start, end = span[0]
+        middle = [t for t in ticks if start + 0.2 * (end - start) < t < end - 0.2 * (end - start)]
+        # Holding the GIL through the step would stop the other thread for all of it.
+        self.assertGreater(end - start, 0.02)
+        self.assertGreater(len(middle), 10, f"step of {end - start:.3f} s")
+
+
+if __name__ == "__main__":
+    unittest.main()
