@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <iostream>
 #include <numeric>
-#include <random>
 
 #include <CLI/CLI.hpp>
 
@@ -47,10 +46,27 @@ Model BuildModel(const Settings& settings) {
   return m;
 }
 
-// Trains and returns the wall time in seconds.
+// splitmix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+// generators", OOPSLA 2014): a generator spiral_mlp.py repeats exactly, so
+// that the Python example draws the same batches and trains to the same bits.
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Fisher-Yates over splitmix64.
+void Shuffle(std::vector<int64_t>& order, uint64_t& state) {
+  for (size_t i = order.size() - 1; i > 0; --i)
+    std::swap(order[i], order[SplitMix64(state) % (i + 1)]);
+}
+
+// Trains and returns the wall time in seconds. Batches walk a permutation
+// of the rows, reshuffled (in place) whenever it runs out, mid-batch too.
 double Train(Model& m, Session& session, const models::LabelledPoints& data,
              const Settings& settings) {
-  std::mt19937_64 rng(settings.seed);
+  uint64_t state = settings.seed;
   std::vector<int64_t> order(data.labels.NumElements());
   std::iota(order.begin(), order.end(), 0);
   size_t next = order.size();
@@ -58,7 +74,7 @@ double Train(Model& m, Session& session, const models::LabelledPoints& data,
   for (int64_t step = 1; step <= settings.steps; ++step) {
     std::vector<int64_t> rows;
     while (static_cast<int64_t>(rows.size()) < settings.batch) {
-      if (next == order.size()) std::shuffle(order.begin(), order.end(), rng), next = 0;
+      if (next == order.size()) Shuffle(order, state), next = 0;
       rows.push_back(order[next++]);
     }
     models::LabelledPoints batch = models::Gather(data, rows);

@@ -27,7 +27,7 @@ from . import _dflow
 from ._dflow import DflowError, DType, Output
 from ._dflow import Node as Operation
 
-__all__ = ["DflowError", "DType", "Output", "Operation", "Graph", "Session", "ops", "train",
+__all__ = ["DflowError", "DType", "Output", "Operation", "Graph", "Session", "ops", "train", "layers", "data",
            "placeholder", "constant", "Variable", "gradients", "global_variables_initializer",
            "trainable_variables", "name_scope", "device", "control_dependencies",
            "get_default_graph", "reset_default_graph", "set_random_seed",
@@ -197,8 +197,8 @@ def Variable(initial_value, name=None, dtype=None):  # noqa: N802 (TensorFlow's 
     return _dflow.variable(_scope(name), initial)
 
 
-def global_variables_initializer():
-    return _dflow.global_variables_initializer(_scope())
+def global_variables_initializer(name=None):
+    return _dflow.global_variables_initializer(_scope(name))
 
 
 def trainable_variables():
@@ -308,12 +308,56 @@ class _Saver:
         self._saver.restore(sess._session, save_path)
 
 
-train = types.ModuleType("dflow.train", "Optimizers and checkpoints.")
+def _cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0):
+    """learning_rate * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha)."""
+    return _dflow.cosine_decay(_scope(), float(learning_rate), global_step, int(decay_steps), float(alpha))
+
+
+train = types.ModuleType("dflow.train", "Optimizers, learning-rate schedules and checkpoints.")
+train.get_or_create_global_step = lambda: _dflow.global_step(_scope())
+train.cosine_decay = _cosine_decay
 train.GradientDescentOptimizer = _gradient_descent
 train.MomentumOptimizer = _momentum
 train.AdamOptimizer = _adam
 train.Saver = _Saver
 train.latest_checkpoint = _dflow.latest_checkpoint
+
+
+layers = types.ModuleType("dflow.layers", "The C++ models/ layers: variables with initialisers, "
+                          "made under a name scope.")
+
+
+def _dense(inputs, units, activation=None, name="dense", seed=0):
+    """activation(inputs kernel + bias): kernel "<name>/kernel" [in, units]
+    He-normal (truncated), bias "<name>/bias" zeros; returns the output."""
+    output, _, _ = _dflow.dense(_scope().new_sub_scope(name), inputs, int(units), activation or "", int(seed))
+    return output
+
+
+def _conv2d(inputs, filters, kernel_size, strides=1, padding="same", groups=1, use_bias=True,
+            activation=None, name="conv2d"):
+    """A convolution layer over NHWC inputs: padding "same" or a number of
+    zeros on every side (PyTorch's padding=p); He-normal filter, zero bias."""
+    pad = -1 if padding == "same" else int(padding)
+    output, _, _ = _dflow.conv2d(_scope().new_sub_scope(name), inputs, int(filters), int(kernel_size),
+                                 int(strides), pad, int(groups), bool(use_bias), activation or "")
+    return output
+
+
+def _batch_norm(inputs, training=True, momentum=0.1, epsilon=1e-5, name="batch_norm"):
+    """Batch normalisation over the channels of NHWC inputs; returns (output,
+    the moving-average updates to run with each training step)."""
+    return _dflow.batch_norm(_scope().new_sub_scope(name), inputs, bool(training), float(momentum),
+                             float(epsilon))
+
+
+layers.dense, layers.conv2d, layers.batch_norm = _dense, _conv2d, _batch_norm
+
+data = types.ModuleType("dflow.data", "Generated datasets.")
+data.spirals = lambda points_per_class=1000, classes=3, noise=0.1, seed=1: _dflow.spirals(
+    int(points_per_class), int(classes), float(noise), int(seed))
+data.spirals.__doc__ = ("(points float32 [n, 2], labels int32 [n]): `classes` interleaved spiral arms "
+                        "(the C++ models::MakeSpirals)")
 
 
 def _binary(op, reverse=False):

@@ -23,6 +23,8 @@
 #include "graph/graph_io.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"
+#include "models/data/spirals.h"
+#include "models/layers.h"
 #include "ops/ops.h"
 
 namespace py = pybind11;
@@ -306,6 +308,50 @@ struct OptimizerHandle {
   std::unique_ptr<autodiff::Optimizer> optimizer;
 };
 
+models::Activation ActivationOf(const std::string& name) {
+  if (name.empty() || name == "none") return models::Activation::kNone;
+  if (name == "relu") return models::Activation::kRelu;
+  if (name == "tanh") return models::Activation::kTanh;
+  if (name == "sigmoid") return models::Activation::kSigmoid;
+  Fail(Code::kInvalidArgument, "activation '", name, "' is not one of none, relu, tanh, sigmoid");
+}
+
+// models/layers.h's layers, learning-rate schedules and the spirals data.
+void DefineLayers(py::module_& m) {
+  m.def("dense", [](const Scope& s, const OutputRef& x, int64_t units, const std::string& activation,
+                    int64_t seed) {
+    models::DenseLayer layer = models::Dense(s, x.output, units, {.activation = ActivationOf(activation), .seed = seed});
+    return std::vector<OutputRef>{{s.graph_ptr(), layer.output}, {s.graph_ptr(), layer.kernel},
+                                  {s.graph_ptr(), layer.bias}};
+  });
+  m.def("conv2d", [](const Scope& s, const OutputRef& x, int64_t filters, int64_t kernel, int64_t stride,
+                     int64_t padding, int64_t groups, bool bias, const std::string& activation) {
+    models::ConvLayer layer = models::Conv2D(
+        s, x.output, filters, kernel,
+        {.stride = stride, .padding = padding, .groups = groups, .bias = bias, .activation = ActivationOf(activation)});
+    py::list out;
+    out.append(OutputRef{s.graph_ptr(), layer.output});
+    out.append(OutputRef{s.graph_ptr(), layer.filter});
+    out.append(bias ? py::cast(OutputRef{s.graph_ptr(), layer.bias}) : py::none());
+    return out;
+  });
+  m.def("batch_norm", [](const Scope& s, const OutputRef& x, bool training, double momentum, double epsilon) {
+    models::BatchNormLayer layer = models::BatchNorm(s, x.output, {.training = training, .momentum = momentum, .epsilon = epsilon});
+    std::vector<OutputRef> updates;
+    for (const Output& u : layer.updates) updates.push_back({s.graph_ptr(), u});
+    return py::make_tuple(OutputRef{s.graph_ptr(), layer.output}, updates);
+  });
+  m.def("global_step", [](const Scope& s) { return OutputRef{s.graph_ptr(), autodiff::GetOrCreateGlobalStep(s)}; });
+  m.def("cosine_decay", [](const Scope& s, double lr, const OutputRef& step, int64_t decay_steps, double alpha) {
+    return OutputRef{s.graph_ptr(), autodiff::CosineDecay(s, lr, step.output, {.decay_steps = decay_steps, .alpha = alpha})};
+  });
+  m.def("spirals", [](int64_t points_per_class, int classes, double noise, uint64_t seed) {
+    models::LabelledPoints data = models::MakeSpirals(
+        {.points_per_class = points_per_class, .classes = classes, .noise = noise, .seed = seed});
+    return py::make_tuple(ToNumpy(data.points), ToNumpy(data.labels));
+  });
+}
+
 void DefineModule(py::module_& m) {
   static py::exception<Error> dflow_error(m, "DflowError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr raised) {
@@ -444,6 +490,7 @@ void DefineModule(py::module_& m) {
         saver.Restore(*session.session, path);
       });
   m.def("latest_checkpoint", [](const std::string& dir) { return LatestCheckpoint(dir); });
+  DefineLayers(m);
 }
 
 }  // namespace

@@ -2,7 +2,11 @@
 and out without copies, errors as exceptions, gradients, training with
 checkpoints, the GIL released while a step runs. Run by `./dev test` with
 PYTHONPATH=build/python (tests/meson.build)."""
+import contextlib
+import importlib.util
+import io
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -179,6 +183,30 @@ class GradientsAndTrainingTest(Fresh):
             with dflow.Session() as fresh:
                 dflow.train.Saver([w2, b2]).restore(fresh, path)
                 np.testing.assert_array_equal(fresh.run(y2, {x2: xs}), predictions)
+
+
+class SpiralExampleTest(Fresh):
+    """apps/examples/spiral_mlp.py against the C++ spiral_mlp: the same graph
+    file and, trained on the same batches, the same checkpoint bytes."""
+
+    def test_python_and_cpp_train_to_the_same_bits(self):
+        cpp = os.environ.get("SPIRAL_MLP")
+        if not cpp:
+            self.skipTest("SPIRAL_MLP (the C++ example's path) is not set; meson sets it")
+        example = os.path.join(os.path.dirname(__file__), "..", "..", "apps", "examples", "spiral_mlp.py")
+        spec = importlib.util.spec_from_file_location("spiral_mlp_example", example)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with tempfile.TemporaryDirectory() as work:
+            subprocess.run([cpp, "--steps", "200", "--save-graph", f"{work}/cpp", "--out", f"{work}/cpp-run"],
+                           check=True, stdout=subprocess.DEVNULL)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(module.main(["--steps", "200", "--save-graph", f"{work}/py",
+                                              "--out", f"{work}/py-run"]), 0)
+            for a, b in (("cpp/graph.json", "py/graph.json"),
+                         ("cpp-run/model-200.safetensors", "py-run/model-200.safetensors")):
+                with open(f"{work}/{a}", "rb") as f, open(f"{work}/{b}", "rb") as g:
+                    self.assertTrue(f.read() == g.read(), f"{a} and {b} differ")
 
 
 class GilTest(Fresh):
