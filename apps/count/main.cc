@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/program.h"
 #include "apps/common/train_options.h"
 #include "apps/count/commands.h"
 #include "apps/common/workers.h"
@@ -88,6 +89,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
 int main(int argc, char** argv) {
   dflow::dist::KeepFreedMemoryForReceives();  // distributed training receives tensors
   CLI::App app("dflow-count: count objects with density maps (seed 004's flower counter)");
+  dflow::apps::SetUpProgram(app, "dflow-count");
   app.require_subcommand(1);
   GenerateSettings generate;
   AddGenerate(*app.add_subcommand("generate", "Write a synthetic field dataset"), generate);
@@ -100,6 +102,7 @@ int main(int argc, char** argv) {
   AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a dataset"), eval);
   PredictSettings predict;
   AddPredict(*app.add_subcommand("predict", "Count images"), predict);
+  dflow::apps::HideEmptyDefaults(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("generate")) return Generate(generate);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/program.h"
 #include "apps/common/model_split.h"
 #include "apps/common/train_options.h"
 #include "apps/common/workers.h"
@@ -179,6 +180,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
 int main(int argc, char** argv) {
   dflow::dist::KeepFreedMemoryForReceives();  // data-parallel training receives tensors
   CLI::App app("dflow-detect: object detection (SSD on MobileNetV1) from datasets to boxes");
+  dflow::apps::SetUpProgram(app, "dflow-detect");
   app.require_subcommand(1);
   TrainSettings train;
   bool resume = false;
@@ -212,6 +214,7 @@ int main(int argc, char** argv) {
              convert);
   GenerateSettings generate;
   AddGenerateCommand(app, generate);
+  dflow::apps::HideEmptyDefaults(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("train")) {

@@ -4,6 +4,7 @@
 // files, graphs, feeds) or a failed task, 2 for an internal error.
 #include <iostream>
 
+#include "apps/common/program.h"
 #include "apps/dflow/commands.h"
 #include "dist/transport/zmq_transport.h"
 #include "graph/status.h"
@@ -11,8 +12,8 @@
 int main(int argc, char** argv) {
   dflow::dist::KeepFreedMemoryForReceives();  // servers receive tensors
   CLI::App app{"dflow: run and inspect TensorFlow-1-style dataflow graphs.", "dflow"};
+  dflow::apps::SetUpProgram(app, "dflow");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dflow 0.1.0");
   dflow::cli::AddOpsCommand(app);
   dflow::cli::AddRunCommand(app);
   dflow::cli::AddDotCommand(app);
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   dflow::cli::AddJobsCommand(app);
   dflow::cli::AddKeygenCommand(app);
   dflow::cli::AddPlotCommand(app);
+  dflow::apps::HideEmptyDefaults(app);
   try {
     app.parse(argc, argv);  // the chosen subcommand's callback runs inside parse()
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/common/program.h"
 #include "graph/graph_io.h"
 #include "graph/npy.h"
 #include "models/checkpoint.h"
@@ -143,6 +144,7 @@ int Run(const Settings& settings) {
 int main(int argc, char** argv) {
   Settings settings;
   CLI::App app("Train an MLP on three generated spirals, save, restore, compare.");
+  apps::SetUpProgram(app, "spiral_mlp");
   app.add_option("--steps", settings.steps, "Training steps")->check(CLI::PositiveNumber);
   app.add_option("--batch", settings.batch, "Batch size")->check(CLI::PositiveNumber);
   app.add_option("--hidden", settings.hidden, "Units per hidden layer")->check(CLI::PositiveNumber);
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", settings.out, "Directory for checkpoints");
   app.add_option("--save-graph", settings.save_graph,
                  "Directory to write the training graph (graph.json) and one batch (.npy)");
+  apps::HideEmptyDefaults(app);
   CLI11_PARSE(app, argc, argv);
   try {
     return Run(settings);

@@ -31,6 +31,13 @@ cat > g.json << 'EOF'
 ]}
 EOF
 
+# --- --version, and defaults in --help
+expect_ok "--version" --version
+checks=$((checks + 1))
+grep -Eq '^dflow [0-9]+\.[0-9]+\.[0-9]+$' out.txt || fail "--version should print 'dflow X.Y.Z', got: $(cat out.txt)"
+expect_ok "run --help" run --help
+expect_contains "run --help shows a default" out.txt "--threads INT:0 to 1024=0"
+
 # --- dflow ops
 expect_ok "ops" ops
 expect_contains "ops lists AssignAdd" out.txt "AssignAdd(ref: ref T, value: T) -> (output_ref: T)"
