@@ -36,7 +36,7 @@ double Progress::images_per_second() const {
   return seconds > 0 ? static_cast<double>(images_) / seconds : 0;
 }
 
-void Progress::Update(int64_t step, int64_t images, const Metrics& metrics) {
+void Progress::Update(int64_t step, int64_t images, const Metrics& metrics, const Metrics& recorded) {
   // Rates count from the end of the first step, which also builds the executor.
   if (seen_)
     images_ += images;
@@ -53,6 +53,7 @@ void Progress::Update(int64_t step, int64_t images, const Metrics& metrics) {
                                         std::chrono::system_clock::now().time_since_epoch()).count()},
                            {"img_per_s", images_per_second()}};
     for (const auto& [name, value] : metrics) line[name] = value;
+    for (const auto& [name, value] : recorded) line[name] = value;
     record_ << line.dump() << "\n" << std::flush;
   }
   if (terminal_)

@@ -19,7 +19,9 @@ class Progress {
   using Metrics = std::vector<std::pair<std::string, double>>;
   // Records step `step` (1-based) of `images` images and its metrics, e.g.
   // {{"loss", 0.3}, {"mae", 1.2}}; every step names the same ones.
-  void Update(int64_t step, int64_t images, const Metrics& metrics);
+  // `recorded` values (the learning rate) go to the metrics file alone: not
+  // averaged, not on the progress line.
+  void Update(int64_t step, int64_t images, const Metrics& metrics, const Metrics& recorded = {});
   // Ends the line on a terminal.
   void Finish();
   // From now on every Update also appends a JSON line to `path`

@@ -37,14 +37,15 @@ struct TrainLoop {
   }
   // With workers, a stop request on any of them stops all at the same step.
   bool StopRequested() const { return strategy ? strategy->AnyWorker(g_stop_requested) : g_stop_requested.load(); }
-  // Loss and counts of one step; with workers, the gradients are averaged first.
+  // Loss, counts and learning rate of one step; with workers, the gradients
+  // are averaged first.
   std::vector<Tensor> Step(const models::Batch& batch) const {
     FeedList feeds = {{model.images, batch.images}, {model.target, batch.density}};
-    if (!strategy) return session.Run(feeds, {model.loss, model.counts}, {model.train});
+    if (!strategy) return session.Run(feeds, {model.loss, model.counts, model.learning_rate}, {model.train});
     dist::ReplicatedStep names{.gradients = {model.gradients.begin(), model.gradients.end()},
                                .gradient_feeds = {model.gradient_feeds.begin(), model.gradient_feeds.end()},
                                .apply = {model.train},
-                               .extra_fetches = {model.loss, model.counts},
+                               .extra_fetches = {model.loss, model.counts, model.learning_rate},
                                .local_targets = {}};
     return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
   }
@@ -64,7 +65,8 @@ struct TrainLoop {
       std::vector<Tensor> out = Step(*batch);
       ++step;
       progress.Update(step, static_cast<int64_t>(batch->counts.size()),
-                      {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch->counts)}});
+                      {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch->counts)}},
+                      {{"lr", out[2].scalar<float>()}});
       if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
       if (step == start + 1) {  // the first step builds the executor: time the steady state
         loop_start = std::chrono::steady_clock::now();

@@ -42,12 +42,14 @@ struct TrainLoop {
   }
   // With workers, a stop request on any of them stops all at the same step.
   bool StopRequested() const { return strategy ? strategy->AnyWorker(g_stop_requested) : g_stop_requested.load(); }
-  // This worker's total, box and class loss; with workers, the gradients are
-  // averaged first and each worker updates its own batch-norm statistics.
+  // This worker's total, box and class loss, then the learning rate; with
+  // workers, the gradients are averaged first and each worker updates its
+  // own batch-norm statistics.
   std::vector<Tensor> Step(const models::DetectionBatch& batch) const {
     const DetectorGraph& g = graph;
     FeedList feeds = BatchFeeds(g, batch);
     std::vector<TensorName> losses = LossFetches(g);
+    losses.push_back(g.learning_rate);
     if (!strategy) return session.Run(feeds, losses, {g.train});
     const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
     dist::ReplicatedStep names{.gradients = {g.gradients.begin(), g.gradients.end()},
@@ -72,7 +74,8 @@ struct TrainLoop {
       waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       std::vector<Tensor> out = Step(*batch);
       ++step;
-      progress.Update(step, batch->images.shape().dim(0), LossMetrics(graph, out));
+      progress.Update(step, batch->images.shape().dim(0), LossMetrics(graph, out),
+                      {{"lr", out.back().scalar<float>()}});
       if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
       if (step == start + 1) {  // the first step builds the executor: time the steady state
         loop_start = std::chrono::steady_clock::now();

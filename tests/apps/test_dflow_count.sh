@@ -23,6 +23,16 @@ for f in config.json checkpoints/model-2.safetensors checkpoints/model-6.safeten
   [[ -s $TMP/full/$f ]] || fail "train did not write $f"
 done
 grep -q "img/s" "$TMP/full.txt" || fail "no progress line"
+# RUN/metrics.jsonl: a line per step with the loss terms, img/s and the
+# learning rate of the step (cosine-decayed from --lr's default, 0.002).
+python3 - "$TMP/full/metrics.jsonl" <<'PY' || fail "metrics.jsonl"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["step"] for l in lines] == list(range(1, 7)), lines
+for l in lines:
+    assert {"time", "img_per_s", "loss", "mae", "lr"} <= l.keys(), l
+assert 0 < lines[-1]["lr"] < lines[0]["lr"] <= 0.002 * (1 + 1e-6), [l["lr"] for l in lines]
+PY
 
 # A run that crashed after its step-4 checkpoint: the same run directory with
 # the index pointing at model-4. Resumed, it must end with the same weights
