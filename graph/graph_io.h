@@ -37,9 +37,20 @@ AttrValue AttrFromJson(const nlohmann::ordered_json& value, AttrType type);
 // (type and text, cut to ~40 characters; never throws).
 std::string DescribeJson(const nlohmann::ordered_json& value);
 
-// Graphviz DOT: one box per node labelled "name\nOp", filled by device; data
-// edges labelled with dtype and shape, control edges dashed.
-std::string ToDot(const Graph& graph);
+// What ToDot draws.
+struct DotOptions {
+  // > 0: the nodes under each name scope `collapse_depth` levels deep (and
+  // any deeper) become one box "scope (N ops)", with the edges between such
+  // boxes merged: a real network's training graph as its layers.
+  int collapse_depth = 0;
+  std::string only;    // non-empty: just the nodes whose names start with this
+  bool shapes = true;  // label data edges with dtype and shape
+};
+// Graphviz DOT: one box per node labelled "name\nOp", filled by device,
+// inside nested clusters, one per name scope; data edges labelled with dtype
+// and shape, control edges dashed. With `only`, a node outside that feeds
+// one inside is drawn as a plain ellipse.
+std::string ToDot(const Graph& graph, const DotOptions& options = {});
 // A DOT double-quoted string; "\n" in `text` stays a DOT line break.
 std::string DotQuote(std::string_view text);
 

@@ -124,6 +124,27 @@ expect_contains "dot header" out.txt "digraph dflow {"
 expect_contains "dot node" out.txt '"layer/sum" [label="layer/sum\nAssignAdd"];'
 expect_contains "dot edge" out.txt '"x" -> "layer/init" [label="float32[?,3]"];'
 expect_contains "dot control edge" out.txt '"layer/init" -> "layer/sum" [style=dashed];'
+expect_contains "dot scope cluster" out.txt 'subgraph "cluster_layer" {'
+expect_ok "dot --collapse-scopes" dot g.json --collapse-scopes
+expect_contains "collapsed scope box" out.txt '"layer" [label="layer\n4 ops: Assign, AssignAdd, Const, ...", shape=box3d];'
+expect_contains "edge into a collapsed scope" out.txt '"x" -> "layer" [label="float32[?,3]"];'
+checks=$((checks + 1))
+! grep -q 'layer/' out.txt || fail "--collapse-scopes still draws nodes inside the scope"
+expect_ok "dot --only" dot g.json --only layer/
+expect_contains "an outside input as a dashed ellipse" out.txt '"x" [label="x\nPlaceholder", shape=ellipse, style=dashed];'
+checks=$((checks + 1))
+! grep -q '"ints"' out.txt || fail "--only drew a node outside the prefix"
+expect_ok "dot --no-shapes" dot g.json --no-shapes
+expect_contains "an edge without its shape" out.txt '"x" -> "layer/init";'
+# Valid DOT: Graphviz renders every variant (when installed; ./dev installs it).
+if command -v dot > /dev/null; then
+  for flags in "" "--collapse-scopes" "--only layer/" "--no-shapes"; do
+    checks=$((checks + 1))
+    # shellcheck disable=SC2086
+    "$DFLOW" dot g.json $flags | dot -Tsvg > render.svg 2> render.err && [[ -s render.svg ]] ||
+      fail "Graphviz did not render 'dflow dot $flags': $(cat render.err)"
+  done
+fi
 
 # --- numpy cross-checks
 if [[ -n $NUMPY_PYTHON ]]; then
