@@ -80,6 +80,40 @@ PY
 [[ $(wc -l < "$TMP/counts.csv") -eq 4 ]] || fail "CSV should have a header and 3 rows"
 head -n 1 "$TMP/counts.csv" | grep -qx "image,count" || fail "CSV header"
 [[ -s $TMP/heat/field_00002_heatmap.png ]] || fail "no heatmap"
+# On a 128x96 image the heatmap carries the count at the top left (white
+# text on a dark tab) and the colour ramp down the right edge: black at the
+# bottom (0), white at the top (the peak).
+"$EXE" generate --out "$TMP/wide" --images 1 --width 128 --height 96 --max-flowers 6 --seed 8 > /dev/null
+"$EXE" predict --checkpoint "$TMP/full/checkpoints" "$TMP/wide" --heatmap "$TMP/wide-heat" > /dev/null ||
+  fail "predict on a 128x96 image"
+python3 - "$TMP/wide-heat/field_00000_heatmap.png" <<'PY' || fail "heatmap legend"
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+chunks, at = {}, 8
+while at < len(data):
+    length, kind = struct.unpack(">I4s", data[at:at + 8])
+    chunks.setdefault(kind, b"")
+    chunks[kind] += data[at + 8:at + 8 + length]
+    at += 12 + length
+width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+assert (width, height, depth, colour) == (128, 96, 8, 2), (width, height, depth, colour)
+raw, rows, stride = zlib.decompress(chunks[b"IDAT"]), [], 3 * 128
+for y in range(height):  # undo the PNG row filters
+    kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    up = rows[-1] if rows else bytearray(stride)
+    for i in range(stride):
+        a, b, c = (line[i - 3] if i >= 3 else 0), up[i], (up[i - 3] if i >= 3 else 0)
+        p = a + b - c
+        pred = [0, a, b, (a + b) // 2, a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c) else c][kind]
+        line[i] = (line[i] + pred) & 255
+    rows.append(line)
+pixel = lambda x, y: tuple(rows[y][3 * x:3 * x + 3])
+tab = [pixel(x, y) for x in range(2, 40) for y in range(2, 12)]
+assert (40, 40, 40) in tab and (255, 255, 255) in tab, "no count text on a tab at the top left"
+assert pixel(123, 93) == (0, 0, 0), pixel(123, 93)
+assert pixel(123, 14) == (255, 255, 255), pixel(123, 14)
+assert pixel(119, 50) == (255, 255, 255), "the ramp is not outlined"
+PY
 
 # Bad input: a clear message naming the culprit, nothing written half-way.
 cp -r "$TMP/test" "$TMP/corrupt"
