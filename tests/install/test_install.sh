@@ -2,7 +2,8 @@
 # Installs dflow from a build directory into a scratch DESTDIR, then builds
 # tests/install/example.cc against the installed headers and library with
 # `pkg-config --cflags --libs dflow`, as a user outside the tree would, and
-# runs it.
+# runs it; and, when the build has the Python package, runs a graph with the
+# installed package.
 # usage: test_install.sh BUILD_DIR EXAMPLE_SOURCE [SANITIZERS (meson's b_sanitize)]
 set -euo pipefail
 build=$1
@@ -63,3 +64,29 @@ for expected in "y = float32[2,2] [5 0 0 3.5]" "steps = 3" \
   grep -qxF "$expected" "$tmp/out.txt" || fail "expected the line: $expected"
 done
 echo "PASS: built and ran an out-of-tree program against the installed dflow"
+
+# The Python package, when the build has it: installed into the
+# interpreter's site-packages under the same root, it imports and runs a
+# graph from there (outside the build tree) with /usr/bin/python3.
+if grep -q "^Python bindings *: *True" "$build/meson-logs/meson-log.txt" 2>/dev/null ||
+   find "$build/python" -name '_dflow*.so' 2>/dev/null | grep -q .; then
+  extension=$(find "$root" -name '_dflow*.so' -print -quit)
+  [[ -n $extension ]] || fail "the Python extension was not installed"
+  package=$(dirname "$extension")
+  [[ -f $package/__init__.py ]] || fail "the Python package's __init__.py was not installed beside $extension"
+  (cd "$tmp" && PYTHONPATH=$(dirname "$package") LD_LIBRARY_PATH=$libdir /usr/bin/python3 - "$package" <<'PY') ||
+import os, sys
+import numpy as np
+import dflow
+from dflow import ops
+assert os.path.dirname(dflow.__file__) == sys.argv[1], dflow.__file__
+x = dflow.placeholder(dflow.float32, [None, 2], name="x")
+y = ops.Relu(ops.MatMul(x, dflow.constant([[1, -1], [2, 0.5]])))
+with dflow.Session() as sess:
+    result = sess.run(y, {x: [[1, 1], [3, -2]]}).tolist()
+assert result == [[3, 0], [0, 0]], result
+print("python y =", result)
+PY
+    fail "the installed Python package does not run"
+  echo "PASS: the installed Python package ran a graph"
+fi
