@@ -55,7 +55,12 @@ echo 'int main() { return 0; }' >>"$tmp/all_headers.cc"
 "$cxx" -std=c++20 "$example" -o "$tmp/example" "${extra[@]}" "${flags[@]}" ||
   fail "the example does not build against the installed dflow"
 ldd_out=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/example")
-grep -q "libdflow.so => $libdir/" <<<"$ldd_out" || fail "the example does not load the installed libdflow: $ldd_out"
+grep -q "libdflow.so.0 => $libdir/" <<<"$ldd_out" || fail "the example does not load the installed libdflow: $ldd_out"
+# The library is versioned: the soname libdflow.so.0, a file named with the
+# full version, and libdflow.so for linking.
+[[ $(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}') == libdflow.so.0 ]] ||
+  fail "libdflow's soname is not libdflow.so.0: $(objdump -p "$lib" | grep SONAME)"
+[[ -L $lib && -L $libdir/libdflow.so.0 ]] || fail "libdflow.so and libdflow.so.0 are not links to the versioned file"
 
 LD_LIBRARY_PATH=$libdir "$tmp/example" >"$tmp/out.txt" || { cat "$tmp/out.txt"; fail "the example failed"; }
 cat "$tmp/out.txt"
