@@ -44,6 +44,9 @@ struct RunningTask {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   for (const auto& [name, value] : task.environment) setenv(name.c_str(), value.c_str(), 1);
+  // Output on a pipe is block-buffered by default; dflow's programs
+  // line-buffer theirs, and Python workers do so with this.
+  setenv("PYTHONUNBUFFERED", "1", 0);
   std::vector<char*> argv;
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);

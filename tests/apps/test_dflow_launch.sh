@@ -23,7 +23,8 @@ IS_WORKER1='[[ $DFLOW_CLUSTER == *"\"type\":\"worker\",\"index\":1}"* ]]'
 IS_PS='[[ $DFLOW_CLUSTER == *"\"type\":\"ps\""* ]]'
 
 # --- every task succeeds
-launch 0 "all succeed" -n 3 --base-port 23000 -- bash -c 'echo "strategy $DFLOW_STRATEGY"; echo "$DFLOW_CLUSTER"; printf "no newline"'
+launch 0 "all succeed" -n 3 --base-port 23000 -- bash -c 'echo "strategy $DFLOW_STRATEGY"; echo "$DFLOW_CLUSTER"; echo "python unbuffered $PYTHONUNBUFFERED"; printf "no newline"'
+expect_contains "Python tasks unbuffered" out.txt "[worker:0] python unbuffered 1"
 expect_contains "prefix" out.txt "[worker:0] strategy ring"
 expect_contains "prefix 2" out.txt "[worker:2] strategy ring"
 expect_contains "cluster" out.txt '[worker:2] {"cluster":{"worker":["127.0.0.1:23000","127.0.0.1:23001","127.0.0.1:23002"]},"task":{"type":"worker","index":2}}'
