@@ -178,7 +178,7 @@ py::object AttrToPython(const AttrValue& value) {
 }
 
 // An input given from Python: an Output, a Node (its output 0) or a value (a literal).
-Input InputFromPython(const py::handle& value, std::shared_ptr<Graph>& graph) {
+Input InputFromPython(const py::handle& value, const std::shared_ptr<Graph>& graph) {
   auto same_graph = [&](const std::shared_ptr<Graph>& g) {
     DFLOW_REQUIRE(g == graph, "an input belongs to another graph than the one the op is added to");
   };
@@ -199,7 +199,7 @@ Input InputFromPython(const py::handle& value, std::shared_ptr<Graph>& graph) {
 // order (a list arg takes a list), attrs converted by their declared types.
 NodeRef AddOp(const Scope& scope, const std::string& op, const py::list& inputs, const py::dict& attrs) {
   const OpDef& def = OpRegistry::Global().Get(op);
-  std::shared_ptr<Graph> graph = scope.graph_ptr();
+  const std::shared_ptr<Graph>& graph = scope.graph_ptr();
   std::vector<Input> flat;
   for (py::handle input : inputs) {
     if (py::isinstance<py::list>(input) || py::isinstance<py::tuple>(input)) {
@@ -431,7 +431,7 @@ void DefineModule(py::module_& m) {
     return OutputRef{s.graph_ptr(), ops::Const(s, CopyOf(FromNumpy(value)))};
   });
   m.def("variable", [](const Scope& s, const py::object& initial) {
-    return OutputRef{s.graph_ptr(), ops::Variable(s, InputFromPython(initial, const_cast<std::shared_ptr<Graph>&>(s.graph_ptr())))};
+    return OutputRef{s.graph_ptr(), ops::Variable(s, InputFromPython(initial, s.graph_ptr()))};
   });
   m.def("global_variables_initializer", [](const Scope& s) {
     return NodeRef{s.graph_ptr(), ops::GlobalVariablesInitializer(s)};
