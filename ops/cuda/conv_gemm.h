@@ -98,11 +98,34 @@ DFLOW_HOST_DEVICE float ApplyEpilogue(ConvEpilogue epilogue, float value, const 
   return epilogue == ConvEpilogue::kBiasRelu6 && value > 6.0f ? 6.0f : value;
 }
 
-// Forward: m = output pixel (n, oh, ow), k = tap (kh, kw, c), n = output channel of the group.
-struct ConvForwardGemm {
+// What the forward and filter-gradient problems both index: output pixels
+// (n, oh, ow) and filter taps (kh, kw, c), and the input inside its bounds.
+struct ConvIndexing {
   ConvDims d;
-  int m, n, k;
   FastDivider out_w, out_h, filter_c, k_w;
+
+  explicit ConvIndexing(const ConvDims& dims)
+      : d(dims), out_w(dims.out_w), out_h(dims.out_h), filter_c(dims.filter_c), k_w(dims.k_w) {}
+  // Output pixel p (of the batch) as its image and position.
+  DFLOW_HOST_DEVICE void SplitPixel(int p, int& image, int& oh, int& ow) const {
+    int rest;
+    ow = out_w.DivMod(p, rest);
+    oh = out_h.DivMod(rest, image);
+  }
+  // Tap t of a group's filter as its position; returns its channel.
+  DFLOW_HOST_DEVICE int SplitTap(int t, int& kh, int& kw) const {
+    int tap, c = filter_c.DivMod(t, tap);
+    kw = k_w.DivMod(tap, kh);
+    return c;
+  }
+  DFLOW_HOST_DEVICE bool Inside(int ih, int iw) const {
+    return ih >= 0 && ih < d.in_h && iw >= 0 && iw < d.in_w;
+  }
+};
+
+// Forward: m = output pixel (n, oh, ow), k = tap (kh, kw, c), n = output channel of the group.
+struct ConvForwardGemm : ConvIndexing {
+  int m, n, k;
   const float* x;
   const float* w;
   float* y;
@@ -111,10 +134,8 @@ struct ConvForwardGemm {
 
   ConvForwardGemm(const ConvDims& dims, const float* x_, const float* w_, float* y_,
                   const float* bias_ = nullptr, ConvEpilogue epilogue_ = ConvEpilogue::kNone)
-      : d(dims), m(dims.batch * dims.out_h * dims.out_w), n(dims.group_out_c()),
-        k(dims.k_h * dims.k_w * dims.filter_c), out_w(dims.out_w), out_h(dims.out_h),
-        filter_c(dims.filter_c), k_w(dims.k_w), x(x_), w(w_), y(y_), bias(bias_),
-        epilogue(epilogue_) {}
+      : ConvIndexing(dims), m(dims.batch * dims.out_h * dims.out_w), n(dims.group_out_c()),
+        k(dims.k_h * dims.k_w * dims.filter_c), x(x_), w(w_), y(y_), bias(bias_), epilogue(epilogue_) {}
 
   // Row m's first input element (its image and group) and its top-left tap.
   struct Row {
@@ -122,24 +143,26 @@ struct ConvForwardGemm {
     bool valid;
   };
   DFLOW_HOST_DEVICE Row RowAt(int row, int group) const {
-    int rest, ow = out_w.DivMod(row, rest), image, oh = out_h.DivMod(rest, image);
+    int image, oh, ow;
+    SplitPixel(row, image, oh, ow);
     return {image * d.in_h * d.in_w * d.in_c + group * d.filter_c, oh * d.stride_h - d.pad_top,
             ow * d.stride_w - d.pad_left, row < m};
   }
-  DFLOW_HOST_DEVICE float A(const Row& r, int col, int /*group*/) const {
-    int tap, c = filter_c.DivMod(col, tap), kh, kw = k_w.DivMod(tap, kh);
+  // x at row r's tap `col`; null outside the image.
+  DFLOW_HOST_DEVICE const float* Source(const Row& r, int col) const {
+    int kh, kw, c = SplitTap(col, kh, kw);
     int ih = r.ih + kh * d.dilation_h, iw = r.iw + kw * d.dilation_w;
-    bool inside = r.valid && ih >= 0 && ih < d.in_h && iw >= 0 && iw < d.in_w;
-    return inside ? x[r.image_offset + (ih * d.in_w + iw) * d.in_c + c] : 0.0f;
+    return r.valid && Inside(ih, iw) ? x + r.image_offset + (ih * d.in_w + iw) * d.in_c + c : nullptr;
+  }
+  DFLOW_HOST_DEVICE float A(const Row& r, int col, int /*group*/) const {
+    const float* from = Source(r, col);
+    return from ? *from : 0.0f;
   }
   // A[r, col .. col + 3], for col a multiple of 4 when runs_of_4: one tap,
   // four consecutive channels (16-byte aligned: every channel count is a multiple of 4).
   bool runs_of_4() const { return d.filter_c % 4 == 0 && Aligned16(x); }
   DFLOW_HOST_DEVICE void A4(const Row& r, int col, int /*group*/, float* out) const {
-    int tap, c = filter_c.DivMod(col, tap), kh, kw = k_w.DivMod(tap, kh);
-    int ih = r.ih + kh * d.dilation_h, iw = r.iw + kw * d.dilation_w;
-    bool inside = r.valid && ih >= 0 && ih < d.in_h && iw >= 0 && iw < d.in_w;
-    Load4(inside ? x + r.image_offset + (ih * d.in_w + iw) * d.in_c + c : nullptr, out);
+    Load4(Source(r, col), out);
   }
   DFLOW_HOST_DEVICE float B(int row, int col, int group) const {
     return w[row * d.out_c + group * n + col];
@@ -151,18 +174,15 @@ struct ConvForwardGemm {
 };
 
 // Filter gradient: m = tap (kh, kw, c), k = output pixel (n, oh, ow), n = output channel of the group.
-struct ConvFilterGemm {
-  ConvDims d;
+struct ConvFilterGemm : ConvIndexing {
   int m, n, k;
-  FastDivider out_w, out_h, filter_c, k_w;
   const float* x;
   const float* dy;
   float* dw;
 
   ConvFilterGemm(const ConvDims& dims, const float* x_, const float* dy_, float* dw_)
-      : d(dims), m(dims.k_h * dims.k_w * dims.filter_c), n(dims.group_out_c()),
-        k(dims.batch * dims.out_h * dims.out_w), out_w(dims.out_w), out_h(dims.out_h),
-        filter_c(dims.filter_c), k_w(dims.k_w), x(x_), dy(dy_), dw(dw_) {}
+      : ConvIndexing(dims), m(dims.k_h * dims.k_w * dims.filter_c), n(dims.group_out_c()),
+        k(dims.batch * dims.out_h * dims.out_w), x(x_), dy(dy_), dw(dw_) {}
 
   // Row m's input channel and the offsets of its tap from an output pixel's top-left.
   struct Row {
@@ -170,15 +190,15 @@ struct ConvFilterGemm {
     bool valid;
   };
   DFLOW_HOST_DEVICE Row RowAt(int row, int group) const {
-    int tap, c = filter_c.DivMod(row, tap), kh, kw = k_w.DivMod(tap, kh);
+    int kh, kw, c = SplitTap(row, kh, kw);
     return {group * d.filter_c + c, kh * d.dilation_h - d.pad_top, kw * d.dilation_w - d.pad_left,
             row < m};
   }
   DFLOW_HOST_DEVICE float A(const Row& r, int col, int /*group*/) const {
-    int rest, ow = out_w.DivMod(col, rest), image, oh = out_h.DivMod(rest, image);
+    int image, oh, ow;
+    SplitPixel(col, image, oh, ow);
     int ih = oh * d.stride_h + r.dh, iw = ow * d.stride_w + r.dw;
-    bool inside = r.valid && ih >= 0 && ih < d.in_h && iw >= 0 && iw < d.in_w;
-    return inside ? x[((image * d.in_h + ih) * d.in_w + iw) * d.in_c + r.channel] : 0.0f;
+    return r.valid && Inside(ih, iw) ? x[((image * d.in_h + ih) * d.in_w + iw) * d.in_c + r.channel] : 0.0f;
   }
   // Consecutive k are pixels, not consecutive in memory.
   bool runs_of_4() const { return false; }

@@ -23,86 +23,13 @@
 #include "graph/graph_io.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"
-#include "models/data/spirals.h"
-#include "models/layers.h"
 #include "ops/ops.h"
+#include "python/dflow/bindings.h"
 
 namespace py = pybind11;
 
 namespace dflow::python {
 namespace {
-
-// --- numpy <-> Tensor
-
-py::dtype NumpyDType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return py::dtype::of<float>();
-    case DType::kFloat64: return py::dtype::of<double>();
-    case DType::kFloat16: return py::dtype("float16");
-    case DType::kInt8: return py::dtype::of<int8_t>();
-    case DType::kUInt8: return py::dtype::of<uint8_t>();
-    case DType::kInt32: return py::dtype::of<int32_t>();
-    case DType::kInt64: return py::dtype::of<int64_t>();
-    case DType::kBool: return py::dtype::of<bool>();
-    case DType::kInvalid: break;
-  }
-  Fail(Code::kInvalidArgument, "dtype ", DTypeName(dtype), " has no numpy equivalent");
-  return py::dtype();
-}
-
-DType FromNumpyDType(const py::dtype& dtype) {
-  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt8, DType::kUInt8,
-                  DType::kInt32, DType::kInt64, DType::kBool})
-    if (dtype.is(NumpyDType(d)) || dtype.equal(NumpyDType(d))) return d;
-  Fail(Code::kInvalidArgument, "numpy dtype ", py::cast<std::string>(dtype.attr("name")),
-       " has no dflow equivalent (float16/32/64, int8, uint8, int32, int64, bool)");
-  return DType::kInvalid;
-}
-
-// The tensor's bytes as an array that keeps the tensor (its buffer) alive.
-py::array ToNumpy(const Tensor& tensor) {
-  DFLOW_REQUIRE(tensor.valid(), "an empty tensor handle has no value");
-  DFLOW_REQUIRE(!tensor.allocator() || tensor.allocator()->host_accessible(),
-                "a tensor in device memory cannot become a numpy array; fetch it instead");
-  std::vector<py::ssize_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
-  auto* kept = new Tensor(tensor);
-  py::capsule owner(kept, [](void* p) { delete static_cast<Tensor*>(p); });
-  return py::array(NumpyDType(tensor.dtype()), shape, {}, tensor.raw_data(), owner);
-}
-
-// A tensor over the array's bytes (no copy) when it is C-contiguous and
-// aligned, else over a contiguous copy; the tensor holds a reference to the
-// array until its last handle goes (possibly on an executor thread, hence
-// the GIL taken there).
-Tensor FromNumpy(py::array array) {
-  DType dtype = FromNumpyDType(array.dtype());
-  bool usable = (array.flags() & py::array::c_style) &&
-                reinterpret_cast<uintptr_t>(array.data()) % Tensor::kMinAdoptedAlignment == 0;
-  if (!usable) array = py::array::ensure(py::module_::import("numpy").attr("ascontiguousarray")(array));
-  Shape shape(std::vector<int64_t>(array.shape(), array.shape() + array.ndim()));
-  if (array.size() == 0) return Tensor(dtype, shape);
-  PyObject* object = array.ptr();
-  Py_INCREF(object);
-  return Tensor::Adopt(dtype, shape, const_cast<void*>(array.data()), [object] {
-    py::gil_scoped_acquire gil;
-    Py_DECREF(object);
-  });
-}
-
-// An owned copy, for values the graph keeps (attrs, Const values).
-Tensor CopyOf(const Tensor& tensor) { return tensor.Clone(CpuAllocator()); }
-
-// --- graph handles that keep their graph alive
-
-struct NodeRef {
-  std::shared_ptr<Graph> graph;
-  Node* node;
-};
-
-struct OutputRef {
-  std::shared_ptr<Graph> graph;
-  Output output;
-};
 
 std::optional<int64_t> DimOrNone(int64_t d) {
   return d < 0 ? std::nullopt : std::optional<int64_t>(d);
@@ -307,50 +234,6 @@ struct OptimizerHandle {
   std::shared_ptr<Graph> graph;
   std::unique_ptr<autodiff::Optimizer> optimizer;
 };
-
-models::Activation ActivationOf(const std::string& name) {
-  if (name.empty() || name == "none") return models::Activation::kNone;
-  if (name == "relu") return models::Activation::kRelu;
-  if (name == "tanh") return models::Activation::kTanh;
-  if (name == "sigmoid") return models::Activation::kSigmoid;
-  Fail(Code::kInvalidArgument, "activation '", name, "' is not one of none, relu, tanh, sigmoid");
-}
-
-// models/layers.h's layers, learning-rate schedules and the spirals data.
-void DefineLayers(py::module_& m) {
-  m.def("dense", [](const Scope& s, const OutputRef& x, int64_t units, const std::string& activation,
-                    int64_t seed) {
-    models::DenseLayer layer = models::Dense(s, x.output, units, {.activation = ActivationOf(activation), .seed = seed});
-    return std::vector<OutputRef>{{s.graph_ptr(), layer.output}, {s.graph_ptr(), layer.kernel},
-                                  {s.graph_ptr(), layer.bias}};
-  });
-  m.def("conv2d", [](const Scope& s, const OutputRef& x, int64_t filters, int64_t kernel, int64_t stride,
-                     int64_t padding, int64_t groups, bool bias, const std::string& activation) {
-    models::ConvLayer layer = models::Conv2D(
-        s, x.output, filters, kernel,
-        {.stride = stride, .padding = padding, .groups = groups, .bias = bias, .activation = ActivationOf(activation)});
-    py::list out;
-    out.append(OutputRef{s.graph_ptr(), layer.output});
-    out.append(OutputRef{s.graph_ptr(), layer.filter});
-    out.append(bias ? py::cast(OutputRef{s.graph_ptr(), layer.bias}) : py::none());
-    return out;
-  });
-  m.def("batch_norm", [](const Scope& s, const OutputRef& x, bool training, double momentum, double epsilon) {
-    models::BatchNormLayer layer = models::BatchNorm(s, x.output, {.training = training, .momentum = momentum, .epsilon = epsilon});
-    std::vector<OutputRef> updates;
-    for (const Output& u : layer.updates) updates.push_back({s.graph_ptr(), u});
-    return py::make_tuple(OutputRef{s.graph_ptr(), layer.output}, updates);
-  });
-  m.def("global_step", [](const Scope& s) { return OutputRef{s.graph_ptr(), autodiff::GetOrCreateGlobalStep(s)}; });
-  m.def("cosine_decay", [](const Scope& s, double lr, const OutputRef& step, int64_t decay_steps, double alpha) {
-    return OutputRef{s.graph_ptr(), autodiff::CosineDecay(s, lr, step.output, {.decay_steps = decay_steps, .alpha = alpha})};
-  });
-  m.def("spirals", [](int64_t points_per_class, int classes, double noise, uint64_t seed) {
-    models::LabelledPoints data = models::MakeSpirals(
-        {.points_per_class = points_per_class, .classes = classes, .noise = noise, .seed = seed});
-    return py::make_tuple(ToNumpy(data.points), ToNumpy(data.labels));
-  });
-}
 
 void DefineModule(py::module_& m) {
   static py::exception<Error> dflow_error(m, "DflowError", PyExc_RuntimeError);

@@ -1,0 +1,43 @@
+// What the files of the dflow._dflow extension share: graph handles that
+// keep their graph alive, numpy <-> Tensor conversion (numpy_tensor.cc) and
+// the layer bindings (layers.cc); _dflow.cc defines the module.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+
+#include "graph/graph.h"
+#include "graph/scope.h"
+#include "graph/tensor.h"
+
+namespace dflow::python {
+
+namespace py = pybind11;
+
+struct NodeRef {
+  std::shared_ptr<Graph> graph;
+  Node* node;
+};
+
+struct OutputRef {
+  std::shared_ptr<Graph> graph;
+  Output output;
+};
+
+py::dtype NumpyDType(DType dtype);
+DType FromNumpyDType(const py::dtype& dtype);
+// The tensor's bytes as an array that keeps the tensor (its buffer) alive.
+py::array ToNumpy(const Tensor& tensor);
+// A tensor over the array's bytes (no copy) when it is C-contiguous and
+// aligned, else over a contiguous copy; the tensor holds a reference to the
+// array until its last handle goes.
+Tensor FromNumpy(py::array array);
+// An owned copy, for values the graph keeps (attrs, Const values).
+Tensor CopyOf(const Tensor& tensor);
+
+// dflow.layers, the learning-rate schedules and the generated data.
+void DefineLayers(py::module_& m);
+
+}  // namespace dflow::python
