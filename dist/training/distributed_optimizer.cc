@@ -25,11 +25,10 @@ std::string StrategyFromEnvironment(const ClusterSpec& cluster) {
   return cluster.num_tasks("ps") > 0 ? "ps" : "ring";
 }
 
-std::shared_ptr<DataParallelGroup> GroupFromEnvironment(const StrategyOptions& options) {
+// The launcher's cluster, when it started this process as a ring worker.
+std::optional<ClusterSpec> RingCluster() {
   std::optional<ClusterSpec> cluster = ClusterSpec::FromEnvironment();
-  if (!cluster)
-    return DataParallelGroup::Create(0, 1, [](std::vector<GradientSpec>) { return MakeSingleWorkerStrategy(); },
-                                     options.collective_timeout);
+  if (!cluster) return std::nullopt;
   std::string strategy = StrategyFromEnvironment(*cluster);
   if (strategy == "ps")
     Fail(Code::kUnimplemented, "DistributedOptimizer averages gradients with the ring all-reduce, but this ",
@@ -39,10 +38,18 @@ std::shared_ptr<DataParallelGroup> GroupFromEnvironment(const StrategyOptions& o
   const std::optional<TaskId>& self = cluster->self();
   DFLOW_REQUIRE(self && self->job == "worker", "DistributedOptimizer: the launcher's cluster does not name ",
                 "this process as a worker (its task is ", self ? ClusterSpec::TaskPrefix(*self) : "not set", ")");
+  return cluster;
+}
+
+std::shared_ptr<DataParallelGroup> GroupFromEnvironment(const StrategyOptions& options) {
+  std::optional<ClusterSpec> cluster = RingCluster();
+  if (!cluster)
+    return DataParallelGroup::Create(0, 1, [](std::vector<GradientSpec>) { return MakeSingleWorkerStrategy(); },
+                                     options.collective_timeout);
   return DataParallelGroup::Create(
-      self->index, cluster->num_tasks("worker"),
-      [cluster = *cluster, strategy, options](std::vector<GradientSpec> specs) {
-        return MakeDataParallelStrategy(strategy, cluster, std::move(specs), options);
+      cluster->self()->index, cluster->num_tasks("worker"),
+      [cluster = *cluster, options](std::vector<GradientSpec> specs) {
+        return MakeDataParallelStrategy("ring", cluster, std::move(specs), options);
       },
       options.collective_timeout);
 }
@@ -50,6 +57,12 @@ std::shared_ptr<DataParallelGroup> GroupFromEnvironment(const StrategyOptions& o
 }  // namespace
 
 std::unique_ptr<DataParallelStrategy> MakeSingleWorkerStrategy() { return std::make_unique<SingleWorkerStrategy>(); }
+
+WorkerPlace WorkerPlaceFromEnvironment() {
+  std::optional<ClusterSpec> cluster = RingCluster();
+  if (!cluster) return {};
+  return {cluster->self()->index, cluster->num_tasks("worker")};
+}
 
 DistributedOptimizer::DistributedOptimizer(autodiff::Optimizer& optimizer, const StrategyOptions& options)
     : optimizer_(optimizer), group_(GroupFromEnvironment(options)) {}

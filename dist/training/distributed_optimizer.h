@@ -78,6 +78,13 @@ class DistributedOptimizer {
   std::shared_ptr<DataParallelGroup> group_;
 };
 
+// This process's place in the launcher's job (the variables of
+// dist/cluster_environment.h): worker 0 of 1 when none is set.
+struct WorkerPlace {
+  int worker = 0, num_workers = 1;
+};
+WorkerPlace WorkerPlaceFromEnvironment();
+
 // A strategy for a job of one worker: the mean of one gradient is itself.
 std::unique_ptr<DataParallelStrategy> MakeSingleWorkerStrategy();
 

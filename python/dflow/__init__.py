@@ -27,7 +27,7 @@ from . import _dflow
 from ._dflow import DflowError, DType, Output
 from ._dflow import Node as Operation
 
-__all__ = ["DflowError", "DType", "Output", "Operation", "Graph", "Session", "ops", "train", "layers", "data",
+__all__ = ["DflowError", "DType", "Output", "Operation", "Graph", "Session", "ops", "train", "distribute", "layers", "data",
            "placeholder", "constant", "Variable", "gradients", "global_variables_initializer",
            "trainable_variables", "name_scope", "device", "control_dependencies",
            "get_default_graph", "reset_default_graph", "set_random_seed",
@@ -43,6 +43,7 @@ class Graph:
 
     def __init__(self):
         self._scopes = [_dflow.Scope.new_root()]
+        self._keep = []  # what the graph's ops need alive (a DistributedOptimizer's group)
 
     @contextlib.contextmanager
     def as_default(self):
@@ -272,11 +273,12 @@ class _Optimizer:
 
     def minimize(self, loss, var_list=None):
         scope = _scope()
-        lr = self._learning_rate
-        if not isinstance(lr, Output):
-            lr = _dflow.constant_learning_rate(scope, float(lr))
-        optimizer = _dflow.Optimizer(self._kind, lr, self._options)
+        optimizer = _dflow.Optimizer(self._kind, self._learning_rate_output(scope), self._options)
         return optimizer.minimize(scope, loss, list(var_list or []))
+
+    def _learning_rate_output(self, scope):
+        lr = self._learning_rate
+        return lr if isinstance(lr, Output) else _dflow.constant_learning_rate(scope, float(lr))
 
 
 def _gradient_descent(learning_rate, weight_decay=0.0, clip_global_norm=0.0):
@@ -321,6 +323,62 @@ train.MomentumOptimizer = _momentum
 train.AdamOptimizer = _adam
 train.Saver = _Saver
 train.latest_checkpoint = _dflow.latest_checkpoint
+
+
+class _DistributedOptimizer:
+    """Horovod's DistributedOptimizer: wraps an optimizer of dflow.train so
+    that minimize() averages the gradients over the workers of the job that
+    `dflow launch` started this process in (ring all-reduce, in the graph)
+    before applying them. Alone, a process is a job of one worker.
+
+        opt = dflow.distribute.DistributedOptimizer(dflow.train.AdamOptimizer(0.01))
+        train = opt.minimize(loss)
+        init = dflow.global_variables_initializer()
+        sync = opt.broadcast_variables()  # every worker starts from the chief's values
+        sess.run(init); sess.run(sync)
+        for ...: sess.run(train, {x: this_workers_batch, ...})
+        opt.finish()
+    """
+
+    def __init__(self, optimizer):
+        if not isinstance(optimizer, _Optimizer):
+            raise TypeError("DistributedOptimizer wraps an optimizer of dflow.train, got " + type(optimizer).__name__)
+        self._optimizer = optimizer
+        self._handle = None
+        self.rank, self.size = _dflow.worker_place()
+
+    def minimize(self, loss, var_list=None):
+        if self._handle is not None:
+            raise DflowError("a DistributedOptimizer minimizes one loss (its workers agree on its gradients)")
+        scope = _scope()
+        o = self._optimizer
+        self._handle = _dflow.DistributedOptimizer(o._kind, o._learning_rate_output(scope), o._options)
+        _graphs[-1]._keep.append(self._handle)  # the graph's ops reach it while the graph lives
+        return self._handle.minimize(scope, loss, list(var_list or []))
+
+    def broadcast_variables(self):
+        """An Operation that gives every variable built so far the chief's value."""
+        return self._ready().broadcast_variables(_scope())
+
+    def any_worker(self, flag):
+        """True on every worker when `flag` is true on any (between steps)."""
+        return self._ready().any_worker(bool(flag))
+
+    def finish(self):
+        """After the last step: waits for every worker, so none cuts another's last step off."""
+        self._ready().finish()
+
+    def _ready(self):
+        if self._handle is None:
+            raise DflowError("call minimize() first")
+        return self._handle
+
+
+distribute = types.ModuleType("dflow.distribute", "Data-parallel training across the processes `dflow launch` "
+                              "starts (Horovod's model).")
+distribute.DistributedOptimizer = _DistributedOptimizer
+distribute.rank = lambda: _dflow.worker_place()[0]
+distribute.size = lambda: _dflow.worker_place()[1]
 
 
 layers = types.ModuleType("dflow.layers", "The C++ models/ layers: variables with initialisers, "

@@ -167,11 +167,6 @@ py::dict OpDefToPython(const OpDef& def) {
                   py::arg("doc") = def.doc, py::arg("signature") = def.Signature());
 }
 
-std::vector<Output> Outputs(const std::vector<OutputRef>& refs) {
-  std::vector<Output> outputs;
-  for (const OutputRef& r : refs) outputs.push_back(r.output);
-  return outputs;
-}
 
 // --- session
 
@@ -205,35 +200,6 @@ py::list Run(SessionHandle& handle, const py::list& fetches, const py::list& fee
   for (const Tensor& t : results) out.append(ToNumpy(t));
   return out;
 }
-
-// --- optimizers
-
-std::unique_ptr<autodiff::Optimizer> MakeOptimizer(const std::string& kind, const OutputRef& lr,
-                                                   const py::dict& options) {
-  auto get = [&](const char* key, double fallback) {
-    return options.contains(key) ? py::cast<double>(options[key]) : fallback;
-  };
-  autodiff::OptimizerOptions common{.weight_decay = get("weight_decay", 0),
-                                    .clip_global_norm = get("clip_global_norm", 0)};
-  if (kind == "GradientDescent")
-    return std::make_unique<autodiff::GradientDescentOptimizer>(lr.output, common);
-  if (kind == "Momentum")
-    return std::make_unique<autodiff::MomentumOptimizer>(
-        lr.output, get("momentum", 0.9),
-        options.contains("use_nesterov") && py::cast<bool>(options["use_nesterov"]), common);
-  if (kind == "Adam")
-    return std::make_unique<autodiff::AdamOptimizer>(
-        lr.output,
-        autodiff::AdamOptions{.beta1 = get("beta1", 0.9), .beta2 = get("beta2", 0.999),
-                              .epsilon = get("epsilon", 1e-8)},
-        common);
-  Fail(Code::kInvalidArgument, "unknown optimizer '", kind, "' (GradientDescent, Momentum, Adam)");
-}
-
-struct OptimizerHandle {
-  std::shared_ptr<Graph> graph;
-  std::unique_ptr<autodiff::Optimizer> optimizer;
-};
 
 void DefineModule(py::module_& m) {
   static py::exception<Error> dflow_error(m, "DflowError", PyExc_RuntimeError);
@@ -335,15 +301,6 @@ void DefineModule(py::module_& m) {
     return OutputRef{s.graph_ptr(), autodiff::ConstantLearningRate(s, lr)};
   });
 
-  py::class_<OptimizerHandle>(m, "Optimizer")
-      .def(py::init([](const std::string& kind, const OutputRef& lr, const py::dict& options) {
-        return OptimizerHandle{lr.graph, MakeOptimizer(kind, lr, options)};
-      }))
-      .def("minimize", [](OptimizerHandle& o, const Scope& s, const OutputRef& loss,
-                          const std::vector<OutputRef>& var_list) {
-        return NodeRef{s.graph_ptr(), o.optimizer->Minimize(s, loss.output, Outputs(var_list))};
-      });
-
   py::class_<SessionHandle>(m, "Session")
       .def(py::init([](const Scope& s, const std::string& device, int num_threads, const std::string& target,
                        const std::vector<std::string>& devices, bool allow_soft_placement) {
@@ -374,9 +331,17 @@ void DefineModule(py::module_& m) {
       });
   m.def("latest_checkpoint", [](const std::string& dir) { return LatestCheckpoint(dir); });
   DefineLayers(m);
+  DefineTraining(m);
 }
 
 }  // namespace
+
+std::vector<Output> Outputs(const std::vector<OutputRef>& refs) {
+  std::vector<Output> outputs;
+  for (const OutputRef& r : refs) outputs.push_back(r.output);
+  return outputs;
+}
+
 }  // namespace dflow::python
 
 PYBIND11_MODULE(_dflow, m) {

@@ -1,12 +1,14 @@
 // What the files of the dflow._dflow extension share: graph handles that
 // keep their graph alive, numpy <-> Tensor conversion (numpy_tensor.cc) and
-// the layer bindings (layers.cc); _dflow.cc defines the module.
+// the layer bindings (layers.cc), the optimizers (training.cc); _dflow.cc
+// defines the module.
 #pragma once
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <vector>
 
 #include "graph/graph.h"
 #include "graph/scope.h"
@@ -37,7 +39,12 @@ Tensor FromNumpy(py::array array);
 // An owned copy, for values the graph keeps (attrs, Const values).
 Tensor CopyOf(const Tensor& tensor);
 
+// The graph outputs the handles name.
+std::vector<Output> Outputs(const std::vector<OutputRef>& refs);
+
 // dflow.layers, the learning-rate schedules and the generated data.
 void DefineLayers(py::module_& m);
+// The optimizers and the data-parallel DistributedOptimizer (training.cc).
+void DefineTraining(py::module_& m);
 
 }  // namespace dflow::python

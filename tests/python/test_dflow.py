@@ -6,7 +6,10 @@ import contextlib
 import importlib.util
 import io
 import os
+import random
+import re
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -207,6 +210,52 @@ class SpiralExampleTest(Fresh):
                          ("cpp-run/model-200.safetensors", "py-run/model-200.safetensors")):
                 with open(f"{work}/{a}", "rb") as f, open(f"{work}/{b}", "rb") as g:
                     self.assertTrue(f.read() == g.read(), f"{a} and {b} differ")
+
+
+class DistributeTest(Fresh):
+    """dflow.distribute: alone, a process is worker 0 of 1; with `dflow launch
+    -n 2`, apps/examples/spiral_ring.py and the C++ spiral_ring train to the
+    same checkpoint bytes."""
+
+    def test_alone_a_process_is_a_job_of_one_worker(self):
+        os.environ.pop("DFLOW_CLUSTER", None)
+        self.assertEqual((dflow.distribute.rank(), dflow.distribute.size()), (0, 1))
+        opt = dflow.distribute.DistributedOptimizer(dflow.train.GradientDescentOptimizer(0.5))
+        with self.assertRaisesRegex(dflow.DflowError, "call minimize"):
+            opt.broadcast_variables()
+        v = dflow.Variable(np.float32(3.0), name="v")
+        train = opt.minimize(ops.Square(v))
+        init = dflow.global_variables_initializer()
+        sync = opt.broadcast_variables()
+        with dflow.Session() as sess:
+            sess.run(init)
+            sess.run(sync)
+            sess.run(train)
+            self.assertEqual(float(sess.run(v)), 0.0)  # 3 - 0.5 * 2 * 3
+        opt.finish()
+        with self.assertRaises(TypeError):
+            dflow.distribute.DistributedOptimizer("adam")
+
+    def test_two_workers_in_python_and_cpp_train_to_the_same_bits(self):
+        launcher, cpp = os.environ.get("DFLOW_EXE"), os.environ.get("SPIRAL_RING")
+        if not launcher or not cpp:
+            self.skipTest("DFLOW_EXE and SPIRAL_RING (the C++ programs' paths) are not set; meson sets them")
+        example = os.path.join(os.path.dirname(__file__), "..", "..", "apps", "examples", "spiral_ring.py")
+        port = 20000 + random.randrange(12000)  # below the ephemeral ports
+        with tempfile.TemporaryDirectory() as work:
+            outputs = {}
+            for name, program in (("cpp", [cpp]), ("py", [sys.executable, example])):
+                run = subprocess.run([launcher, "launch", "-n", "2", "--base-port", str(port), "--", *program,
+                                      "--steps", "300", "--out", f"{work}/{name}"],
+                                     capture_output=True, text=True, timeout=120)
+                self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+                outputs[name] = run.stdout
+            self.assertIn("with 2 worker(s)", outputs["py"])
+            accuracy = float(re.search(r"held-out accuracy ([0-9.]+)", outputs["py"]).group(1))
+            self.assertGreater(accuracy, 0.9)
+            with open(f"{work}/cpp/model-300.safetensors", "rb") as f, \
+                    open(f"{work}/py/model-300.safetensors", "rb") as g:
+                self.assertTrue(f.read() == g.read(), "the Python and C++ workers' checkpoints differ")
 
 
 class GilTest(Fresh):
