@@ -7,13 +7,16 @@
 // all-reduce, in the graph) and BroadcastVariables starts every worker from
 // the chief's variables. Run alone, it is a job of one worker. The chief
 // reports held-out accuracy and saves a checkpoint. spiral_ring.py is the
-// same program in Python, and trains to the same bits.
+// same program in Python, and trains to the same bits. Installed with dflow
+// (share/doc/dflow/examples), it builds out of the tree with
+//
+//   g++ -std=c++20 -O2 spiral_ring.cc -o spiral_ring $(pkg-config --cflags --libs dflow)
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
-#include "apps/common/program.h"
 #include "autodiff/learning_rate.h"
+#include "dflow_config.h"
 #include "dist/training/distributed_optimizer.h"
 #include "models/checkpoint.h"
 #include "models/data/spirals.h"
@@ -84,7 +87,7 @@ int Run(const Settings& settings) {
 int main(int argc, char** argv) {
   Settings settings;
   CLI::App app("Train the spiral MLP data-parallel: start N workers with `dflow launch -n N -- spiral_ring`.");
-  apps::SetUpProgram(app, "spiral_ring");
+  app.set_version_flag("--version", std::string("spiral_ring ") + DFLOW_VERSION);
   app.add_option("--steps", settings.steps, "Training steps")->check(CLI::PositiveNumber);
   app.add_option("--batch", settings.batch, "Batch size per worker")->check(CLI::PositiveNumber);
   app.add_option("--out", settings.out, "Directory for the chief's checkpoint");

@@ -4,8 +4,8 @@
 // it and prints the results, which the install test checks.
 #include <iostream>
 
-#include "graph/session.h"
-#include "ops/ops.h"
+#include <dflow/graph/session.h>
+#include <dflow/ops/ops.h>
 
 int main() {
   using namespace dflow;

@@ -70,6 +70,19 @@ for expected in "y = float32[2,2] [5 0 0 3.5]" "steps = 3" \
 done
 echo "PASS: built and ran an out-of-tree program against the installed dflow"
 
+# The installed data-parallel example builds the way its header says and
+# trains (alone: a job of one worker).
+ring_source=$(find "$root" -path '*/doc/dflow/examples/spiral_ring.cc' -print -quit)
+[[ -n $ring_source ]] || fail "the example spiral_ring.cc was not installed under share/doc/dflow/examples"
+[[ -f $(dirname "$ring_source")/spiral_ring.py ]] || fail "spiral_ring.py was not installed beside spiral_ring.cc"
+"$cxx" -std=c++20 -O1 "$ring_source" -o "$tmp/spiral_ring" "${extra[@]}" "${flags[@]}" ||
+  fail "the installed spiral_ring.cc does not build against the installed dflow"
+(cd "$tmp" && env -u DFLOW_CLUSTER LD_LIBRARY_PATH=$libdir ./spiral_ring --steps 200 --out ring >ring.txt) ||
+  { cat "$tmp/ring.txt"; fail "the installed example spiral_ring failed"; }
+grep -q "^held-out accuracy .* with 1 worker(s)$" "$tmp/ring.txt" || { cat "$tmp/ring.txt"; fail "spiral_ring reported no accuracy"; }
+[[ -f $tmp/ring/model-200.safetensors ]] || fail "spiral_ring saved no checkpoint"
+echo "PASS: the installed example spiral_ring.cc built and trained"
+
 # The Python package, when the build has it: installed into the
 # interpreter's site-packages under the same root, it imports and runs a
 # graph from there (outside the build tree) with /usr/bin/python3.
