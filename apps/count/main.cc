@@ -54,7 +54,7 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_option("--density-scale", s.density_scale, "Scale of the learned density maps")
           ->check(PositiveReal()),
       app.add_flag("--balance", s.balance,
-                   "Balance the count bins as seed 004 does (for datasets skewed to few counts)"),
+                   "Balance the count bins by sampling, as the flower-counting thesis does (for datasets skewed to few counts)"),
       app.add_option("--bins", s.bins, "Count bins for balancing, e.g. 0,1,2,3,4,5-7,8+"),
       app.add_flag("!--no-flip", s.flip, "No random horizontal flips"),
       app.add_option("--seed", s.seed, "Seed of initialisation and data order"),
@@ -88,7 +88,7 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
 
 int main(int argc, char** argv) {
   dflow::dist::KeepFreedMemoryForReceives();  // distributed training receives tensors
-  CLI::App app("dflow-count: count objects with density maps (seed 004's flower counter)");
+  CLI::App app("dflow-count: count objects with density maps (an MCNN-style counting network, after a thesis on counting flowers)");
   dflow::apps::SetUpProgram(app, "dflow-count");
   app.require_subcommand(1);
   GenerateSettings generate;
