@@ -1,9 +1,13 @@
 // `dflow ops`: the op registry as text or JSON (signature, attrs with types,
-// defaults and allowed dtypes, flags, whether it has a gradient, doc).
+// defaults and allowed dtypes, flags, whether it has a gradient, doc), with
+// the C++ builders of ops/ that add each op (builder_signatures.h).
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include <regex>
+
+#include "apps/dflow/builder_signatures.h"
 #include "apps/dflow/commands.h"
 #include "autodiff/gradients.h"
 #include "graph/graph_io.h"
@@ -33,6 +37,46 @@ Json ArgsToJson(const std::vector<ArgDef>& args) {
   return out;
 }
 
+// The attrs structs a builder takes (`MatMulAttrs attrs = {}`), in order.
+std::vector<std::string> AttrsStructsOf(const std::string& signature) {
+  static const std::regex attrs_struct(R"(\b(\w+Attrs)\b)");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(signature.begin(), signature.end(), attrs_struct); it != std::sregex_iterator();
+       ++it)
+    if (std::find(names.begin(), names.end(), (*it)[1].str()) == names.end()) names.push_back((*it)[1].str());
+  return names;
+}
+
+Json BuildersToJson(const std::string& op) {
+  Json out = Json::array();
+  for (const BuilderSignature& builder : BuildersOf(op)) {
+    Json structs = Json::object();
+    for (const std::string& name : AttrsStructsOf(builder.signature)) structs[name] = AttrsStructFields(name);
+    out.push_back({{"signature", builder.signature}, {"header", builder.header}, {"attrs_structs", structs}});
+  }
+  return out;
+}
+
+// "C++: Output ops::MatMul(...)  [ops/linalg.h]" and the attrs structs it takes.
+void PrintBuilders(const OpDef& def) {
+  std::vector<BuilderSignature> builders = BuildersOf(def.name);
+  if (builders.empty()) {
+    std::cout << "    C++: no builder in ops/; Scope::AddOp(\"" << def.name << "\", inputs, attrs) adds it\n";
+    return;
+  }
+  std::vector<std::string> printed;
+  for (const BuilderSignature& builder : builders) {
+    std::cout << "    C++: " << builder.signature << "  [" << builder.header << "]\n";
+    for (const std::string& name : AttrsStructsOf(builder.signature)) {
+      if (std::find(printed.begin(), printed.end(), name) != printed.end()) continue;
+      printed.push_back(name);
+      std::cout << "         struct " << name << " {\n";
+      for (const std::string& field : AttrsStructFields(name)) std::cout << "           " << field << "\n";
+      std::cout << "         };\n";
+    }
+  }
+}
+
 Json OpToJson(const OpDef& def) {
   Json attrs = Json::array();
   for (const AttrDef& attr : def.attrs) {
@@ -53,6 +97,7 @@ Json OpToJson(const OpDef& def) {
               {"variable", def.is_variable},
               {"broadcasts", def.broadcasts},
               {"gradient", autodiff::GradientRegistry::Global().HasGradient(def.name)},
+              {"cpp_builders", BuildersToJson(def.name)},
               {"doc", def.doc}};
 }
 
@@ -71,6 +116,7 @@ void PrintOp(const OpDef& def) {
     std::cout << "    variable\n";
   else if (def.is_stateful)
     std::cout << "    stateful\n";
+  PrintBuilders(def);
 }
 
 struct OpsOptions {
@@ -98,7 +144,7 @@ void ListOps(const OpsOptions& options) {
 
 void AddOpsCommand(CLI::App& app) {
   auto options = std::make_shared<OpsOptions>();
-  CLI::App* ops = app.add_subcommand("ops", "List the registered ops: signature, attrs, doc.");
+  CLI::App* ops = app.add_subcommand("ops", "List the registered ops: signature, attrs, doc and the C++ builder.");
   ops->add_flag("--json", options->json, "Print a JSON array instead of text.");
   ops->add_option("op", options->names, "Only these ops (default: all).");
   ops->callback([options] { ListOps(*options); });

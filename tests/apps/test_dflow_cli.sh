@@ -63,9 +63,20 @@ shape = next(a for a in placeholder["attrs"] if a["name"] == "shape")
 assert shape == {"name": "shape", "type": "shape", "default": None}, shape
 add = next(op for op in ops if op["name"] == "AssignAdd")
 assert "bool" not in next(a for a in add["attrs"] if a["name"] == "T")["allowed"]
+matmul = by_name["MatMul"]["cpp_builders"]
+assert [b["header"] for b in matmul] == ["ops/linalg.h"], matmul
+assert matmul[0]["attrs_structs"]["MatMulAttrs"] == ["bool transpose_a = false;", "bool transpose_b = false;"], matmul
+assert len(by_name["VariableV2"]["cpp_builders"]) == 2 and by_name["_Send"]["cpp_builders"] == []
+# Most ops a graph is built from have a builder.
+assert sum(1 for op in ops if op["cpp_builders"]) >= 100
 EOF
 expect_ok "ops NAME" ops NoOp
 expect_contains "ops NAME prints it" out.txt "NoOp() -> ()"
+expect_contains "ops NAME prints its C++ builder" out.txt "C++: Node* ops::NoOp(const Scope& scope)  [ops/state.h]"
+expect_ok "ops MatMul" ops MatMul
+expect_contains "ops shows the builder's attrs struct" out.txt "struct MatMulAttrs {"
+expect_ok "ops _Send" ops _Send
+expect_contains "ops says when an op has no builder" out.txt 'C++: no builder in ops/; Scope::AddOp("_Send", inputs, attrs) adds it'
 expect_error "ops unknown" "unknown op 'Frobnicate'" ops Frobnicate
 
 # --- dflow run: make feeds with dflow itself, then run on them.
