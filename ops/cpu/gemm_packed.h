@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "graph/thread_pool.h"
+#include "ops/cpu/cpu_isa.h"
 
 namespace dflow::cpu {
 
 // b ([k, n] row-major, or b^T of a row-major [n, k] when transpose) ready to
 // multiply blocks of rows: c[m, n] = a[m, k] * b. For float, b is packed into
 // column panels and multiplied by a register-blocked kernel
-// (ops/cpu/gemm_packed.cc); other types keep a pointer and call cpu::Gemm.
+// (ops/cpu/gemm_packed.cc) for the active CpuIsa; other types keep a pointer and call cpu::Gemm.
 // The object must not outlive b.
 template <typename T>
 class FixedRhsGemm {
@@ -33,6 +34,7 @@ class FixedRhsGemm {
   const T* b_;
   int64_t k_, n_;
   bool transpose_;
+  CpuIsa isa_;  // the instruction set the panels were packed for, and that multiplies them
   // float only: panel of columns [j0, j0 + width) at j0 * k, as [k][width].
   std::vector<T> panels_;
 };

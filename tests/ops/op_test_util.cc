@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "ops/cpu/cpu_isa.h"
 #include "ops/state.h"
 
 namespace dflow::testing {
@@ -123,6 +124,19 @@ void ExpectError(const std::function<void()>& fn, Code code, const std::string& 
     return;
   }
   FAIL("expected an error with '" << substring << "', but nothing was thrown");
+}
+
+void ForEachCpuIsa(const std::function<void()>& fn) {
+  const cpu::CpuIsa active = cpu::ActiveCpuIsa();
+  struct Restore {
+    cpu::CpuIsa isa;
+    ~Restore() { cpu::SetActiveCpuIsa(isa); }
+  } restore{active};
+  for (cpu::CpuIsa isa : cpu::SupportedCpuIsas()) {
+    INFO("instruction set " << cpu::CpuIsaName(isa));
+    cpu::SetActiveCpuIsa(isa);
+    fn();
+  }
 }
 
 }  // namespace dflow::testing

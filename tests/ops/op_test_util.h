@@ -46,4 +46,9 @@ void ExpectEqual(const Tensor& actual, const Tensor& expected);
 // containing `substring`.
 void ExpectError(const std::function<void()>& fn, Code code, const std::string& substring);
 
+// Runs `fn` once with each instruction set this CPU supports active
+// (ops/cpu/cpu_isa.h: the GEMM kernels compiled for several), then restores
+// the one that was active. Catch's INFO names the set on a failure.
+void ForEachCpuIsa(const std::function<void()>& fn);
+
 }  // namespace dflow::testing

@@ -1,9 +1,11 @@
 // FixedRhsGemm (ops/cpu/gemm_packed.h) against a naive triple loop in
 // double: odd sizes on both sides of every blocking edge (tiles of 12 rows,
 // panels of 16 / 32 columns, slices of 256 of k, column blocks, row chunks),
-// b stored plain and transposed, one to three threads, float and double.
+// b stored plain and transposed, one to three threads, float and double;
+// the float kernel on every instruction set the CPU has.
 #include <catch2/catch.hpp>
 
+#include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/gemm_packed.h"
 #include "tests/ops/op_test_util.h"
 
@@ -55,11 +57,39 @@ TEST_CASE("FixedRhsGemm matches a naive product on odd sizes and thread counts",
                               {25, 257, 48}, {37, 100, 70},  {29, 300, 300}, {1000, 5, 24},
                               {11, 600, 65}, {1000, 33, 7}};
   ThreadPool two(2, "test2"), three(3, "test3");
-  uint64_t seed = 21;
-  for (auto& s : sizes)
-    for (bool transpose : {false, true})
-      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three})
-        CheckProduct(DType::kFloat32, s[0], s[1], s[2], transpose, pool, seed += 2);
+  ForEachCpuIsa([&] {
+    uint64_t seed = 21;
+    for (auto& s : sizes)
+      for (bool transpose : {false, true})
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three})
+          CheckProduct(DType::kFloat32, s[0], s[1], s[2], transpose, pool, seed += 2);
+  });
+}
+
+TEST_CASE("FixedRhsGemm multiplies with the instruction set it packed for", "[gemm]") {
+  // Packed under one set, multiplied while another is active: the panels'
+  // width is the packing set's, so the product must still be right.
+  Tensor b = RandomTensor(DType::kFloat32, {40, 37}, 3);
+  Tensor a = RandomTensor(DType::kFloat32, {29, 40}, 4);
+  std::vector<cpu::CpuIsa> isas = cpu::SupportedCpuIsas();
+  cpu::CpuIsa before = cpu::ActiveCpuIsa();
+  cpu::SetActiveCpuIsa(isas.front());
+  cpu::FixedRhsGemm<float> rhs(b.data<float>(), 40, 37, false);
+  cpu::SetActiveCpuIsa(isas.back());
+  Tensor c(DType::kFloat32, {29, 37});
+  rhs.Multiply(nullptr, a.data<float>(), 29, c.data<float>());
+  cpu::SetActiveCpuIsa(before);
+  ExpectClose(c, NaiveProduct(a, b, false), 1e-4, 1e-5);
+}
+
+TEST_CASE("The CPU's instruction sets: generic always, a forced one must exist", "[gemm]") {
+  std::vector<cpu::CpuIsa> isas = cpu::SupportedCpuIsas();
+  REQUIRE(!isas.empty());
+  CHECK(isas.front() == cpu::CpuIsa::kGeneric);
+  CHECK(std::string(cpu::CpuIsaName(cpu::CpuIsa::kAvx2)) == "avx2");
+  if (isas.back() != cpu::CpuIsa::kAvx512)
+    ExpectError([] { cpu::SetActiveCpuIsa(cpu::CpuIsa::kAvx512); }, Code::kInvalidArgument,
+                "this CPU cannot run avx512");
 }
 
 TEST_CASE("FixedRhsGemm in double goes through the general product", "[gemm]") {

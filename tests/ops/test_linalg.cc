@@ -112,19 +112,20 @@ TEST_CASE("GemmLongK matches a naive a^T b on odd sizes and thread counts", "[li
   const int64_t sizes[][3] = {{1, 1, 1},     {5, 64, 3},     {12, 300, 16}, {13, 257, 17},
                               {25, 1000, 33}, {37, 2600, 70}, {3, 5000, 48}, {40, 700, 1}};
   ThreadPool two(2, "test2"), three(3, "test3");
-  uint64_t seed = 11;
-  for (auto& s : sizes)
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
-      const int64_t m = s[0], k = s[1], n = s[2];
-      INFO("m=" << m << " k=" << k << " n=" << n << " threads="
-                << (pool ? pool->num_threads() : 0));
-      Tensor a = RandomTensor(DType::kFloat32, {k, m}, seed += 2);
-      Tensor b = RandomTensor(DType::kFloat32, {k, n}, seed + 1);
-      Tensor c(DType::kFloat32, {m, n});
-      cpu::GemmLongK(pool, a.data<float>(), b.data<float>(), c.data<float>(), m, k, n);
-      // float sums of k products of values in [-1, 1]
-      ExpectClose(c, ReferenceMatMul(a, b, true, false), 1e-4, 2e-7 * static_cast<double>(k));
-    }
+  ForEachCpuIsa([&] {
+    uint64_t seed = 11;
+    for (auto& s : sizes)
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
+        const int64_t m = s[0], k = s[1], n = s[2];
+        INFO("m=" << m << " k=" << k << " n=" << n << " threads=" << (pool ? pool->num_threads() : 0));
+        Tensor a = RandomTensor(DType::kFloat32, {k, m}, seed += 2);
+        Tensor b = RandomTensor(DType::kFloat32, {k, n}, seed + 1);
+        Tensor c(DType::kFloat32, {m, n});
+        cpu::GemmLongK(pool, a.data<float>(), b.data<float>(), c.data<float>(), m, k, n);
+        // float sums of k products of values in [-1, 1]
+        ExpectClose(c, ReferenceMatMul(a, b, true, false), 1e-4, 2e-7 * static_cast<double>(k));
+      }
+  });
 }
 
 TEST_CASE("MatMul with transpose_a and a long inner dimension (filter gradient shape)",
