@@ -83,6 +83,11 @@ grep -q "^held-out accuracy .* with 1 worker(s)$" "$tmp/ring.txt" || { cat "$tmp
 [[ -f $tmp/ring/model-200.safetensors ]] || fail "spiral_ring saved no checkpoint"
 echo "PASS: the installed example spiral_ring.cc built and trained"
 
+for page in dflow dflow-count dflow-detect; do
+  [[ -s $(find "$root" -path "*/share/man/man1/$page.1" -print -quit) ]] || fail "the man page $page.1 was not installed"
+done
+echo "PASS: the man pages were installed"
+
 # The Python package, when the build has it: installed into the
 # interpreter's site-packages under the same root, it imports and runs a
 # graph from there (outside the build tree) with /usr/bin/python3.
