@@ -258,6 +258,22 @@ class DistributeTest(Fresh):
                 self.assertTrue(f.read() == g.read(), "the Python and C++ workers' checkpoints differ")
 
 
+class SmallMlpTest(Fresh):
+    """apps/examples/small_mlp.{py,cc}, the first program docs/first_program.md
+    shows: both learn the spirals."""
+
+    def test_both_languages_learn_the_spirals(self):
+        example = os.path.join(os.path.dirname(__file__), "..", "..", "apps", "examples", "small_mlp.py")
+        runs = [[sys.executable, example]]
+        if os.environ.get("SMALL_MLP"):
+            runs.append([os.environ["SMALL_MLP"]])
+        for command in runs:
+            run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            accuracy = float(re.search(r"held-out accuracy ([0-9.]+)", run.stdout).group(1))
+            self.assertGreater(accuracy, 0.95, command)
+
+
 class GilTest(Fresh):
     def test_other_threads_run_python_while_a_step_runs(self):
         # Fed, so that constant folding cannot do the work while the graph is built.
