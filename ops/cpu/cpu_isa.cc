@@ -16,10 +16,12 @@ bool Supported(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kGeneric: return true;
     case CpuIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case CpuIsa::kAvxVnni: return Supported(CpuIsa::kAvx2) && __builtin_cpu_supports("avxvnni");
     case CpuIsa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("fma");
+    case CpuIsa::kAvx512Vnni: return Supported(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 #else
@@ -27,10 +29,14 @@ bool Supported(CpuIsa isa) {
 #endif
 }
 
+constexpr CpuIsa kAllIsas[] = {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512,
+                                CpuIsa::kAvx512Vnni};
+
 CpuIsa Parse(const std::string& name) {
-  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512})
+  for (CpuIsa isa : kAllIsas)
     if (name == CpuIsaName(isa)) return isa;
-  Fail(Code::kInvalidArgument, "DFLOW_CPU_ISA='", name, "' is not one of generic, avx2, avx512");
+  Fail(Code::kInvalidArgument, "DFLOW_CPU_ISA='", name,
+       "' is not one of generic, avx2, avx_vnni, avx512, avx512_vnni");
 }
 
 void RequireSupported(CpuIsa isa, const std::string& who) {
@@ -57,14 +63,16 @@ const char* CpuIsaName(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kGeneric: return "generic";
     case CpuIsa::kAvx2: return "avx2";
+    case CpuIsa::kAvxVnni: return "avx_vnni";
     case CpuIsa::kAvx512: return "avx512";
+    case CpuIsa::kAvx512Vnni: return "avx512_vnni";
   }
   return "?";
 }
 
 std::vector<CpuIsa> SupportedCpuIsas() {
   std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512})
+  for (CpuIsa isa : kAllIsas)
     if (Supported(isa)) isas.push_back(isa);
   return isas;
 }

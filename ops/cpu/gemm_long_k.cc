@@ -41,10 +41,10 @@ struct LongKKernel {
 };
 
 LongKKernel ActiveKernel() {
-  switch (ActiveCpuIsa()) {
+  switch (FloatIsa(ActiveCpuIsa())) {
     case CpuIsa::kAvx512: return {avx512::SumRows, avx512::kLanes};
     case CpuIsa::kAvx2: return {avx2::SumRows, avx2::kLanes};
-    case CpuIsa::kGeneric: break;
+    default: break;
   }
   return {generic::SumRows, generic::kLanes};
 }

@@ -44,7 +44,11 @@ const PackedKernel& KernelFor(CpuIsa isa) {
       {generic::PanelFloats, generic::PackPanels, generic::MultiplyPacked, generic::kTileRows},
       {avx2::PanelFloats, avx2::PackPanels, avx2::MultiplyPacked, avx2::kTileRows},
       {avx512::PanelFloats, avx512::PackPanels, avx512::MultiplyPacked, avx512::kTileRows}};
-  return kernels[static_cast<int>(isa)];
+  switch (FloatIsa(isa)) {
+    case CpuIsa::kAvx2: return kernels[1];
+    case CpuIsa::kAvx512: return kernels[2];
+    default: return kernels[0];
+  }
 }
 
 }  // namespace

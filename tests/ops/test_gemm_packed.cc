@@ -5,6 +5,8 @@
 // the float kernel on every instruction set the CPU has.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/gemm_packed.h"
 #include "tests/ops/op_test_util.h"
@@ -86,10 +88,16 @@ TEST_CASE("The CPU's instruction sets: generic always, a forced one must exist",
   std::vector<cpu::CpuIsa> isas = cpu::SupportedCpuIsas();
   REQUIRE(!isas.empty());
   CHECK(isas.front() == cpu::CpuIsa::kGeneric);
-  CHECK(std::string(cpu::CpuIsaName(cpu::CpuIsa::kAvx2)) == "avx2");
-  if (isas.back() != cpu::CpuIsa::kAvx512)
-    ExpectError([] { cpu::SetActiveCpuIsa(cpu::CpuIsa::kAvx512); }, Code::kInvalidArgument,
-                "this CPU cannot run avx512");
+  CHECK(std::string(cpu::CpuIsaName(cpu::CpuIsa::kAvx512Vnni)) == "avx512_vnni");
+  const cpu::CpuIsa before = cpu::ActiveCpuIsa();
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::kGeneric, cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvxVnni, cpu::CpuIsa::kAvx512,
+                          cpu::CpuIsa::kAvx512Vnni}) {
+    INFO(cpu::CpuIsaName(isa));
+    if (std::find(isas.begin(), isas.end(), isa) != isas.end()) CHECK_NOTHROW(cpu::SetActiveCpuIsa(isa));
+    else ExpectError([&] { cpu::SetActiveCpuIsa(isa); }, Code::kInvalidArgument, "this CPU cannot run");
+  }
+  cpu::SetActiveCpuIsa(before);
+  CHECK(cpu::FloatIsa(cpu::CpuIsa::kAvxVnni) == cpu::CpuIsa::kAvx2);
 }
 
 TEST_CASE("FixedRhsGemm in double goes through the general product", "[gemm]") {
