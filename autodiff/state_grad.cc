@@ -42,6 +42,13 @@ REGISTER_NO_GRADIENT("GradientAccumulatorAbort");
 REGISTER_NO_GRADIENT("GradientAccumulatorSetGlobalStep");
 REGISTER_NO_GRADIENT("StalenessLogGlobalStep");
 REGISTER_NO_GRADIENT("StalenessLogRecord");
+// In-graph data-parallel training (dist/training/data_parallel_ops.cc): they
+// average gradients and copy variables, after backprop.
+REGISTER_NO_GRADIENT("DataParallelAllReduce");
+REGISTER_NO_GRADIENT("DataParallelBroadcast");
+// Quantization (ops/quant.cc) is for inference graphs, as in TensorFlow.
+REGISTER_NO_GRADIENT("QuantizeV2");
+REGISTER_NO_GRADIENT("Dequantize");
 
 }  // namespace
 }  // namespace dflow::autodiff

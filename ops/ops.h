@@ -16,3 +16,4 @@
 #include "ops/array.h"
 #include "ops/conv.h"
 #include "ops/detection.h"
+#include "ops/quant.h"

@@ -27,6 +27,10 @@ const std::set<std::string> kNoGpuKernel = {
     "GradientAccumulatorWaitForStep",
     "IsVariableInitialized",
     "StalenessLogGlobalStep", "StalenessLogRecord",
+    // in-graph data-parallel training, on the worker's CPU (dist/training/data_parallel_ops.cc)
+    "DataParallelAllReduce", "DataParallelBroadcast",
+    // quantization for int8 CPU inference (ops/quant.cc)
+    "Dequantize", "QuantizeV2",
 };
 
 std::string Listing(const std::set<std::string>& names) {

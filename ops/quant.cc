@@ -1,0 +1,117 @@
+// QuantizeV2 and Dequantize: declarations, shape functions and builders (see
+// ops/quant.h). The arithmetic is in the op docs and ops/cpu/quantize.cc.
+#include "ops/quant.h"
+
+#include "graph/op_def.h"
+
+namespace dflow {
+namespace {
+
+const std::vector<DType> kCodeTypes = {DType::kInt8, DType::kUInt8};
+
+// The range inputs (1 and 2): scalars, or vectors of input's `axis` dim.
+void CheckRanges(InferenceContext& ctx) {
+  const Shape& input = ctx.input_shape(0);
+  const std::string mode = ctx.attr<std::string>("mode");
+  if (mode != "MIN_FIRST" && mode != "SCALED")
+    ctx.Fail("mode must be MIN_FIRST or SCALED, got '", mode, "' (MIN_COMBINED is not supported)");
+  const int64_t axis = ctx.attr<int64_t>("axis");
+  if (axis != -1 && mode != "SCALED") ctx.Fail("axis (a range per slice) needs mode SCALED, got ", mode);
+  const int64_t rank = input.unknown_rank() ? -1 : input.rank();
+  if (axis != -1 && rank >= 0 && (axis < 0 || axis >= rank))
+    ctx.Fail("axis ", axis, " is out of range for input ", input.ToString());
+  for (int i : {1, 2}) {
+    const Shape& range = ctx.input_shape(i);
+    if (range.unknown_rank()) continue;
+    if (axis == -1 && range.rank() != 0)
+      ctx.Fail(i == 1 ? "min_range" : "max_range", " must be a scalar without axis, got ", range.ToString());
+    if (axis != -1 && (range.rank() != 1 || (rank >= 0 && input.dim(static_cast<int>(axis)) >= 0 &&
+                                             range.dim(0) >= 0 && range.dim(0) != input.dim(static_cast<int>(axis)))))
+      ctx.Fail(i == 1 ? "min_range" : "max_range", " must be a vector of input's dim ", axis, " (",
+               rank >= 0 ? input.dim(static_cast<int>(axis)) : -1, " entries), got ", range.ToString());
+  }
+}
+
+void QuantizeShape(InferenceContext& ctx) {
+  CheckRanges(ctx);
+  const std::string round_mode = ctx.attr<std::string>("round_mode");
+  if (round_mode != "HALF_AWAY_FROM_ZERO" && round_mode != "HALF_TO_EVEN")
+    ctx.Fail("round_mode must be HALF_AWAY_FROM_ZERO or HALF_TO_EVEN, got '", round_mode, "'");
+  if (round_mode == "HALF_TO_EVEN" && ctx.attr<std::string>("mode") != "SCALED")
+    ctx.Fail("round_mode HALF_TO_EVEN needs mode SCALED");
+  if (ctx.attr<double>("ensure_minimum_range") < 0)
+    ctx.Fail("ensure_minimum_range must be >= 0, got ", ctx.attr<double>("ensure_minimum_range"));
+  ctx.set_output(0, ctx.input_shape(0));
+  ctx.set_output(1, ctx.input_shape(1));
+  ctx.set_output(2, ctx.input_shape(2));
+}
+
+void DequantizeShape(InferenceContext& ctx) {
+  CheckRanges(ctx);
+  ctx.set_output(0, ctx.input_shape(0));
+}
+
+}  // namespace
+
+REGISTER_OP("QuantizeV2")
+    .input("input", DType::kFloat32)
+    .input("min_range", DType::kFloat32)
+    .input("max_range", DType::kFloat32)
+    .output("output", "T")
+    .output("output_min", DType::kFloat32)
+    .output("output_max", DType::kFloat32)
+    .type_attr("T", kCodeTypes)
+    .attr<std::string>("mode", "MIN_FIRST")
+    .attr<std::string>("round_mode", "HALF_AWAY_FROM_ZERO")
+    .attr<bool>("narrow_range", false)
+    .attr<int64_t>("axis", -1)
+    .attr<double>("ensure_minimum_range", 0.01)
+    .shape_fn(QuantizeShape)
+    .doc("Float to int8 / uint8 codes. First the range is made to hold 0 and to be wide enough: "
+         "min = min(0, min_range), max = max(0, max_range, min + e) with e = ensure_minimum_range * "
+         "max(1, |min_range|, |max_range|). MIN_FIRST (one range): with n = 256 codes, "
+         "s = n / ((max - min) n / (n - 1)), code = round(x s) - round(min s) + lowest(T), clamped: "
+         "the scale (max - min) / 255 and a zero point that codes 0.0 exactly. SCALED (per tensor, or "
+         "per slice along axis): with lo = lowest(T) (+1 when narrow_range) and hi = highest(T), "
+         "f = min(lo / min if lo min > 0, hi / max if hi max > 0), the range becomes [lo / f, hi / f] "
+         "and code = round(clamp(x, lo / f, hi / f) f). output_min and output_max are the adjusted "
+         "range, which Dequantize takes.");
+
+REGISTER_OP("Dequantize")
+    .input("input", "T")
+    .input("min_range", DType::kFloat32)
+    .input("max_range", DType::kFloat32)
+    .output("output", DType::kFloat32)
+    .type_attr("T", kCodeTypes)
+    .attr<std::string>("mode", "MIN_FIRST")
+    .attr<bool>("narrow_range", false)
+    .attr<int64_t>("axis", -1)
+    .shape_fn(DequantizeShape)
+    .doc("Codes back to float, QuantizeV2's inverse. MIN_FIRST: with s = (max - min) / 255, "
+         "x = (round(min / s) + code - lowest(T)) s, so the zero point's code gives exactly 0.0 (TensorFlow "
+         "rounds with a float copy of s and adds a double one, a few ulps off). "
+         "SCALED: x = code g with g = max / highest(T) for uint8, max(min / lo, max / hi) for int8 "
+         "(lo = lowest(T), +1 when narrow_range), per slice along axis when given.");
+
+namespace ops {
+
+Quantized QuantizeV2(const Scope& scope, const Input& input, const Input& min_range, const Input& max_range,
+                     DType dtype, QuantizeV2Attrs attrs) {
+  Node* node = scope.AddOp("QuantizeV2", {input, min_range, max_range},
+                           {{"T", dtype},
+                            {"mode", attrs.mode},
+                            {"round_mode", attrs.round_mode},
+                            {"narrow_range", attrs.narrow_range},
+                            {"axis", attrs.axis},
+                            {"ensure_minimum_range", attrs.ensure_minimum_range}});
+  return {Output(node, 0), Output(node, 1), Output(node, 2)};
+}
+
+Output Dequantize(const Scope& scope, const Input& input, const Input& min_range, const Input& max_range,
+                  DequantizeAttrs attrs) {
+  return scope.AddOp("Dequantize", {input, min_range, max_range},
+                     {{"mode", attrs.mode}, {"narrow_range", attrs.narrow_range}, {"axis", attrs.axis}});
+}
+
+}  // namespace ops
+}  // namespace dflow

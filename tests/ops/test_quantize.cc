@@ -1,0 +1,107 @@
+// QuantizeV2 and Dequantize: MIN_FIRST and SCALED by TensorFlow's formulas
+// (worked examples from its documentation), per-channel SCALED, round trips
+// within half a step with 0.0 exact, and bad ranges and attrs named.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "tests/ops/op_test_util.h"
+
+using namespace dflow;
+using namespace dflow::testing;
+
+namespace {
+
+Tensor F(std::vector<float> v, Shape shape) { return Tensor::FromVector(v, std::move(shape)); }
+Tensor F(std::vector<float> v) { return Tensor::FromVector(v); }
+Tensor Scalar(float v) { return Tensor::Scalar(v); }
+
+std::vector<Tensor> Quantize(Tensor x, Tensor lo, Tensor hi, DType dtype, AttrMap attrs) {
+  attrs["T"] = dtype;
+  return RunOp({.op = "QuantizeV2", .inputs = {std::move(x), std::move(lo), std::move(hi)}, .attrs = attrs});
+}
+
+Tensor Dequantize(Tensor q, Tensor lo, Tensor hi, AttrMap attrs) {
+  return RunOp1({.op = "Dequantize", .inputs = {std::move(q), std::move(lo), std::move(hi)}, .attrs = attrs});
+}
+
+}  // namespace
+
+TEST_CASE("QuantizeV2 SCALED: TensorFlow's example range [-10, 9] in int8", "[quant]") {
+  // f = min(-128 / -10, 127 / 9) = 12.8: min stays -10, max becomes 127 / 12.8.
+  auto out = Quantize(F({-10, -0.04f, 0, 0.04f, 1, 9.921875f, 20}), Scalar(-10), Scalar(9), DType::kInt8,
+                      {{"mode", std::string("SCALED")}, {"ensure_minimum_range", 0.0}});
+  CHECK(out[0].ToVector<int8_t>() == std::vector<int8_t>{-128, -1, 0, 1, 13, 127, 127});
+  CHECK(out[1].scalar<float>() == -10.0f);
+  CHECK(out[2].scalar<float>() == 9.921875f);
+  // narrow_range: -127 is the lowest code, f = min(-127 / -10, 127 / 9) = 12.7.
+  auto narrow = Quantize(F({-10, 10}), Scalar(-10), Scalar(9), DType::kInt8,
+                         {{"mode", std::string("SCALED")}, {"narrow_range", true}, {"ensure_minimum_range", 0.0}});
+  CHECK(narrow[0].ToVector<int8_t>() == std::vector<int8_t>{-127, 127});
+  CHECK(narrow[2].scalar<float>() == Approx(10.0f));
+  // HALF_TO_EVEN: 0.5 and 1.5 steps go to 0 and 2.
+  auto even = Quantize(F({0.5f / 12.8f, 1.5f / 12.8f}), Scalar(-10), Scalar(9), DType::kInt8,
+                       {{"mode", std::string("SCALED")}, {"round_mode", std::string("HALF_TO_EVEN")},
+                        {"ensure_minimum_range", 0.0}});
+  CHECK(even[0].ToVector<int8_t>() == std::vector<int8_t>{0, 2});
+}
+
+TEST_CASE("QuantizeV2 MIN_FIRST in uint8: the zero point codes 0.0 exactly", "[quant]") {
+  // [-1, 3]: the step is 4 / 255, round(-1 * 255 / 4) = -64, so 0.0 is code 64.
+  auto out = Quantize(F({-2, -1, 0, 4.0f / 255, 1, 3, 5}), Scalar(-1), Scalar(3), DType::kUInt8,
+                      {{"ensure_minimum_range", 0.0}});
+  CHECK(out[0].ToVector<uint8_t>() == std::vector<uint8_t>{0, 0, 64, 65, 128, 255, 255});
+  Tensor back = Dequantize(out[0], out[1], out[2], {});
+  CHECK(back.data<float>()[2] == 0.0f);
+  CHECK(back.data<float>()[1] == Approx(-1.0f).margin(2.0 / 255));
+  // A range above 0 is widened to hold it; a tiny one to ensure_minimum_range.
+  auto positive = Quantize(F({0, 6}), Scalar(2), Scalar(6), DType::kUInt8, {});
+  CHECK(positive[1].scalar<float>() == 0.0f);
+  CHECK(positive[0].ToVector<uint8_t>() == std::vector<uint8_t>{0, 255});
+  auto tiny = Quantize(F({0}), Scalar(0), Scalar(0), DType::kUInt8, {});
+  CHECK(tiny[2].scalar<float>() == Approx(0.01f));
+}
+
+TEST_CASE("QuantizeV2 and Dequantize round-trip within half a step, per tensor and per channel", "[quant]") {
+  Tensor x = RandomTensor(DType::kFloat32, {4, 3, 5}, 11, -3, 2);
+  for (DType dtype : {DType::kInt8, DType::kUInt8}) {
+    INFO(DTypeName(dtype));
+    auto q = Quantize(x, Scalar(-3), Scalar(2), dtype, {});
+    Tensor back = Dequantize(q[0], q[1], q[2], {});
+    ExpectClose(back, x, 0, 5.0 / 255 / 2 + 1e-6);
+  }
+  // SCALED per channel along axis 1: each channel's own scale.
+  Tensor lo = F({-3, -1, -0.5f}), hi = F({2, 1, 0.25f});
+  Tensor y = RandomTensor(DType::kFloat32, {4, 3, 5}, 12, -0.5, 0.25);
+  auto q = Quantize(y, lo, hi, DType::kInt8, {{"mode", std::string("SCALED")}, {"axis", int64_t{1}},
+                                               {"ensure_minimum_range", 0.0}});
+  CHECK(q[1].shape() == Shape{3});
+  Tensor back = Dequantize(q[0], q[1], q[2], {{"mode", std::string("SCALED")}, {"axis", int64_t{1}}});
+  ExpectClose(back, y, 0, 3.0 / 128 / 2 + 1e-6);  // the widest channel's half step bounds them all
+  // Channel 2 (range [-0.5, 0.25], f = 256) uses its own, finer step.
+  for (int64_t o = 0; o < 4; ++o)
+    for (int64_t i = 0; i < 5; ++i) {
+      const int64_t at = (o * 3 + 2) * 5 + i;
+      CHECK(std::fabs(back.data<float>()[at] - y.data<float>()[at]) <= 0.5 / 256 + 1e-6);
+    }
+}
+
+TEST_CASE("QuantizeV2 and Dequantize name bad ranges and attrs", "[quant]") {
+  ExpectError([] { Quantize(F({1}), Scalar(2), Scalar(1), DType::kInt8, {}); }, Code::kInvalidArgument,
+              "min_range <= max_range, got [2, 1]");
+  ExpectError([] { Quantize(F({1}), Scalar(NAN), Scalar(1), DType::kInt8, {}); }, Code::kInvalidArgument,
+              "must be finite");
+  ExpectError([] { Quantize(F({1}), Scalar(0), Scalar(1), DType::kInt8, {{"mode", std::string("MIN_COMBINED")}}); },
+              Code::kInvalidArgument, "MIN_COMBINED is not supported");
+  ExpectError([] { Quantize(F({1, 2}, {1, 2}), F({0, 0}), F({1, 1}), DType::kInt8, {{"axis", int64_t{1}}}); },
+              Code::kInvalidArgument, "axis (a range per slice) needs mode SCALED");
+  ExpectError(
+      [] {
+        Quantize(F({1, 2}, {1, 2}), F({0, 0, 0}), F({1, 1, 1}), DType::kInt8,
+                 {{"mode", std::string("SCALED")}, {"axis", int64_t{1}}});
+      },
+      Code::kInvalidArgument, "must be a vector of input's dim 1 (2 entries)");
+  ExpectError([] { Quantize(F({1}), Scalar(0), Scalar(1), DType::kInt8, {{"round_mode", std::string("HALF_TO_EVEN")}}); },
+              Code::kInvalidArgument, "HALF_TO_EVEN needs mode SCALED");
+  ExpectError([] { Quantize(F({1}), Scalar(0), Scalar(1), DType::kInt32, {}); }, Code::kInvalidArgument, "int32");
+}
