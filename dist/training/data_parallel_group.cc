@@ -52,8 +52,11 @@ std::shared_ptr<DataParallelGroup> DataParallelGroup::Find(const std::string& na
 
 DataParallelGroup::~DataParallelGroup() {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     stopping_ = true;
+    // Ops still waiting (a session running while its optimizer goes) hear why.
+    if (num_pending_ > 0)
+      FailStep(lock, Error(Code::kCancelled, StrCat("data-parallel group '", name_, "' was destroyed mid-step")));
   }
   step_done_.notify_all();
   if (watcher_.joinable()) watcher_.join();
@@ -80,7 +83,12 @@ DataParallelStrategy& DataParallelGroup::strategy() {
 DataParallelStrategy& DataParallelGroup::StrategyLocked() {
   CheckUsable();
   if (!strategy_) {
-    strategy_ = factory_(specs_);
+    try {
+      strategy_ = factory_(specs_);
+    } catch (const Error& e) {
+      failed_ = e;  // every later op fails at once instead of connecting again
+      throw;
+    }
     DFLOW_REQUIRE(strategy_->worker() == worker_ && strategy_->num_workers() == num_workers_,
                   "data-parallel group '", name_, "' expected worker ", worker_, " of ", num_workers_,
                   " but its strategy is worker ", strategy_->worker(), " of ", strategy_->num_workers());

@@ -137,6 +137,26 @@ TEST_CASE("DistributedOptimizer: a step without every gradient fails naming thos
                     Catch::Contains("must live as long as its session runs"));
 }
 
+TEST_CASE("DistributedOptimizer: workers that cannot join fail once, then at once", "[training]") {
+  Scope s = Scope::NewRootScope();
+  testing::SpiralMlp m = testing::BuildSpiralMlp(s, 7);
+  autodiff::GradientDescentOptimizer sgd(autodiff::ConstantLearningRate(s, 0.1));
+  int attempts = 0;
+  dist::DistributedOptimizer optimizer(sgd, 0, 2, [&](std::vector<dist::GradientSpec>) -> std::unique_ptr<dist::DataParallelStrategy> {
+    ++attempts;
+    Fail(Code::kUnavailable, "worker 1 never answered");
+  });
+  Node* train = optimizer.Minimize(s, m.loss);
+  Node* init = ops::GlobalVariablesInitializer(s);
+  Session session(s, {.num_threads = 1});
+  session.Run({}, {}, {init});
+  auto data = models::MakeSpirals({.points_per_class = 20, .seed = 5});
+  FeedList feeds = {{m.x, data.points}, {m.labels, data.labels}};
+  CHECK_THROWS_WITH(session.Run(feeds, {}, {train}), Catch::Contains("worker 1 never answered"));
+  CHECK_THROWS_WITH(session.Run(feeds, {}, {train}), Catch::Contains("stopped after an earlier step failed"));
+  CHECK(attempts == 1);
+}
+
 TEST_CASE("DistributedOptimizer refuses a parameter-server job and gradients added after the start", "[training]") {
   setenv("DFLOW_CLUSTER",
          R"({"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}})", 1);
