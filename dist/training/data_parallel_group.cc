@@ -118,16 +118,19 @@ void DataParallelGroup::Ready(int index, const Tensor& gradient, Deliver deliver
                 "' was handed to the all-reduce twice in one step (are two steps running at once?)");
   pending_[index] = std::move(deliver);
   ++num_pending_;
+  std::vector<Tensor> means;
   try {
     strategy.GradientReady(index, gradient);
     if (static_cast<size_t>(num_pending_) < specs_.size()) return;
-    std::vector<Tensor> means = strategy.AverageReadyGradients();
-    std::vector<Deliver> delivers = TakePending();
-    lock.unlock();
-    for (size_t i = 0; i < delivers.size(); ++i) delivers[i](std::move(means[i]), std::nullopt);
+    means = strategy.AverageReadyGradients();
   } catch (const Error& e) {
-    FailStep(lock, e);
+    return FailStep(lock, e);
+  } catch (const std::exception& e) {
+    return FailStep(lock, Error(Code::kInternal, e.what()));
   }
+  std::vector<Deliver> delivers = TakePending();
+  lock.unlock();
+  for (size_t i = 0; i < delivers.size(); ++i) delivers[i](std::move(means[i]), std::nullopt);
 }
 
 std::vector<DataParallelGroup::Deliver> DataParallelGroup::TakePending() {

@@ -21,7 +21,11 @@ class AllReduceKernel : public AsyncOpKernel {
     GroupOf(node())->Ready(static_cast<int>(index), ctx.input(0),
                            [&ctx, done](Tensor mean, std::optional<Error> error) {
                              if (error) return done(std::move(error));
-                             ctx.set_output(0, std::move(mean));
+                             try {
+                               ctx.set_output(0, std::move(mean));
+                             } catch (const Error& e) {
+                               return done(e);
+                             }
                              done(std::nullopt);
                            });
   }
