@@ -49,6 +49,7 @@ REGISTER_NO_GRADIENT("DataParallelBroadcast");
 // Quantization (ops/quant.cc) is for inference graphs, as in TensorFlow.
 REGISTER_NO_GRADIENT("QuantizeV2");
 REGISTER_NO_GRADIENT("Dequantize");
+REGISTER_NO_GRADIENT("QuantizedMatMulWithBiasAndRequantize");
 
 }  // namespace
 }  // namespace dflow::autodiff

@@ -51,6 +51,46 @@ void DequantizeShape(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_shape(0));
 }
 
+void ScalarOrVector(InferenceContext& ctx, int input, int64_t n, const char* name) {
+  const Shape& s = ctx.input_shape(input);
+  if (s.unknown_rank() || s.rank() == 0) return;
+  if (s.rank() != 1 || (n >= 0 && s.dim(0) >= 0 && s.dim(0) != n))
+    ctx.Fail(name, " must be a scalar or a vector of ", n, " (one per column), got ", s.ToString());
+}
+
+void RequireScalar(InferenceContext& ctx, int input, const char* name) {
+  const Shape& s = ctx.input_shape(input);
+  if (!s.unknown_rank() && s.rank() != 0) ctx.Fail(name, " must be a scalar, got ", s.ToString());
+}
+
+void QuantizedMatMulShape(InferenceContext& ctx) {
+  const Shape& a = ctx.input_shape(0);
+  const Shape& b = ctx.input_shape(1);
+  if (!a.unknown_rank() && a.rank() != 2) ctx.Fail("a must be a matrix, got ", a.ToString());
+  if (!b.unknown_rank() && b.rank() != 2) ctx.Fail("b must be a matrix, got ", b.ToString());
+  if (ctx.attr<std::string>("input_quant_mode") != "MIN_FIRST")
+    ctx.Fail("input_quant_mode must be MIN_FIRST (a as uint8 with a zero point), got '",
+             ctx.attr<std::string>("input_quant_mode"), "'");
+  if (ctx.attr<bool>("transpose_a")) ctx.Fail("transpose_a is not supported (a is [m, k] activations)");
+  const bool tb = ctx.attr<bool>("transpose_b");
+  const int64_t m = a.unknown_rank() ? -1 : a.dim(0), k = a.unknown_rank() ? -1 : a.dim(1);
+  const int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0), n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+  if (k >= 0 && kb >= 0 && k != kb)
+    ctx.Fail("inner dimensions differ: a is ", a.ToString(), ", b is ", b.ToString(), tb ? " (transpose_b)" : "");
+  const Shape& bias = ctx.input_shape(2);
+  if (!bias.unknown_rank() && (bias.rank() != 1 || (n >= 0 && bias.dim(0) >= 0 && bias.dim(0) != n)))
+    ctx.Fail("bias must be a vector of ", n, " (one per column), got ", bias.ToString());
+  RequireScalar(ctx, 3, "min_a");
+  RequireScalar(ctx, 4, "max_a");
+  ScalarOrVector(ctx, 5, n, "min_b");
+  ScalarOrVector(ctx, 6, n, "max_b");
+  RequireScalar(ctx, 7, "min_freezed_output");
+  RequireScalar(ctx, 8, "max_freezed_output");
+  ctx.set_output(0, Shape{m, n});
+  ctx.set_output(1, Shape());
+  ctx.set_output(2, Shape());
+}
+
 }  // namespace
 
 REGISTER_OP("QuantizeV2")
@@ -93,6 +133,30 @@ REGISTER_OP("Dequantize")
          "SCALED: x = code g with g = max / highest(T) for uint8, max(min / lo, max / hi) for int8 "
          "(lo = lowest(T), +1 when narrow_range), per slice along axis when given.");
 
+REGISTER_OP("QuantizedMatMulWithBiasAndRequantize")
+    .input("a", DType::kUInt8)
+    .input("b", DType::kInt8)
+    .input("bias", DType::kFloat32)
+    .input("min_a", DType::kFloat32)
+    .input("max_a", DType::kFloat32)
+    .input("min_b", DType::kFloat32)
+    .input("max_b", DType::kFloat32)
+    .input("min_freezed_output", DType::kFloat32)
+    .input("max_freezed_output", DType::kFloat32)
+    .output("out", DType::kUInt8)
+    .output("min_out", DType::kFloat32)
+    .output("max_out", DType::kFloat32)
+    .attr<bool>("transpose_a", false)
+    .attr<bool>("transpose_b", false)
+    .attr<std::string>("input_quant_mode", "MIN_FIRST")
+    .shape_fn(QuantizedMatMulShape)
+    .doc("The int8 dense layer: a [m, k] holds MIN_FIRST codes of [min_a, max_a] (step sa, zero point "
+         "za, as Dequantize reads them), b [k, n] (or [n, k] with transpose_b) SCALED int8 codes with "
+         "step sb[j] per column (min_b, max_b: scalars or one per column). The exact integer sum "
+         "acc[i, j] = sum_p (a[i, p] - za) b[p, j] becomes y = acc sa sb[j] + bias[j], requantized "
+         "to MIN_FIRST uint8 codes of [min_freezed_output, max_freezed_output] (clamped), which "
+         "min_out and max_out repeat. transpose_a is not supported.");
+
 namespace ops {
 
 Quantized QuantizeV2(const Scope& scope, const Input& input, const Input& min_range, const Input& max_range,
@@ -111,6 +175,17 @@ Output Dequantize(const Scope& scope, const Input& input, const Input& min_range
                   DequantizeAttrs attrs) {
   return scope.AddOp("Dequantize", {input, min_range, max_range},
                      {{"mode", attrs.mode}, {"narrow_range", attrs.narrow_range}, {"axis", attrs.axis}});
+}
+
+QuantizedProduct QuantizedMatMulWithBiasAndRequantize(const Scope& scope, const Input& a, const Input& b,
+                                                      const Input& bias, const Input& min_a, const Input& max_a,
+                                                      const Input& min_b, const Input& max_b,
+                                                      const Input& min_freezed_output,
+                                                      const Input& max_freezed_output, QuantizedMatMulAttrs attrs) {
+  Node* node = scope.AddOp("QuantizedMatMulWithBiasAndRequantize",
+                           {a, b, bias, min_a, max_a, min_b, max_b, min_freezed_output, max_freezed_output},
+                           {{"transpose_b", attrs.transpose_b}, {"input_quant_mode", attrs.input_quant_mode}});
+  return {Output(node, 0), Output(node, 1), Output(node, 2)};
 }
 
 }  // namespace ops

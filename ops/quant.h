@@ -42,3 +42,29 @@ Output Dequantize(const Scope& scope, const Input& input, const Input& min_range
                   DequantizeAttrs attrs = {});
 
 }  // namespace dflow::ops
+
+namespace dflow::ops {
+
+struct QuantizedMatMulAttrs {
+  bool transpose_b = false;                    // b is [n, k]
+  std::string input_quant_mode = "MIN_FIRST";  // a's scheme (the only one taken)
+};
+
+struct QuantizedProduct {
+  Output output;      // uint8 codes of [min_freezed_output, max_freezed_output] (MIN_FIRST)
+  Output min_output;  // that range, as Dequantize takes it
+  Output max_output;
+};
+
+// TensorFlow's QuantizedMatMulWithBiasAndRequantize: a [m, k] uint8 (MIN_FIRST
+// codes of [min_a, max_a]) times b [k, n] int8 (SCALED codes; min_b/max_b a
+// scalar or one per column), plus a float bias [n], requantized to uint8
+// codes of the frozen output range. The integer product is exact.
+QuantizedProduct QuantizedMatMulWithBiasAndRequantize(const Scope& scope, const Input& a, const Input& b,
+                                                      const Input& bias, const Input& min_a, const Input& max_a,
+                                                      const Input& min_b, const Input& max_b,
+                                                      const Input& min_freezed_output,
+                                                      const Input& max_freezed_output,
+                                                      QuantizedMatMulAttrs attrs = {});
+
+}  // namespace dflow::ops

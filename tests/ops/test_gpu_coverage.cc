@@ -30,7 +30,7 @@ const std::set<std::string> kNoGpuKernel = {
     // in-graph data-parallel training, on the worker's CPU (dist/training/data_parallel_ops.cc)
     "DataParallelAllReduce", "DataParallelBroadcast",
     // quantization for int8 CPU inference (ops/quant.cc)
-    "Dequantize", "QuantizeV2",
+    "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize",
 };
 
 std::string Listing(const std::set<std::string>& names) {

@@ -3,7 +3,9 @@
 // within half a step with 0.0 exact, and bad ranges and attrs named.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "tests/ops/op_test_util.h"
 
@@ -104,4 +106,82 @@ TEST_CASE("QuantizeV2 and Dequantize name bad ranges and attrs", "[quant]") {
   ExpectError([] { Quantize(F({1}), Scalar(0), Scalar(1), DType::kInt8, {{"round_mode", std::string("HALF_TO_EVEN")}}); },
               Code::kInvalidArgument, "HALF_TO_EVEN needs mode SCALED");
   ExpectError([] { Quantize(F({1}), Scalar(0), Scalar(1), DType::kInt32, {}); }, Code::kInvalidArgument, "int32");
+}
+
+namespace {
+
+// The op's arithmetic, written out: MIN_FIRST a, SCALED b per column, exact
+// integer sums, bias, MIN_FIRST output codes.
+std::vector<uint8_t> ReferenceQuantizedMatMul(const std::vector<uint8_t>& a, const std::vector<int8_t>& b_kn,
+                                              const std::vector<float>& bias, int64_t m, int64_t k, int64_t n,
+                                              float min_a, float max_a, const std::vector<float>& min_b,
+                                              const std::vector<float>& max_b, float min_o, float max_o) {
+  const double sa = (double{max_a} - min_a) / 255, za = -std::round(min_a / sa);
+  const double so = (double{max_o} - min_o) / 255, zo = -std::round(min_o / so);
+  std::vector<uint8_t> out(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += (a[i * k + p] - static_cast<int64_t>(za)) * b_kn[p * n + j];
+      const double sb = std::max(min_b[j] / -128.0, max_b[j] / 127.0);
+      const double y = static_cast<double>(acc) * (sa * sb) + bias[j];
+      out[i * n + j] = static_cast<uint8_t>(std::clamp(std::round(y / so) + zo, 0.0, 255.0));
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("QuantizedMatMulWithBiasAndRequantize: exact to its arithmetic, near the float layer", "[quant]") {
+  const int64_t m = 37, k = 70, n = 19;
+  std::mt19937 rng(5);
+  std::vector<uint8_t> a(m * k);
+  std::vector<int8_t> b_kn(k * n), b_nk(n * k);
+  std::vector<float> bias(n), min_b(n), max_b(n);
+  for (uint8_t& v : a) v = static_cast<uint8_t>(rng());
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) b_nk[j * k + p] = b_kn[p * n + j] = static_cast<int8_t>(rng());
+  for (int64_t j = 0; j < n; ++j) {
+    bias[j] = static_cast<float>(static_cast<int>(rng() % 200) - 100) / 50.0f;
+    max_b[j] = 0.05f + static_cast<float>(rng() % 100) / 400.0f;
+    min_b[j] = -max_b[j] * 128 / 127;
+  }
+  const float min_a = -1, max_a = 3, min_o = -20, max_o = 30;
+  std::vector<uint8_t> expected =
+      ReferenceQuantizedMatMul(a, b_kn, bias, m, k, n, min_a, max_a, min_b, max_b, min_o, max_o);
+  for (bool transpose_b : {false, true}) {
+    INFO("transpose_b=" << transpose_b);
+    auto out = RunOp({.op = "QuantizedMatMulWithBiasAndRequantize",
+                      .inputs = {Tensor::FromVector(a, {m, k}),
+                                 transpose_b ? Tensor::FromVector(b_nk, {n, k}) : Tensor::FromVector(b_kn, {k, n}),
+                                 Tensor::FromVector(bias), Scalar(min_a), Scalar(max_a), Tensor::FromVector(min_b),
+                                 Tensor::FromVector(max_b), Scalar(min_o), Scalar(max_o)},
+                      .attrs = {{"transpose_b", transpose_b}}});
+    CHECK(out[0].ToVector<uint8_t>() == expected);
+    CHECK(out[1].scalar<float>() == min_o);
+    // The float layer on the dequantized operands lands within one output code.
+    Tensor back = Dequantize(out[0], out[1], out[2], {});
+    const double sa = 4.0 / 255, za = -std::round(-1 / sa), so = 50.0 / 255;
+    for (int64_t i = 0; i < m; i += 7)
+      for (int64_t j = 0; j < n; ++j) {
+        double y = bias[j];
+        const double sb = std::max(min_b[j] / -128.0, max_b[j] / 127.0);
+        for (int64_t p = 0; p < k; ++p) y += (a[i * k + p] - za) * sa * (b_kn[p * n + j] * sb);
+        if (y > min_o && y < max_o) CHECK(std::fabs(back.data<float>()[i * n + j] - y) <= so * 1.01);
+      }
+  }
+}
+
+TEST_CASE("QuantizedMatMulWithBiasAndRequantize names what it cannot take", "[quant]") {
+  auto run = [](AttrMap attrs, Tensor bias, float min_o, float max_o) {
+    return RunOp({.op = "QuantizedMatMulWithBiasAndRequantize",
+                  .inputs = {Tensor::Zeros(DType::kUInt8, {2, 3}), Tensor::Zeros(DType::kInt8, {3, 4}), std::move(bias),
+                             Scalar(0), Scalar(1), Scalar(-1), Scalar(1), Scalar(min_o), Scalar(max_o)},
+                  .attrs = std::move(attrs)});
+  };
+  ExpectError([&] { run({{"transpose_a", true}}, F({0, 0, 0, 0}), 0, 1); }, Code::kInvalidArgument,
+              "transpose_a is not supported");
+  ExpectError([&] { run({}, F({0, 0, 0}), 0, 1); }, Code::kInvalidArgument, "bias must be a vector of 4");
+  ExpectError([&] { run({}, F({0, 0, 0, 0}), 1, 1); }, Code::kInvalidArgument,
+              "the range of the output must have min < max, got [1, 1]");
 }
