@@ -57,13 +57,7 @@ bool ShouldLaunchWorkers(const DataParallelSettings& settings) {
 bool LaunchedAsTask() { return dist::DetectLauncher(dist::ProcessEnvironment()).has_value(); }
 
 std::string StrategyName(const DataParallelSettings& settings) {
-  if (!settings.strategy.empty()) return settings.strategy;
-  const char* from_launcher = std::getenv("DFLOW_STRATEGY");
-  if (from_launcher && *from_launcher) return from_launcher;
-  // A launcher's cluster with parameter servers (DFLOW_NUM_PS, TF_CONFIG's ps) trains with them.
-  std::optional<dist::LauncherCluster> launcher = dist::DetectLauncher(dist::ProcessEnvironment());
-  const bool ps = launcher && (launcher->num_ps > 0 || (launcher->spec && launcher->spec->num_tasks("ps") > 0));
-  return ps ? "ps" : "ring";
+  return settings.strategy.empty() ? dist::StrategyFromEnvironment() : settings.strategy;
 }
 
 std::string PsModeName(const DataParallelSettings& settings) { return settings.ps_mode.empty() ? "sync" : settings.ps_mode; }

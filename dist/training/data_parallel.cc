@@ -1,6 +1,9 @@
 #include "dist/training/data_parallel.h"
 
+#include <cstdlib>
+
 #include "dist/cluster.h"
+#include "dist/cluster_environment.h"
 #include "dist/training/ring_training.h"
 
 namespace dflow::dist {
@@ -12,6 +15,14 @@ void RequireStrategy(const std::string& name) {
          "DataParallelStrategy: parameter servers hold the variables and apply the updates, so they run ",
          "through dist::RunPsTask / PsWorker (dist/training/ps_training.h) instead");
   Fail(Code::kInvalidArgument, "unknown data-parallel strategy '", name, "' (expected ring or ps)");
+}
+
+std::string StrategyFromEnvironment() {
+  const char* from_launcher = std::getenv("DFLOW_STRATEGY");
+  if (from_launcher && *from_launcher) return from_launcher;
+  std::optional<LauncherCluster> launcher = DetectLauncher(ProcessEnvironment());
+  const bool ps = launcher && (launcher->num_ps > 0 || (launcher->spec && launcher->spec->num_tasks("ps") > 0));
+  return ps ? "ps" : "ring";
 }
 
 std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string& name,

@@ -79,6 +79,10 @@ struct StrategyOptions {
   size_t bucket_bytes = size_t{4} << 20;
 };
 void RequireStrategy(const std::string& name);
+// The strategy the launcher asked for: DFLOW_STRATEGY, else "ps" when its
+// cluster has parameter servers (DFLOW_NUM_PS, TF_CONFIG's or
+// DFLOW_CLUSTER's ps job), else "ring".
+std::string StrategyFromEnvironment();
 std::unique_ptr<DataParallelStrategy> MakeDataParallelStrategy(const std::string& name,
                                                                const ClusterSpec& cluster,
                                                                std::vector<GradientSpec> specs,

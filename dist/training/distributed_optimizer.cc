@@ -1,7 +1,5 @@
 #include "dist/training/distributed_optimizer.h"
 
-#include <cstdlib>
-
 #include "dist/cluster.h"
 #include "ops/ops.h"
 
@@ -18,18 +16,11 @@ class SingleWorkerStrategy final : public DataParallelStrategy {
   void Finish() override {}
 };
 
-// DFLOW_STRATEGY, else "ps" when the cluster has parameter servers, else "ring".
-std::string StrategyFromEnvironment(const ClusterSpec& cluster) {
-  const char* name = std::getenv("DFLOW_STRATEGY");
-  if (name && *name) return name;
-  return cluster.num_tasks("ps") > 0 ? "ps" : "ring";
-}
-
 // The launcher's cluster, when it started this process as a ring worker.
 std::optional<ClusterSpec> RingCluster() {
   std::optional<ClusterSpec> cluster = ClusterSpec::FromEnvironment();
   if (!cluster) return std::nullopt;
-  std::string strategy = StrategyFromEnvironment(*cluster);
+  std::string strategy = StrategyFromEnvironment();
   if (strategy == "ps")
     Fail(Code::kUnimplemented, "DistributedOptimizer averages gradients with the ring all-reduce, but this ",
          "process was started for parameter servers (DFLOW_STRATEGY=ps, or ps tasks in the cluster): ",

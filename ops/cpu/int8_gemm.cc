@@ -84,13 +84,8 @@ inline Vec Step(Vec acc, Vec a, Vec b) { return _mm256_add_epi32(acc, _mm256_mad
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,avxvnni")
 namespace avx_vnni {
-using Vec = __m256i;
-constexpr int64_t kLanes = 8;
-constexpr int kTileRows = 6;
-inline Vec Zero() { return _mm256_setzero_si256(); }
-inline Vec Load(const char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline void Store(int32_t* p, Vec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-inline Vec Broadcast(int32_t x) { return _mm256_set1_epi32(x); }
+// AVX2's vectors and tiles; only the multiply-add step differs.
+using avx2::Vec, avx2::kLanes, avx2::kTileRows, avx2::Zero, avx2::Load, avx2::Store, avx2::Broadcast;
 // VPDPBUSD: four u8 x s8 products per lane, summed (no saturation).
 inline Vec Step(Vec acc, Vec a, Vec b) { return _mm256_dpbusd_avx_epi32(acc, a, b); }
 #include "ops/cpu/int8_gemm_kernel.inc"

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "graph/kernel.h"
+#include "ops/cpu/quantize_steps.h"
 
 namespace dflow {
 namespace {
@@ -137,8 +138,7 @@ void DequantizeSlices(const OpKernelContext& ctx, const T* q, float* x, const Sl
     // value = code * step + origin
     double step, origin;
     if (scaled) {
-      step = kDTypeOf<T> == DType::kUInt8 ? r.max / limits.highest
-                                          : std::max(r.min / limits.lowest, r.max / limits.highest);
+      step = cpu::ScaledStep(r.min, r.max, limits.lowest, limits.highest);
       origin = 0;
     } else if (r.min == r.max) {
       step = 0, origin = r.min;
@@ -146,8 +146,9 @@ void DequantizeSlices(const OpKernelContext& ctx, const T* q, float* x, const Sl
       // TensorFlow rounds min with a float copy of the step and adds a double
       // one, which leaves the zero point's value a few ulps off 0.0; one step
       // for both makes it exactly 0.0.
-      step = (static_cast<double>(r.max) - r.min) / 255.0;
-      origin = (std::round(r.min / step) - limits.lowest) * step;
+      const cpu::MinFirstCodes codes = cpu::MinFirstCodesOf(r.min, r.max, limits.lowest);
+      step = codes.step;
+      origin = -codes.zero_point * codes.step;
     }
     for (int64_t o = 0; o < s.outer; ++o) {
       const int64_t base = (o * s.channels + c) * s.inner;

@@ -6,6 +6,7 @@
 
 #include "graph/kernel.h"
 #include "ops/cpu/int8_gemm.h"
+#include "ops/cpu/quantize_steps.h"
 
 namespace dflow {
 namespace {
@@ -16,19 +17,14 @@ float Scalar(const OpKernelContext& ctx, int input) {
   return v;
 }
 
-// MIN_FIRST uint8 codes of [min, max]: value = (code - zero point) * step.
-struct MinFirst {
-  double step, zero_point;
-};
-
-MinFirst MinFirstOf(const OpKernelContext& ctx, float min, float max, const char* what) {
+// a's and the output's uint8 codes (MIN_FIRST).
+cpu::MinFirstCodes MinFirstOf(const OpKernelContext& ctx, float min, float max, const char* what) {
   DFLOW_REQUIRE(min < max, ctx.node().Describe(), ": the range of ", what, " must have min < max, got [", min, ", ",
                 max, "]");
-  const double step = (static_cast<double>(max) - min) / 255.0;
-  return {step, -std::round(min / step)};
+  return cpu::MinFirstCodesOf(min, max, 0);
 }
 
-// b's step per column: SCALED int8, max(min / -128, max / 127).
+// b's step per column (SCALED int8).
 std::vector<double> ColumnSteps(const OpKernelContext& ctx, int64_t n) {
   const Tensor& lo = ctx.input(5);
   const Tensor& hi = ctx.input(6);
@@ -38,10 +34,10 @@ std::vector<double> ColumnSteps(const OpKernelContext& ctx, int64_t n) {
   std::vector<double> steps(n);
   for (int64_t j = 0; j < n; ++j) {
     const int64_t at = lo.NumElements() == 1 ? 0 : j;
-    const double min = lo.data<float>()[at], max = hi.data<float>()[at];
+    const float min = lo.data<float>()[at], max = hi.data<float>()[at];
     DFLOW_REQUIRE(std::isfinite(min) && std::isfinite(max) && min <= max, ctx.node().Describe(),
                   ": b's range must be finite with min <= max, got [", min, ", ", max, "]");
-    steps[j] = std::max(min / -128.0, max / 127.0);
+    steps[j] = cpu::ScaledStep(min, max, -128, 127);
   }
   return steps;
 }
@@ -54,9 +50,9 @@ class QuantizedMatMulKernel : public OpKernel {
     const Tensor& b = ctx.input(1);
     const bool tb = node().attr<bool>("transpose_b");
     const int64_t m = a.dim(0), k = a.dim(1), n = tb ? b.dim(0) : b.dim(1);
-    const MinFirst in = MinFirstOf(ctx, Scalar(ctx, 3), Scalar(ctx, 4), "a");
+    const cpu::MinFirstCodes in = MinFirstOf(ctx, Scalar(ctx, 3), Scalar(ctx, 4), "a");
     const float out_min = Scalar(ctx, 7), out_max = Scalar(ctx, 8);
-    const MinFirst out = MinFirstOf(ctx, out_min, out_max, "the output");
+    const cpu::MinFirstCodes out = MinFirstOf(ctx, out_min, out_max, "the output");
     const std::vector<double> b_steps = ColumnSteps(ctx, n);
     const float* bias = ctx.input(2).data<float>();
 
