@@ -101,8 +101,10 @@ std::vector<AnnotatedImage> ReadPointsDataset(const std::string& dir) {
     if (file.find("..") != std::string::npos || fs::path(file).is_absolute())
       Fail(Code::kInvalidArgument, "dataset '", dir, "': image '", file,
            "' must be a path inside the dataset folder");
-    if (!fs::is_regular_file(path))
-      Fail(Code::kNotFound, "dataset '", dir, "': annotated image '", file, "' does not exist");
+    std::error_code error;  // a name the file system refuses (too long, say) is a missing image too
+    if (!fs::is_regular_file(path, error))
+      Fail(Code::kNotFound, "dataset '", dir, "': annotated image '", file, "' does not exist",
+           error ? " (" + error.message() + ")" : "");
     images.push_back({path.string(), std::move(points)});
   }
   return images;

@@ -210,6 +210,9 @@ TEST_CASE("malformed datasets name the file and entry", "[data]") {
   WriteBytes(dir / "points.json", "{\"gone.png\": []}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kNotFound,
               {"'gone.png' does not exist"});
+  // A name the file system refuses (longer than a file name may be) is missing too, not a crash.
+  WriteBytes(dir / "points.json", "{\"" + std::string(300, 'x') + ".png\": []}");
+  ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kNotFound, {"does not exist (File name too long)"});
   WriteBytes(dir / "points.json", "{\"../etc/passwd\": []}");
   ExpectError([&] { ReadPointsDataset(dir.path().string()); }, Code::kInvalidArgument,
               {"inside the dataset folder"});
