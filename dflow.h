@@ -9,6 +9,7 @@
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "dist/training/distributed_optimizer.h"
+#include "dist/training/training_session.h"
 #include "graph/npy.h"
 #include "graph/session.h"
 #include "models/checkpoint.h"

@@ -1,14 +1,17 @@
 // spiral_ring: data-parallel training, Horovod's way. Start N workers with
 //
-//   dflow launch -n 2 -- spiral_ring --steps 600
+//   dflow launch -n 2 -- spiral_ring --steps 600            # ring all-reduce
+//   dflow launch -n 2 --ps 1 -- spiral_ring --steps 600     # parameter servers
 //
 // Each trains the spiral MLP on its own shard of the data; a
-// DistributedOptimizer averages the gradients over the workers (ring
-// all-reduce, in the graph) and BroadcastVariables starts every worker from
-// the chief's variables. Run alone, it is a job of one worker. The chief
-// reports held-out accuracy and saves a checkpoint. spiral_ring.py is the
-// same program in Python, and trains to the same bits. Installed with dflow
-// (share/doc/dflow/examples), it builds out of the tree with
+// DistributedOptimizer averages the gradients over the workers (in the
+// graph on the ring; on the ps tasks, which hold the variables, with
+// parameter servers) and a TrainingSession starts every worker from the
+// chief's variables. Both strategies train to the same bits. Run alone, it
+// is a job of one worker. The chief reports held-out accuracy and saves a
+// checkpoint. spiral_ring.py is the same program in Python, and trains to
+// the same bits. Installed with dflow (share/doc/dflow/examples), it builds
+// out of the tree with
 //
 //   g++ -std=c++20 -O2 spiral_ring.cc -o spiral_ring $(pkg-config --cflags --libs dflow)
 #include <iostream>
@@ -17,7 +20,7 @@
 
 #include "autodiff/learning_rate.h"
 #include "dflow_config.h"
-#include "dist/training/distributed_optimizer.h"
+#include "dist/training/training_session.h"
 #include "models/checkpoint.h"
 #include "models/data/spirals.h"
 #include "models/layers.h"
@@ -57,28 +60,26 @@ int Run(const Settings& settings) {
 
   autodiff::AdamOptimizer adam(autodiff::ConstantLearningRate(scope, 0.01));
   dist::DistributedOptimizer optimizer(adam);  // the job `dflow launch` started, or one worker
-  Node* train = optimizer.Minimize(scope, loss);
-  Node* init = ops::GlobalVariablesInitializer(scope.WithOpName("init"));
-  Node* sync = optimizer.BroadcastVariables(scope);
+  optimizer.Minimize(scope, loss);
 
-  Session session(scope);
-  session.Run({}, {}, {init});
-  session.Run({}, {}, {sync});
+  // One thread: every sum in one order, so both strategies give the same bits.
+  dist::TrainingSession session(scope, optimizer, {.num_steps = settings.steps, .session = {.num_threads = 1}});
   auto data = models::MakeSpirals({.points_per_class = 1000, .seed = 1});
-  for (int64_t step = 1; step <= settings.steps; ++step) {
-    auto batch = ShardBatch(data, optimizer.worker(), optimizer.num_workers(), step - 1, settings.batch);
-    auto out = session.Run({{x, batch.points}, {labels, batch.labels}}, {loss}, {train});
-    if (optimizer.is_chief() && step % 100 == 0)
-      std::cout << "step " << step << "  loss " << out[0].scalar<float>() << std::endl;
+  while (!session.ShouldStop()) {
+    auto batch = ShardBatch(data, session.worker(), session.num_workers(), session.next_step(), settings.batch);
+    auto out = session.Run({{x, batch.points}, {labels, batch.labels}}, {loss});
+    if (session.is_chief() && session.global_step() % 100 == 0)
+      std::cout << "step " << session.global_step() << "  loss " << out[0].scalar<float>() << std::endl;
   }
-  optimizer.Finish();
-  if (!optimizer.is_chief()) return 0;
+  session.Close();
+  if (!session.is_chief()) return 0;
 
   auto test = models::MakeSpirals({.points_per_class = 500, .seed = 1001});
-  Tensor test_logits = session.Run({{x, test.points}}, {logits})[0];
+  Tensor test_logits = session.session().Run({{x, test.points}}, {logits})[0];
   std::cout << "held-out accuracy " << models::Accuracy(test_logits, test.labels) << " with "
-            << optimizer.num_workers() << " worker(s)" << std::endl;
-  std::cout << "saved " << Saver(scope).Save(session, settings.out + "/", settings.steps) << std::endl;
+            << session.num_workers() << " worker(s)" << std::endl;
+  Saver saver(scope, session.variables());
+  std::cout << "saved " << saver.Save(session.session(), settings.out + "/", settings.steps) << std::endl;
   return 0;
 }
 
@@ -86,13 +87,14 @@ int Run(const Settings& settings) {
 
 int main(int argc, char** argv) {
   Settings settings;
-  CLI::App app("Train the spiral MLP data-parallel: start N workers with `dflow launch -n N -- spiral_ring`.");
+  CLI::App app("Train the spiral MLP data-parallel: start N workers with `dflow launch -n N [--ps P] -- spiral_ring`.");
   app.set_version_flag("--version", std::string("spiral_ring ") + DFLOW_VERSION);
   app.add_option("--steps", settings.steps, "Training steps")->check(CLI::PositiveNumber);
   app.add_option("--batch", settings.batch, "Batch size per worker")->check(CLI::PositiveNumber);
   app.add_option("--out", settings.out, "Directory for the chief's checkpoint");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (auto ps = dflow::dist::ParameterServerTask()) return dflow::dist::ServeParameterServer(*ps);
     return Run(settings);
   } catch (const dflow::Error& e) {
     std::cerr << "spiral_ring: " << e.what() << std::endl;

@@ -3,12 +3,14 @@
 in Python. Start N workers with
 
     dflow launch -n 2 -- /usr/bin/python3 apps/examples/spiral_ring.py --steps 600
+    dflow launch -n 2 --ps 1 -- /usr/bin/python3 apps/examples/spiral_ring.py --steps 600
 
 Each trains the spiral MLP on its own shard of the data; a DistributedOptimizer
-averages the gradients over the workers (ring all-reduce, in the graph) and
-broadcast_variables() starts every worker from the chief's variables. The
-graph, shards and batches are the C++ program's, so the chief's checkpoint is
-its checkpoint, byte for byte.
+averages the gradients over the workers (ring all-reduce in the graph, or on
+the parameter servers, which hold the variables) and a TrainingSession starts
+every worker from the chief's variables. The graph, shards and batches are the
+C++ program's, so the chief's checkpoint is its checkpoint, byte for byte,
+under either strategy.
 """
 import argparse
 
@@ -33,6 +35,7 @@ def main(argv=None):
     parser.add_argument("--out", default="spiral_ring_run", help="directory for the chief's checkpoint")
     args = parser.parse_args(argv)
 
+    dflow.distribute.serve_if_parameter_server()
     dflow.set_random_seed(1)
     x = dflow.placeholder(dflow.float32, [None, 2], name="x")
     labels = dflow.placeholder(dflow.int32, [None], name="labels")
@@ -44,26 +47,25 @@ def main(argv=None):
     loss = ops.Mean(xent, dflow.constant(0), name="loss")
 
     opt = dflow.distribute.DistributedOptimizer(dflow.train.AdamOptimizer(0.01))
-    train = opt.minimize(loss)
-    init = dflow.global_variables_initializer(name="init")
-    sync = opt.broadcast_variables()
+    opt.minimize(loss)
 
-    with dflow.Session() as sess:
-        sess.run(init)
-        sess.run(sync)
+    # One thread: every sum in one order, so both strategies give the same bits.
+    with dflow.distribute.TrainingSession(opt, num_steps=args.steps, num_threads=1) as sess:
         data_x, data_y = dflow.data.spirals(points_per_class=1000, seed=1)
-        for step in range(1, args.steps + 1):
-            bx, by = shard_batch(data_x, data_y, opt.rank, opt.size, step - 1, args.batch)
-            _, value = sess.run([train, loss], {x: bx, labels: by})
-            if opt.rank == 0 and step % 100 == 0:
-                print(f"step {step}  loss {value:.6g}", flush=True)
-        opt.finish()
-        if opt.rank != 0:
+        while not sess.should_stop():
+            bx, by = shard_batch(data_x, data_y, sess.rank, sess.size, sess.next_step, args.batch)
+            value = sess.run(loss, {x: bx, labels: by})
+            if sess.is_chief and sess.global_step % 100 == 0:
+                print(f"step {sess.global_step}  loss {value:.6g}", flush=True)
+        sess.close()
+        if not sess.is_chief:
             return 0
         test_x, test_y = dflow.data.spirals(points_per_class=500, seed=1001)
-        accuracy = float(np.mean(np.argmax(sess.run(logits, {x: test_x}), axis=1) == test_y))
-        print(f"held-out accuracy {accuracy:.6g} with {opt.size} worker(s)")
-        print("saved", dflow.train.Saver().save(sess, args.out + "/", global_step=args.steps))
+        predicted = np.argmax(sess.session.run(logits, {x: test_x}), axis=1)
+        accuracy = float(np.mean(predicted == test_y))
+        print(f"held-out accuracy {accuracy:.6g} with {sess.size} worker(s)")
+        saver = dflow.train.Saver(sess.variables)
+        print("saved", saver.save(sess.session, args.out + "/", global_step=args.steps))
     return 0
 
 

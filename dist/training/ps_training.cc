@@ -39,11 +39,11 @@ void WaitUntilServing(const std::string& task_prefix, const std::string& address
 
 PsWorker::PsWorker(const Scope& scope, const std::vector<autodiff::GradAndVar>& grads_and_vars,
                    autodiff::Optimizer& optimizer, PsTask task, PsTrainingOptions options)
-    : task_(std::move(task)), options_(options) {
-  DFLOW_REQUIRE(task_.task.job == "worker", "PsWorker: task ", ClusterSpec::TaskPrefix(task_.task),
-                " is not a worker (a ps task runs ServeParameterServer)");
+    : PsWorker(scope, BuildPsTrainingOps(scope, grads_and_vars, optimizer, task, options), task, options) {}
+
+PsWorker::PsWorker(const Scope& scope, std::unique_ptr<Ops> ops, PsTask task, PsTrainingOptions options)
+    : task_(std::move(task)), options_(options), ops_(std::move(ops)) {
   DFLOW_REQUIRE(options_.num_steps >= 0, "PsWorker: num_steps must be >= 0, got ", options_.num_steps);
-  ops_ = BuildPsTrainingOps(scope, grads_and_vars, optimizer, task_, options_);
   StartServer();
   auto deadline = Clock::now() + options_.startup_timeout;
   for (int k = 0; k < task_.num_ps(); ++k)
@@ -109,70 +109,83 @@ void PsWorker::WaitUntilInitialised() {
 void PsWorker::Train(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step,
                      const std::function<void()>& on_finished) {
   try {
-    if (task_.is_chief()) Initialise();
-    else WaitUntilInitialised();
-    if (options_.mode == PsMode::kSync) TrainSync(batches, fetches, on_step);
-    else TrainAsync(batches, fetches, on_step);
+    Start();
+    while (!Done()) {
+      PsStepResult result = Step(batches(next_step()), fetches);
+      if (on_step) on_step(result);
+    }
     if (!task_.is_chief() && on_finished) on_finished();
-    session_->Run({}, {}, {ops_->finish});
+    FinishSteps();
     if (task_.is_chief()) {
-      WaitForOtherWorkers();
       if (on_finished) on_finished();
       StopParameterServers(1);
     }
   } catch (const Error& e) {
-    // A worker's step waits for the chief's: a step that never comes means
-    // the chief (or another worker it waits for) is gone.
-    if (!task_.is_chief())
-      throw Error(e.code(), StrCat("parameter-server training failed on ", ClusterSpec::TaskPrefix(task_.task),
-                                   " (the chief ", ClusterSpec::TaskPrefix({"worker", 0}),
-                                   " finishes each step): ", e.message()));
-    try {
-      StopParameterServers(2);
-    } catch (const Error& stop_error) {
-      std::cerr << "chief: could not stop the ps tasks: " << stop_error.message() << std::endl;
-    }
-    throw Error(e.code(), StrCat("parameter-server training failed on the chief (",
-                                 ClusterSpec::TaskPrefix(task_.task), "): ", e.message()));
+    Failed(e);
   }
 }
 
-// One Run per global step: the chief's pushes, takes the means, applies and
-// finishes; the others' push and wait. The first step waits for everyone to
-// start, so it gets startup_timeout.
-void PsWorker::TrainSync(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step) {
-  int64_t step = *session_->Run({ops_->initial_step})[0].data<int64_t>();
+void PsWorker::Start() {
+  if (task_.is_chief()) Initialise();
+  else WaitUntilInitialised();
+  global_step_ = *session_->Run({ops_->initial_step})[0].data<int64_t>();
+  own_steps_ = 0;
+  first_step_ = true;
+}
+
+PsStepResult PsWorker::Step(FeedList feeds, const std::vector<TensorName>& fetches) {
+  PsStepResult result =
+      options_.mode == PsMode::kSync ? StepSync(std::move(feeds), fetches) : StepAsync(feeds, fetches);
+  global_step_ = result.global_step;
+  ++own_steps_;
+  first_step_ = false;
+  return result;
+}
+
+void PsWorker::FinishSteps() {
+  session_->Run({}, {}, {ops_->finish});
+  if (task_.is_chief()) WaitForOtherWorkers();
+}
+
+void PsWorker::Failed(const Error& e) {
+  // A worker's step waits for the chief's: a step that never comes means
+  // the chief (or another worker it waits for) is gone.
+  if (!task_.is_chief())
+    throw Error(e.code(), StrCat("parameter-server training failed on ", ClusterSpec::TaskPrefix(task_.task),
+                                 " (the chief ", ClusterSpec::TaskPrefix({"worker", 0}),
+                                 " finishes each step): ", e.message()));
+  try {
+    StopParameterServers(2);
+  } catch (const Error& stop_error) {
+    std::cerr << "chief: could not stop the ps tasks: " << stop_error.message() << std::endl;
+  }
+  throw Error(e.code(), StrCat("parameter-server training failed on the chief (",
+                               ClusterSpec::TaskPrefix(task_.task), "): ", e.message()));
+}
+
+// Sync: one Run per global step: the chief's pushes, takes the means,
+// applies and finishes; the others' push and wait. The first step waits for
+// everyone to start, so it gets startup_timeout.
+PsStepResult PsWorker::StepSync(FeedList feeds, const std::vector<TensorName>& fetches) {
   std::vector<TensorName> all = {ops_->next_step};
   all.insert(all.end(), fetches.begin(), fetches.end());
-  bool first = true;
-  while (step < options_.num_steps) {
-    auto timeout = first ? options_.startup_timeout : options_.step_timeout;
-    // A worker waits for the chief, who waits for the slowest worker.
-    if (!task_.is_chief()) timeout += options_.step_timeout;
-    FeedList feeds = batches(step);
-    feeds.push_back({ops_->local_step, Int64(step)});
-    feeds.push_back({ops_->timeout_ms, Int64(timeout.count())});
-    std::vector<Tensor> out = session_->Run(feeds, all);
-    PsStepResult result{step, *out[0].data<int64_t>(), 0, {out.begin() + 1, out.end()}};
-    step = result.global_step;
-    first = false;
-    if (on_step) on_step(result);
-  }
+  auto timeout = first_step_ ? options_.startup_timeout : options_.step_timeout;
+  // A worker waits for the chief, who waits for the slowest worker.
+  if (!task_.is_chief()) timeout += options_.step_timeout;
+  feeds.push_back({ops_->local_step, Int64(global_step_)});
+  feeds.push_back({ops_->timeout_ms, Int64(timeout.count())});
+  std::vector<Tensor> out = session_->Run(feeds, all);
+  return {global_step_, *out[0].data<int64_t>(), 0, {out.begin() + 1, out.end()}};
 }
 
-// One Run per update: gradients from the parameters as they are, applied
-// on the ps at once; the staleness log says how many updates came between.
-void PsWorker::TrainAsync(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step) {
+// Async: one Run per update: gradients from the parameters as they are,
+// applied on the ps at once; the staleness log says how many updates came
+// between.
+PsStepResult PsWorker::StepAsync(const FeedList& feeds, const std::vector<TensorName>& fetches) {
   std::vector<TensorName> all = {ops_->initial_step, ops_->staleness, ops_->next_step};
   all.insert(all.end(), fetches.begin(), fetches.end());
-  int64_t global_step = *session_->Run({ops_->initial_step})[0].data<int64_t>();
-  for (int64_t own_step = 0; global_step < options_.num_steps; ++own_step) {
-    std::vector<Tensor> out = session_->Run(batches(own_step), all);
-    PsStepResult result{*out[0].data<int64_t>(), *out[2].data<int64_t>(), *out[1].data<int64_t>(),
-                        {out.begin() + 3, out.end()}};
-    global_step = result.global_step;
-    if (on_step) on_step(result);
-  }
+  std::vector<Tensor> out = session_->Run(feeds, all);
+  return {*out[0].data<int64_t>(), *out[2].data<int64_t>(), *out[1].data<int64_t>(), {out.begin() + 3, out.end()}};
 }
 
 // Each worker adds one to workers_done as it leaves; a dead one never does,
@@ -193,6 +206,7 @@ void PsWorker::WaitForOtherWorkers() {
 // After an error the accumulators are aborted too: the workers waiting for
 // the next step fail at once, saying the chief stopped.
 void PsWorker::StopParameterServers(int64_t code) {
+  DFLOW_REQUIRE(task_.is_chief(), "only the chief stops the ps tasks, not ", ClusterSpec::TaskPrefix(task_.task));
   std::vector<TensorName> stops(ops_->stops.begin(), ops_->stops.end());
   if (code != 1) stops.insert(stops.end(), ops_->aborts.begin(), ops_->aborts.end());
   session_->Run({{ops_->stop_code, Int64(code)}}, {}, stops);

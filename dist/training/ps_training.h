@@ -101,6 +101,10 @@ class PsWorker {
   // task's server and opens a session over the ps tasks and this task.
   PsWorker(const Scope& scope, const std::vector<autodiff::GradAndVar>& grads_and_vars,
            autodiff::Optimizer& optimizer, PsTask task, PsTrainingOptions options);
+  // The training ops, built beforehand (BuildPsTrainingOps, which is what
+  // DistributedOptimizer does under the ps strategy).
+  struct Ops;
+  PsWorker(const Scope& scope, std::unique_ptr<Ops> ops, PsTask task, PsTrainingOptions options);
   ~PsWorker();
   PsWorker(const PsWorker&) = delete;
   PsWorker& operator=(const PsWorker&) = delete;
@@ -115,6 +119,27 @@ class PsWorker {
   // workers call on_finished as they leave.
   void Train(const BatchFn& batches, const std::vector<TensorName>& fetches = {},
              const StepFn& on_step = {}, const std::function<void()>& on_finished = {});
+
+  // Train's parts, for a caller that runs the steps itself (TrainingSession):
+  // Start, then Step while !Done(), then FinishSteps; the chief stops the ps
+  // tasks with StopParameterServers. An error in any of them goes through
+  // Failed, which says where it happened and lets the ps tasks go.
+  void Start();
+  // One step on `feeds` (this worker's batch for next_step()).
+  PsStepResult Step(FeedList feeds, const std::vector<TensorName>& fetches);
+  bool Done() const { return global_step_ >= options_.num_steps; }
+  // Sync: the global step the next gradients are computed at. Async: this
+  // worker's own steps so far.
+  int64_t next_step() const { return options_.mode == PsMode::kSync ? global_step_ : own_steps_; }
+  int64_t global_step() const { return global_step_; }
+  // Tells the chief this worker is done; the chief waits (finish_timeout)
+  // for every worker to say so.
+  void FinishSteps();
+  // 1: stop cleanly. 2: after an error, also failing the waiting workers.
+  void StopParameterServers(int64_t code);
+  // Rethrows `error` naming this task (and, for another worker, that the
+  // chief finishes each step); the chief first stops the ps tasks (code 2).
+  [[noreturn]] void Failed(const Error& error);
 
   // The chief restores a checkpoint at start, after the initialiser:
   // `restore` assigns the variables through session() (a Saver's Restore
@@ -131,17 +156,15 @@ class PsWorker {
   // Sync: stale gradient pushes the accumulators dropped, over all variables.
   int64_t DroppedStale();
 
-  // The training ops it added (defined in dist/training/ps_training_graph.h).
-  struct Ops;
+  // Ops: the training ops it added (defined in dist/training/ps_training_graph.h).
 
  private:
   void StartServer();
   void Initialise();
   void WaitUntilInitialised();
-  void TrainSync(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step);
-  void TrainAsync(const BatchFn& batches, const std::vector<TensorName>& fetches, const StepFn& on_step);
+  PsStepResult StepSync(FeedList feeds, const std::vector<TensorName>& fetches);
+  PsStepResult StepAsync(const FeedList& feeds, const std::vector<TensorName>& fetches);
   void WaitForOtherWorkers();
-  void StopParameterServers(int64_t code);
 
   PsTask task_;
   PsTrainingOptions options_;
@@ -150,6 +173,8 @@ class PsWorker {
   std::unique_ptr<MessageServer> server_;
   std::unique_ptr<Session> session_;
   std::function<void(Session&)> restore_;
+  int64_t global_step_ = 0, own_steps_ = 0;
+  bool first_step_ = true;
 };
 
 }  // namespace dflow::dist

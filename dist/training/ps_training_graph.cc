@@ -146,6 +146,8 @@ std::unique_ptr<PsWorker::Ops> BuildPsTrainingOps(const Scope& scope,
                                                   const std::vector<autodiff::GradAndVar>& grads_and_vars,
                                                   autodiff::Optimizer& optimizer, const PsTask& task,
                                                   const PsTrainingOptions& options) {
+  DFLOW_REQUIRE(task.task.job == "worker", "PsWorker: task ", ClusterSpec::TaskPrefix(task.task),
+                " is not a worker (a ps task runs ServeParameterServer)");
   DFLOW_REQUIRE(task.num_ps() >= 1 && task.num_workers() >= 1,
                 "PsWorker: the cluster needs a 'ps' and a 'worker' job, it has ", task.num_ps(),
                 " ps and ", task.num_workers(), " worker task(s)");

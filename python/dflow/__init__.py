@@ -232,17 +232,7 @@ class Session:
         """Values of `fetches` (an Output, a tensor name, an Operation to run
         for its effect, or a list, tuple or dict of those) as numpy arrays
         (numpy scalars for rank 0), feeding `feed_dict` {Output or name: value}."""
-        if isinstance(fetches, dict):
-            values = self.run(list(fetches.values()), feed_dict)
-            return dict(zip(fetches.keys(), values))
-        single = not isinstance(fetches, (list, tuple))
-        items = [fetches] if single else list(fetches)
-        tensors = [f for f in items if not isinstance(f, Operation)]
-        targets = [f for f in items if isinstance(f, Operation)]
-        feeds = [(key, _feed_value(key, value)) for key, value in (feed_dict or {}).items()]
-        values = iter(self._session.run(tensors, feeds, targets))
-        results = [None if isinstance(f, Operation) else _unwrap(next(values)) for f in items]
-        return results[0] if single else type(fetches)(results) if isinstance(fetches, tuple) else results
+        return _run(self._session, fetches, feed_dict)
 
     def close(self):
         self._session = None
@@ -252,6 +242,21 @@ class Session:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _run(session, fetches, feed_dict):
+    """Session.run's conversions around `session`, a C++ session handle."""
+    if isinstance(fetches, dict):
+        values = _run(session, list(fetches.values()), feed_dict)
+        return dict(zip(fetches.keys(), values))
+    single = not isinstance(fetches, (list, tuple))
+    items = [fetches] if single else list(fetches)
+    tensors = [f for f in items if not isinstance(f, Operation)]
+    targets = [f for f in items if isinstance(f, Operation)]
+    feeds = [(key, _feed_value(key, value)) for key, value in (feed_dict or {}).items()]
+    values = iter(session.run(tensors, feeds, targets))
+    results = [None if isinstance(f, Operation) else _unwrap(next(values)) for f in items]
+    return results[0] if single else type(fetches)(results) if isinstance(fetches, tuple) else results
 
 
 def _feed_value(key, value):
@@ -328,8 +333,11 @@ train.latest_checkpoint = _dflow.latest_checkpoint
 class _DistributedOptimizer:
     """Horovod's DistributedOptimizer: wraps an optimizer of dflow.train so
     that minimize() averages the gradients over the workers of the job that
-    `dflow launch` started this process in (ring all-reduce, in the graph)
-    before applying them. Alone, a process is a job of one worker.
+    `dflow launch` started this process in before applying them: in the
+    graph with the ring all-reduce, or on the ps tasks, which then hold the
+    variables, with parameter servers (`--ps P`). Alone, a process is a job
+    of one worker. A dflow.distribute.TrainingSession runs the steps under
+    either strategy; with the ring, a plain Session does too:
 
         opt = dflow.distribute.DistributedOptimizer(dflow.train.AdamOptimizer(0.01))
         train = opt.minimize(loss)
@@ -374,9 +382,91 @@ class _DistributedOptimizer:
         return self._handle
 
 
+class _TrainingSession:
+    """Runs a DistributedOptimizer's training steps under the strategy `dflow
+    launch` chose, ring all-reduce or parameter servers (TensorFlow 1's
+    MonitoredTrainingSession): the chief initialises the variables (and
+    restores `restore_from`, a checkpoint, if given), every worker starts from
+    the chief's values, and run() takes one training step.
+
+        dflow.distribute.serve_if_parameter_server()   # first: a ps task serves, then exits
+        ...build the model...
+        opt = dflow.distribute.DistributedOptimizer(dflow.train.AdamOptimizer(0.01))
+        opt.minimize(loss)
+        with dflow.distribute.TrainingSession(opt, num_steps=600) as sess:
+            while not sess.should_stop():
+                loss_value = sess.run(loss, this_workers_batch(sess.next_step))
+            sess.close()                     # every worker's steps are done
+            if sess.is_chief:
+                dflow.train.Saver(sess.variables).save(sess.session, "run/")
+
+    `num_threads` sets the ring's session threads (the ps strategy's worker
+    runs on one)."""
+
+    def __init__(self, optimizer, num_steps, restore_from=None, num_threads=0):
+        if not isinstance(optimizer, _DistributedOptimizer):
+            raise TypeError("TrainingSession runs a dflow.distribute.DistributedOptimizer's steps, got "
+                            + type(optimizer).__name__)
+        self.graph = get_default_graph()
+        self._handle = _dflow.TrainingSession(optimizer._ready(), _scope(), int(num_steps), restore_from or "",
+                                              int(num_threads))
+
+    def run(self, fetches, feed_dict=None):
+        """One training step on `feed_dict`, this worker's batch; returns the
+        values of `fetches` (as Session.run does; Operations are refused)."""
+        return _run(self._handle, fetches, feed_dict)
+
+    def should_stop(self):
+        """True once the job took num_steps global steps."""
+        return self._handle.should_stop()
+
+    global_step = property(lambda self: self._handle.global_step, doc="The global step the next run() trains.")
+    next_step = property(lambda self: self._handle.next_step,
+                         doc="Which batch the next run() wants: the global step (asynchronous parameter "
+                             "servers: this worker's own count).")
+    rank = property(lambda self: self._handle.worker)
+    size = property(lambda self: self._handle.num_workers)
+    is_chief = property(lambda self: self._handle.worker == 0)
+    variables = property(lambda self: self._handle.variables,
+                         doc="What a checkpoint holds: the model's variables, optimizer slots, global step.")
+
+    @property
+    def session(self):
+        """A Session over the trained variables, to evaluate and checkpoint."""
+        session = Session.__new__(Session)
+        session.graph, session._session = self.graph, self._handle.session
+        return session
+
+    def close(self):
+        """After the last step: tells the job this worker is done and waits for
+        every worker. The variables stay readable until the session goes."""
+        self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *exc):
+        # The chief's C++ session stops the ps tasks as it goes (after an
+        # exception, telling the other workers training failed).
+        if kind is None:
+            self.close()
+        self._handle = None
+
+
+def _serve_if_parameter_server():
+    """In a ps task `dflow launch --ps P` started: serves the variables until
+    the chief stops the task, then exits the process with the task's code.
+    Elsewhere it returns at once. Call it before building the model."""
+    code = _dflow.serve_if_parameter_server()
+    if code is not None:
+        raise SystemExit(code)
+
+
 distribute = types.ModuleType("dflow.distribute", "Data-parallel training across the processes `dflow launch` "
-                              "starts (Horovod's model).")
+                              "starts (Horovod's model, or parameter servers).")
 distribute.DistributedOptimizer = _DistributedOptimizer
+distribute.TrainingSession = _TrainingSession
+distribute.serve_if_parameter_server = _serve_if_parameter_server
 distribute.rank = lambda: _dflow.worker_place()[0]
 distribute.size = lambda: _dflow.worker_place()[1]
 

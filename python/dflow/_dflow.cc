@@ -170,11 +170,6 @@ py::dict OpDefToPython(const OpDef& def) {
 
 // --- session
 
-struct SessionHandle {
-  std::shared_ptr<Graph> graph;
-  std::unique_ptr<Session> session;
-};
-
 TensorName NameFromPython(const py::handle& value) {
   if (py::isinstance<OutputRef>(value)) return py::cast<const OutputRef&>(value).output;
   if (py::isinstance<NodeRef>(value)) return py::cast<const NodeRef&>(value).node;
@@ -182,23 +177,14 @@ TensorName NameFromPython(const py::handle& value) {
 }
 
 py::list Run(SessionHandle& handle, const py::list& fetches, const py::list& feeds, const py::list& targets) {
-  FeedList feed_list;
-  for (py::handle pair : feeds) {
-    auto item = py::reinterpret_borrow<py::tuple>(pair);
-    feed_list.emplace_back(NameFromPython(item[0]), FromNumpy(py::array::ensure(item[1])));
-  }
-  std::vector<TensorName> fetch_names, target_names;
-  for (py::handle f : fetches) fetch_names.push_back(NameFromPython(f));
-  for (py::handle t : targets) target_names.push_back(NameFromPython(t));
+  RunArguments args = RunArgumentsFromPython(fetches, feeds, targets);
   std::vector<Tensor> results;
   {
     py::gil_scoped_release no_gil;
-    results = handle.session->Run(feed_list, fetch_names, target_names);
-    feed_list.clear();  // the adopted arrays' releases take the GIL
+    results = handle.session->Run(args.feeds, args.fetches, args.targets);
+    args.feeds.clear();  // the adopted arrays' releases take the GIL
   }
-  py::list out;
-  for (const Tensor& t : results) out.append(ToNumpy(t));
-  return out;
+  return ToNumpyList(results);
 }
 
 void DefineModule(py::module_& m) {
@@ -310,7 +296,7 @@ void DefineModule(py::module_& m) {
              options.target = target;
              options.devices = devices;
              options.allow_soft_placement = allow_soft_placement;
-             return SessionHandle{s.graph_ptr(), std::make_unique<Session>(s.graph_ptr(), options)};
+             return SessionHandle{s.graph_ptr(), std::make_shared<Session>(s.graph_ptr(), options)};
            }),
            py::arg("scope"), py::arg("device") = "", py::arg("num_threads") = 0, py::arg("target") = "",
            py::arg("devices") = std::vector<std::string>{}, py::arg("allow_soft_placement") = false)
@@ -335,6 +321,23 @@ void DefineModule(py::module_& m) {
 }
 
 }  // namespace
+
+RunArguments RunArgumentsFromPython(const py::list& fetches, const py::list& feeds, const py::list& targets) {
+  RunArguments args;
+  for (py::handle pair : feeds) {
+    auto item = py::reinterpret_borrow<py::tuple>(pair);
+    args.feeds.emplace_back(NameFromPython(item[0]), FromNumpy(py::array::ensure(item[1])));
+  }
+  for (py::handle f : fetches) args.fetches.push_back(NameFromPython(f));
+  for (py::handle t : targets) args.targets.push_back(NameFromPython(t));
+  return args;
+}
+
+py::list ToNumpyList(const std::vector<Tensor>& tensors) {
+  py::list out;
+  for (const Tensor& t : tensors) out.append(ToNumpy(t));
+  return out;
+}
 
 std::vector<Output> Outputs(const std::vector<OutputRef>& refs) {
   std::vector<Output> outputs;

@@ -12,6 +12,7 @@
 
 #include "graph/graph.h"
 #include "graph/scope.h"
+#include "graph/session.h"
 #include "graph/tensor.h"
 
 namespace dflow::python {
@@ -41,6 +42,22 @@ Tensor CopyOf(const Tensor& tensor);
 
 // The graph outputs the handles name.
 std::vector<Output> Outputs(const std::vector<OutputRef>& refs);
+
+// A session as Python holds it, with its graph. The session may belong to
+// another object (a TrainingSession), which the pointer then keeps alive.
+struct SessionHandle {
+  std::shared_ptr<Graph> graph;
+  std::shared_ptr<Session> session;
+};
+
+// A Session.run call's arguments from Python: fetches and targets are
+// Outputs, Operations or names; feeds a list of (key, array) pairs.
+struct RunArguments {
+  FeedList feeds;
+  std::vector<TensorName> fetches, targets;
+};
+RunArguments RunArgumentsFromPython(const py::list& fetches, const py::list& feeds, const py::list& targets);
+py::list ToNumpyList(const std::vector<Tensor>& tensors);
 
 // dflow.layers, the learning-rate schedules and the generated data.
 void DefineLayers(py::module_& m);

@@ -215,7 +215,8 @@ class SpiralExampleTest(Fresh):
 class DistributeTest(Fresh):
     """dflow.distribute: alone, a process is worker 0 of 1; with `dflow launch
     -n 2`, apps/examples/spiral_ring.py and the C++ spiral_ring train to the
-    same checkpoint bytes."""
+    same checkpoint bytes, on the ring or with a parameter server; a chief
+    that fails ends the job with its error, no task left waiting."""
 
     def test_alone_a_process_is_a_job_of_one_worker(self):
         os.environ.pop("DFLOW_CLUSTER", None)
@@ -236,26 +237,75 @@ class DistributeTest(Fresh):
         with self.assertRaises(TypeError):
             dflow.distribute.DistributedOptimizer("adam")
 
-    def test_two_workers_in_python_and_cpp_train_to_the_same_bits(self):
-        launcher, cpp = os.environ.get("DFLOW_EXE"), os.environ.get("SPIRAL_RING")
-        if not launcher or not cpp:
+    def test_alone_a_training_session_restores_and_goes_on(self):
+        os.environ.pop("DFLOW_CLUSTER", None)
+        dflow.distribute.serve_if_parameter_server()  # not a ps task: returns
+        v = dflow.Variable(np.float32(3.0), name="v")
+        opt = dflow.distribute.DistributedOptimizer(dflow.train.GradientDescentOptimizer(0.25))
+        with self.assertRaisesRegex(TypeError, "DistributedOptimizer"):
+            dflow.distribute.TrainingSession(dflow.train.GradientDescentOptimizer(0.25), num_steps=1)
+        with self.assertRaisesRegex(dflow.DflowError, "call minimize"):
+            dflow.distribute.TrainingSession(opt, num_steps=1)
+        loss = ops.Square(v)
+        opt.minimize(loss)
+        with tempfile.TemporaryDirectory() as work:
+            with dflow.distribute.TrainingSession(opt, num_steps=2) as sess:
+                self.assertEqual((sess.rank, sess.size, sess.is_chief), (0, 1, True))
+                values = []
+                while not sess.should_stop():
+                    values.append(float(sess.run(loss)))  # before each step's update
+                with self.assertRaisesRegex(dflow.DflowError, "steps are done"):
+                    sess.run(loss)
+                with self.assertRaisesRegex(dflow.DflowError, "runs one training step"):
+                    sess.run([ops.NoOp()])
+                sess.close()
+                self.assertEqual(values, [9.0, 2.25])  # v: 3 -> 1.5 -> 0.75
+                self.assertEqual(float(sess.session.run(v)), 0.75)
+                path = dflow.train.Saver(sess.variables).save(sess.session, work + "/", global_step=2)
+            with dflow.distribute.TrainingSession(opt, num_steps=3, restore_from=path) as sess:
+                self.assertEqual(sess.global_step, 2)
+                sess.run(loss)
+                self.assertEqual(float(sess.session.run(v)), 0.375)
+
+    def _launch(self, port, program, *options):
+        launcher = os.environ["DFLOW_EXE"]
+        return subprocess.run([launcher, "launch", "-n", "2", *options, "--base-port", str(port), "--", *program],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_two_workers_in_python_and_cpp_train_to_the_same_bits_ring_or_ps(self):
+        cpp = os.environ.get("SPIRAL_RING")
+        if not os.environ.get("DFLOW_EXE") or not cpp:
             self.skipTest("DFLOW_EXE and SPIRAL_RING (the C++ programs' paths) are not set; meson sets them")
         example = os.path.join(os.path.dirname(__file__), "..", "..", "apps", "examples", "spiral_ring.py")
         port = 20000 + random.randrange(12000)  # below the ephemeral ports
         with tempfile.TemporaryDirectory() as work:
             outputs = {}
             for name, program in (("cpp", [cpp]), ("py", [sys.executable, example])):
-                run = subprocess.run([launcher, "launch", "-n", "2", "--base-port", str(port), "--", *program,
-                                      "--steps", "300", "--out", f"{work}/{name}"],
-                                     capture_output=True, text=True, timeout=120)
-                self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-                outputs[name] = run.stdout
-            self.assertIn("with 2 worker(s)", outputs["py"])
-            accuracy = float(re.search(r"held-out accuracy ([0-9.]+)", outputs["py"]).group(1))
+                for strategy, options in (("ring", []), ("ps", ["--ps", "1"])):
+                    port += 10
+                    run = self._launch(port, [*program, "--steps", "300", "--out", f"{work}/{name}-{strategy}"],
+                                       *options)
+                    self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+                    outputs[name, strategy] = run.stdout
+            self.assertIn("with 2 worker(s)", outputs["py", "ps"])
+            self.assertIn("told to stop (training finished)", outputs["py", "ps"])
+            accuracy = float(re.search(r"held-out accuracy ([0-9.]+)", outputs["py", "ps"]).group(1))
             self.assertGreater(accuracy, 0.9)
-            with open(f"{work}/cpp/model-300.safetensors", "rb") as f, \
-                    open(f"{work}/py/model-300.safetensors", "rb") as g:
-                self.assertTrue(f.read() == g.read(), "the Python and C++ workers' checkpoints differ")
+            with open(f"{work}/cpp-ring/model-300.safetensors", "rb") as f:
+                expected = f.read()
+            for name, strategy in outputs:
+                with open(f"{work}/{name}-{strategy}/model-300.safetensors", "rb") as f:
+                    self.assertTrue(f.read() == expected, f"{name} under {strategy} differs from C++ on the ring")
+
+    def test_a_chief_that_fails_stops_the_parameter_servers_and_the_other_worker(self):
+        if not os.environ.get("DFLOW_EXE"):
+            self.skipTest("DFLOW_EXE (the launcher's path) is not set; meson sets it")
+        script = os.path.join(os.path.dirname(__file__), "ps_chief_fails.py")
+        run = self._launch(20000 + random.randrange(12000), [sys.executable, script], "--ps", "1")
+        self.assertNotEqual(run.returncode, 0)
+        output = run.stdout + run.stderr
+        self.assertIn("the chief's data ran out at step 5", output)
+        self.assertIn("stopped training after an error", output)  # what worker 1 was told
 
 
 class SmallMlpTest(Fresh):
