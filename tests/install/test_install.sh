@@ -2,8 +2,12 @@
 # Installs dflow from a build directory into a scratch DESTDIR, then builds
 # tests/install/example.cc against the installed headers and library with
 # `pkg-config --cflags --libs dflow`, as a user outside the tree would, and
-# runs it; and, when the build has the Python package, runs a graph with the
-# installed package.
+# runs it. Then the installed tree moves to a scratch prefix of its own (an
+# install names no absolute path: dflow.pc is relocatable, the programs and
+# the Python extension find libdflow through $ORIGIN), and is used from there
+# as the README says for `--prefix`: the program again, the installed `dflow`
+# with no library path set, and, when the build has the Python package, a
+# graph run with the installed package.
 # usage: test_install.sh BUILD_DIR EXAMPLE_SOURCE [SANITIZERS (meson's b_sanitize)]
 set -euo pipefail
 build=$1
@@ -34,9 +38,9 @@ if grep -q 'DFLOW_WITH_CUDA 1' "$config"; then
 fi
 ! ldd "$lib" | grep -Eq 'libcudart|libcublas' || fail "libdflow.so links CUDA: $(ldd "$lib")"
 
-# The .pc file names the final prefix; the sysroot points pkg-config at the
-# scratch copy of it.
-export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$root
+# dflow.pc names the prefix relative to itself, so the staged copy needs no
+# PKG_CONFIG_SYSROOT_DIR.
+export PKG_CONFIG_PATH=$(dirname "$pc")
 read -r -a flags <<<"$(pkg-config --cflags --libs dflow)"
 read -r -a cflags <<<"$(pkg-config --cflags dflow)"
 echo "pkg-config --cflags --libs dflow: ${flags[*]}"
@@ -88,15 +92,42 @@ for page in dflow dflow-count dflow-detect; do
 done
 echo "PASS: the man pages were installed"
 
+# An install under a prefix of one's own is the same files under another
+# root: nothing installed names the configured prefix's library directory
+# (rpaths are relative), and the tree works after a move.
+configured_libdir=$(meson introspect "$build" --buildoptions | /usr/bin/python3 -c '
+import json, sys
+options = {o["name"]: o["value"] for o in json.load(sys.stdin)}
+print(options["prefix"].rstrip("/") + "/" + options["libdir"])')
+if grep -rlF "$configured_libdir" "$root" >"$tmp/absolute.txt"; then
+  fail "installed files name $configured_libdir (an install could not move): $(cat "$tmp/absolute.txt")"
+fi
+staged_prefix=$(realpath "$(pkg-config --variable=prefix dflow)")
+prefix=$tmp/prefix
+mv "$staged_prefix" "$prefix"
+rm -rf "$root"
+libdir=$prefix/${libdir#"$staged_prefix"/}
+export PKG_CONFIG_PATH=$prefix/${PKG_CONFIG_PATH#"$staged_prefix"/}
+[[ $(pkg-config --cflags dflow) == *"$prefix/"* ]] || fail "pkg-config does not point into the prefix: $(pkg-config --cflags dflow)"
+read -r -a flags <<<"$(pkg-config --cflags --libs dflow)"
+"$cxx" -std=c++20 "$example" -o "$tmp/example_prefix" "${extra[@]}" "${flags[@]}" ||
+  fail "the example does not build against dflow installed under a prefix"
+LD_LIBRARY_PATH=$libdir "$tmp/example_prefix" >"$tmp/out_prefix.txt" || { cat "$tmp/out_prefix.txt"; fail "the example failed"; }
+grep -qxF "steps = 3" "$tmp/out_prefix.txt" || fail "the example built against the prefix did not train"
+env -u LD_LIBRARY_PATH "$prefix/bin/dflow" --version | grep -q "^dflow " ||
+  fail "the installed dflow does not run from the prefix by itself: $(env -u LD_LIBRARY_PATH "$prefix/bin/dflow" --version 2>&1)"
+echo "PASS: dflow installed under a prefix of its own ($prefix) built and ran the program and the dflow tool"
+
 # The Python package, when the build has it: installed into the
-# interpreter's site-packages under the same root, it imports and runs a
-# graph from there (outside the build tree) with /usr/bin/python3.
+# interpreter's site-packages under the prefix, it imports and runs a graph
+# from there (outside the build tree) with /usr/bin/python3, no library path
+# set.
 if find "$build/python" -name '_dflow*.so' 2>/dev/null | grep -q .; then
-  extension=$(find "$root" -name '_dflow*.so' -print -quit)
+  extension=$(find "$prefix" -name '_dflow*.so' -print -quit)
   [[ -n $extension ]] || fail "the Python extension was not installed"
   package=$(dirname "$extension")
   [[ -f $package/__init__.py ]] || fail "the Python package's __init__.py was not installed beside $extension"
-  (cd "$tmp" && PYTHONPATH=$(dirname "$package") LD_LIBRARY_PATH=$libdir /usr/bin/python3 - "$package" <<'PY') ||
+  (cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH=$(dirname "$package") /usr/bin/python3 - "$package" <<'PY') ||
 import os, sys
 import numpy as np
 import dflow
