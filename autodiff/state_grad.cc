@@ -50,6 +50,10 @@ REGISTER_NO_GRADIENT("DataParallelBroadcast");
 REGISTER_NO_GRADIENT("QuantizeV2");
 REGISTER_NO_GRADIENT("Dequantize");
 REGISTER_NO_GRADIENT("QuantizedMatMulWithBiasAndRequantize");
+REGISTER_NO_GRADIENT("QuantizedConv2DWithBiasAndRequantize");
+REGISTER_NO_GRADIENT("QuantizedConv2DWithBiasAndReluAndRequantize");
+REGISTER_NO_GRADIENT("QuantizedDepthwiseConv2DWithBiasAndRequantize");
+REGISTER_NO_GRADIENT("QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize");
 
 }  // namespace
 }  // namespace dflow::autodiff

@@ -79,14 +79,6 @@ OpDefBuilder ConvOp(std::string name) {
   return b;
 }
 
-AttrMap ConvAttrMap(const ops::Conv2DAttrs& a) {
-  auto wide = [](const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
-  return {{"strides", wide(a.strides)},
-          {"dilations", wide(a.dilations)},
-          {"padding", a.padding},
-          {"explicit_paddings", wide(a.explicit_paddings)}};
-}
-
 // Conv2DTranspose's output size along one dim (ops/conv.h), k' = (k-1)*dilation + 1.
 int64_t TransposedSize(const ops::Conv2DTransposeAttrs& a, int dim, int64_t in, int64_t k) {
   int64_t stride = a.strides[dim], extra = a.output_padding[dim];
@@ -172,6 +164,14 @@ Output TransposeSizes(const Scope& s, const Output& x, const Output& w,
 }
 
 }  // namespace
+
+AttrMap ConvAttrMap(const ops::Conv2DAttrs& a) {
+  auto wide = [](const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+  return {{"strides", wide(a.strides)},
+          {"dilations", wide(a.dilations)},
+          {"padding", a.padding},
+          {"explicit_paddings", wide(a.explicit_paddings)}};
+}
 
 [[maybe_unused]] static OpRegistrar conv2d_op = ConvOp("Conv2D")
     .input("input", "T")

@@ -86,6 +86,10 @@ struct ConvParams {
   ConvPadding padding = ConvPadding::kSame;
   int64_t explicit_pads[4] = {0, 0, 0, 0};  // top, bottom, left, right
 };
+// The node attrs of Conv2DAttrs (strides, dilations, padding,
+// explicit_paddings), for the builders of every conv-like op.
+AttrMap ConvAttrMap(const ops::Conv2DAttrs& attrs);
+
 // Throws kInvalidArgument naming the bad attr.
 ConvParams ParseConvParams(const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, const std::string& padding,

@@ -154,8 +154,9 @@ REGISTER_OP("QuantizedMatMulWithBiasAndRequantize")
          "za, as Dequantize reads them), b [k, n] (or [n, k] with transpose_b) SCALED int8 codes with "
          "step sb[j] per column (min_b, max_b: scalars or one per column). The exact integer sum "
          "acc[i, j] = sum_p (a[i, p] - za) b[p, j] becomes y = acc sa sb[j] + bias[j], requantized "
-         "to MIN_FIRST uint8 codes of [min_freezed_output, max_freezed_output] (clamped), which "
-         "min_out and max_out repeat. transpose_a is not supported.");
+         "to MIN_FIRST uint8 codes of [min_freezed_output, max_freezed_output] (step so, zero point zo): "
+         "code = round(acc sa sb[j] / so + bias[j] / so + zo) (half away from zero), clamped to [0, 255]; "
+         "min_out and max_out repeat that range. transpose_a is not supported.");
 
 namespace ops {
 

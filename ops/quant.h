@@ -9,6 +9,7 @@
 #include <string>
 
 #include "graph/scope.h"
+#include "ops/conv.h"
 
 namespace dflow::ops {
 
@@ -66,5 +67,26 @@ QuantizedProduct QuantizedMatMulWithBiasAndRequantize(const Scope& scope, const 
                                                       const Input& min_freezed_output,
                                                       const Input& max_freezed_output,
                                                       QuantizedMatMulAttrs attrs = {});
+
+struct QuantizedConv2DAttrs {
+  Conv2DAttrs conv;        // strides, dilations, padding: the float Conv2D's
+  bool relu = false;       // ...AndRelu...: negative outputs become 0.0
+  bool depthwise = false;  // filter [KH, KW, C, multiplier], TensorFlow's depthwise layout
+};
+
+// TensorFlow's QuantizedConv2DWithBias[AndRelu]AndRequantize (and the
+// depthwise QuantizedDepthwiseConv2DWithBias[AndRelu]AndRequantize, with
+// attrs.depthwise): input [N, H, W, C] uint8 (MIN_FIRST codes of
+// [min_input, max_input]) convolved with filter int8 (SCALED codes;
+// min_filter/max_filter a scalar or one per output channel) as Conv2D does
+// (groups included), plus a float bias [O], requantized to uint8 codes of
+// the frozen output range. The integer sums are exact. A frozen range of
+// [0, 6] makes it a ReLU6.
+QuantizedProduct QuantizedConv2DWithBiasAndRequantize(const Scope& scope, const Input& input, const Input& filter,
+                                                      const Input& bias, const Input& min_input,
+                                                      const Input& max_input, const Input& min_filter,
+                                                      const Input& max_filter, const Input& min_freezed_output,
+                                                      const Input& max_freezed_output,
+                                                      QuantizedConv2DAttrs attrs = {});
 
 }  // namespace dflow::ops

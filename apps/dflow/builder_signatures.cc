@@ -1,6 +1,7 @@
 #include "apps/dflow/builder_signatures.h"
 
 #include <regex>
+#include <utility>
 
 namespace dflow::cli {
 namespace {
@@ -19,11 +20,21 @@ std::vector<BuilderSignature> Named(const std::string& name) {
   return found;
 }
 
+// Ops whose builder is named after another op of its family: the builder's
+// attrs choose which one it adds.
+constexpr std::pair<const char*, const char*> kFamilyBuilders[] = {
+    {"QuantizedConv2DWithBiasAndReluAndRequantize", "QuantizedConv2DWithBiasAndRequantize"},
+    {"QuantizedDepthwiseConv2DWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize"},
+    {"QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "QuantizedConv2DWithBiasAndRequantize"},
+};
+
 }  // namespace
 
 std::vector<BuilderSignature> BuildersOf(const std::string& op) {
   std::vector<BuilderSignature> found = Named(op);
   if (!found.empty()) return found;
+  for (const auto& [member, builder] : kFamilyBuilders)
+    if (op == member) return Named(builder);
   static const std::regex version_suffix("V[0-9]+$");
   std::string unversioned = std::regex_replace(op, version_suffix, "");
   return unversioned == op ? found : Named(unversioned);

@@ -47,24 +47,6 @@ void GatherMultiply(const T* a, const T* b, T* acc, int64_t channels, int64_t mu
   }
 }
 
-// visit(x_pixel, tap, out_pixel) for every in-bounds tap of output rows [begin, end).
-template <typename Visit>
-void ForEachOutputTap(const ConvGeometry& g, int64_t begin, int64_t end, Visit visit) {
-  for (int64_t r = begin; r < end; ++r) {
-    int64_t n = r / g.out_h, oh = r % g.out_h;
-    for (int64_t ow = 0; ow < g.out_w; ++ow)
-      for (int64_t kh = 0; kh < g.k_h; ++kh) {
-        int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.in_h) continue;
-        for (int64_t kw = 0; kw < g.k_w; ++kw) {
-          int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-          if (iw < 0 || iw >= g.in_w) continue;
-          visit((n * g.in_h + ih) * g.in_w + iw, kh * g.k_w + kw, r * g.out_w + ow);
-        }
-      }
-  }
-}
-
 // The output index along one dim that tap k puts on input index i, or -1:
 // o*stride - pad + k*dilation = i.
 int64_t SourceOf(int64_t i, int64_t k, int64_t stride, int64_t pad, int64_t dilation,

@@ -129,18 +129,18 @@ bool HasSpans(const ConvGeometry& g) { return g.groups == 1 && g.dilation_w == 1
 }  // namespace
 
 template <typename T>
-void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols) {
+void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols, T padding) {
   if (HasSpans(g)) {
     ForEachSpan(g, x, begin, end, [&](int64_t col, const T* src, int64_t length) {
       if (src) std::copy_n(src, length, cols + col);
-      else std::fill_n(cols + col, length, T(0));
+      else std::fill_n(cols + col, length, padding);
     });
     return;
   }
   const int64_t cg = g.filter_c;
   ForEachTap(g, x, group, begin, end, PatchSize(g), [&](int64_t col, const T* src) {
     if (src) std::copy_n(src, cg, cols + col);
-    else std::fill_n(cols + col, cg, T(0));
+    else std::fill_n(cols + col, cg, padding);
   });
 }
 
@@ -208,7 +208,7 @@ std::vector<FixedRhsGemm<T>> FilterProducts(const ConvGeometry& g, const T* filt
 }
 
 #define DFLOW_CONV_UTIL_INSTANTIATE(T)                                                          \
-  template void Im2Col<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*);       \
+  template void Im2Col<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*, T);    \
   template void Col2Im<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*);       \
   template void GatherColumns<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*);           \
   template void ScatterColumns<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*, bool);    \
@@ -217,5 +217,7 @@ std::vector<FixedRhsGemm<T>> FilterProducts(const ConvGeometry& g, const T* filt
       const ConvGeometry&, const T*, const std::vector<std::vector<T>>&, bool);
 DFLOW_CONV_UTIL_INSTANTIATE(float)
 DFLOW_CONV_UTIL_INSTANTIATE(double)
+template void Im2Col<uint8_t>(const ConvGeometry&, const uint8_t*, int64_t, int64_t, int64_t, uint8_t*, uint8_t);
+template std::vector<std::vector<int8_t>> GroupFilters<int8_t>(const ConvGeometry&, const int8_t*);
 
 }  // namespace dflow::cpu

@@ -177,4 +177,18 @@ void Int8Rhs::Multiply(ThreadPool* pool, const uint8_t* a, int64_t m, int32_t a_
   });
 }
 
+std::shared_ptr<const Int8RhsCache::Packed> Int8RhsCache::Get(const std::vector<int64_t>& key, const int8_t* bytes,
+                                                              int64_t size, const Pack& pack) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CpuIsa isa = ActiveCpuIsa();
+  if (packed_ && isa == isa_ && key == key_ && static_cast<int64_t>(bytes_.size()) == size &&
+      std::equal(bytes_.begin(), bytes_.end(), bytes))
+    return packed_;
+  packed_ = std::make_shared<const Packed>(pack(bytes));
+  key_ = key;
+  bytes_.assign(bytes, bytes + size);
+  isa_ = isa;
+  return packed_;
+}
+
 }  // namespace dflow::cpu

@@ -18,6 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "graph/thread_pool.h"
@@ -47,6 +50,27 @@ class Int8Rhs {
   std::vector<int8_t> packed8_;    // VNNI: [k / 4][n padded][4]; generic: b as given
   std::vector<int16_t> packed16_;  // avx2: [k / 2][n padded][2]
   std::vector<int32_t> column_sums_;  // sum_p b[p, j]
+};
+
+// The packed weights of one kernel, kept across its runs: a frozen graph's
+// weights are the same tensor every step, so they are packed once. Get
+// compares the key (the caller's shape numbers), the bytes (cheap beside a
+// product over them) and the instruction set of the packing with the last
+// call's, and packs again when any changed (a fed filter, DFLOW_CPU_ISA).
+// Safe to call from several threads.
+class Int8RhsCache {
+ public:
+  using Packed = std::vector<Int8Rhs>;
+  using Pack = std::function<Packed(const int8_t* bytes)>;
+  std::shared_ptr<const Packed> Get(const std::vector<int64_t>& key, const int8_t* bytes, int64_t size,
+                                    const Pack& pack);
+
+ private:
+  std::mutex mu_;
+  std::vector<int64_t> key_;
+  std::vector<int8_t> bytes_;
+  CpuIsa isa_ = CpuIsa::kGeneric;
+  std::shared_ptr<const Packed> packed_;
 };
 
 }  // namespace dflow::cpu

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace dflow::cpu {
 
@@ -24,5 +26,39 @@ inline double ScaledStep(float min, float max, int lowest_code, int highest_code
   return lowest_code == 0 ? static_cast<double>(max) / highest_code
                           : std::max(static_cast<double>(min) / lowest_code, static_cast<double>(max) / highest_code);
 }
+
+// The requantization after an int8 product: output channel j's exact sum
+// acc (of products of codes with steps in_step and channel_steps[j]) plus
+// bias[j] to the MIN_FIRST uint8 code of `out`,
+//   code = round(acc * scale[j] + offset[j]), clamped to [lowest, 255],
+// scale[j] = in_step * channel_steps[j] / out.step, offset[j] = bias[j] /
+// out.step + out.zero_point (rounding half away from zero; a ReLU raises
+// lowest to the zero point's code). Row's loop is plain arithmetic, so the
+// compiler vectorises it.
+struct Requantization {
+  std::vector<float> scale, offset;
+  float lowest = 0;
+
+  Requantization(double in_step, const std::vector<double>& channel_steps, const float* bias,
+                 const MinFirstCodes& out, bool relu)
+      : lowest(relu ? static_cast<float>(std::clamp(out.zero_point, 0.0, 255.0)) : 0.0f) {
+    for (size_t j = 0; j < channel_steps.size(); ++j) {
+      scale.push_back(in_step * channel_steps[j] / out.step);
+      offset.push_back(bias[j] / out.step + out.zero_point);
+    }
+  }
+
+  // out[j] for the sums acc[j] of channels first .. first + width.
+  void Row(const int32_t* acc, int64_t width, int64_t first, uint8_t* out) const {
+    const float* s = scale.data() + first;
+    const float* b = offset.data() + first;
+    for (int64_t j = 0; j < width; ++j) {
+      // Clamped first, the value is >= 0, where adding 0.5 and truncating
+      // rounds half away from zero.
+      const float v = std::clamp(static_cast<float>(acc[j]) * s[j] + b[j], lowest, 255.0f);
+      out[j] = static_cast<uint8_t>(static_cast<int32_t>(v + 0.5f));
+    }
+  }
+};
 
 }  // namespace dflow::cpu

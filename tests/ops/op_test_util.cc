@@ -126,6 +126,21 @@ void ExpectError(const std::function<void()>& fn, Code code, const std::string& 
   FAIL("expected an error with '" << substring << "', but nothing was thrown");
 }
 
+void ExpectRequantized(const Tensor& codes, const std::vector<double>& values) {
+  REQUIRE(codes.dtype() == DType::kUInt8);
+  REQUIRE(codes.NumElements() == static_cast<int64_t>(values.size()));
+  const uint8_t* got = codes.data<uint8_t>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i], nearest = std::round(v);
+    const bool near_tie = std::fabs(v - std::floor(v) - 0.5) < 1e-3;
+    const bool ok = near_tie ? (got[i] == std::floor(v) || got[i] == std::ceil(v)) : got[i] == nearest;
+    if (!ok) {
+      INFO("code " << i << " is " << int{got[i]} << ", the value " << v << " rounds to " << nearest);
+      REQUIRE(ok);
+    }
+  }
+}
+
 void ForEachCpuIsa(const std::function<void()>& fn) {
   const cpu::CpuIsa active = cpu::ActiveCpuIsa();
   struct Restore {

@@ -46,6 +46,12 @@ void ExpectEqual(const Tensor& actual, const Tensor& expected);
 // containing `substring`.
 void ExpectError(const std::function<void()>& fn, Code code, const std::string& substring);
 
+// uint8 `codes` are `values` (already clamped to [0, 255]) rounded half away
+// from zero. The int8 kernels requantize in float (ops/cpu/quantize_steps.h),
+// so within 1e-3 of a tie either neighbour is taken. Reports the first
+// mismatch with its index.
+void ExpectRequantized(const Tensor& codes, const std::vector<double>& values);
+
 // Runs `fn` once with each instruction set this CPU supports active
 // (ops/cpu/cpu_isa.h: the GEMM kernels compiled for several), then restores
 // the one that was active. Catch's INFO names the set on a failure.

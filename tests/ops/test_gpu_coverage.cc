@@ -29,8 +29,10 @@ const std::set<std::string> kNoGpuKernel = {
     "StalenessLogGlobalStep", "StalenessLogRecord",
     // in-graph data-parallel training, on the worker's CPU (dist/training/data_parallel_ops.cc)
     "DataParallelAllReduce", "DataParallelBroadcast",
-    // quantization for int8 CPU inference (ops/quant.cc)
-    "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize",
+    // quantization for int8 CPU inference (ops/quant.cc, ops/quant_conv.cc)
+    "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize",
+    "QuantizedConv2DWithBiasAndReluAndRequantize", "QuantizedDepthwiseConv2DWithBiasAndRequantize",
+    "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize",
 };
 
 std::string Listing(const std::set<std::string>& names) {

@@ -111,21 +111,22 @@ TEST_CASE("QuantizeV2 and Dequantize name bad ranges and attrs", "[quant]") {
 namespace {
 
 // The op's arithmetic, written out: MIN_FIRST a, SCALED b per column, exact
-// integer sums, bias, MIN_FIRST output codes.
-std::vector<uint8_t> ReferenceQuantizedMatMul(const std::vector<uint8_t>& a, const std::vector<int8_t>& b_kn,
+// integer sums, bias, MIN_FIRST output codes: acc sa sb / so + bias / so +
+// zo, clamped, before the rounding.
+std::vector<double> ReferenceQuantizedMatMul(const std::vector<uint8_t>& a, const std::vector<int8_t>& b_kn,
                                               const std::vector<float>& bias, int64_t m, int64_t k, int64_t n,
                                               float min_a, float max_a, const std::vector<float>& min_b,
                                               const std::vector<float>& max_b, float min_o, float max_o) {
   const double sa = (double{max_a} - min_a) / 255, za = -std::round(min_a / sa);
   const double so = (double{max_o} - min_o) / 255, zo = -std::round(min_o / so);
-  std::vector<uint8_t> out(m * n);
+  std::vector<double> out(m * n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       int64_t acc = 0;
       for (int64_t p = 0; p < k; ++p) acc += (a[i * k + p] - static_cast<int64_t>(za)) * b_kn[p * n + j];
       const double sb = std::max(min_b[j] / -128.0, max_b[j] / 127.0);
-      const double y = static_cast<double>(acc) * (sa * sb) + bias[j];
-      out[i * n + j] = static_cast<uint8_t>(std::clamp(std::round(y / so) + zo, 0.0, 255.0));
+      const double v = static_cast<double>(acc) * (sa * sb / so) + (bias[j] / so + zo);
+      out[i * n + j] = std::clamp(v, 0.0, 255.0);
     }
   return out;
 }
@@ -147,7 +148,7 @@ TEST_CASE("QuantizedMatMulWithBiasAndRequantize: exact to its arithmetic, near t
     min_b[j] = -max_b[j] * 128 / 127;
   }
   const float min_a = -1, max_a = 3, min_o = -20, max_o = 30;
-  std::vector<uint8_t> expected =
+  std::vector<double> expected =
       ReferenceQuantizedMatMul(a, b_kn, bias, m, k, n, min_a, max_a, min_b, max_b, min_o, max_o);
   for (bool transpose_b : {false, true}) {
     INFO("transpose_b=" << transpose_b);
@@ -157,7 +158,7 @@ TEST_CASE("QuantizedMatMulWithBiasAndRequantize: exact to its arithmetic, near t
                                  Tensor::FromVector(bias), Scalar(min_a), Scalar(max_a), Tensor::FromVector(min_b),
                                  Tensor::FromVector(max_b), Scalar(min_o), Scalar(max_o)},
                       .attrs = {{"transpose_b", transpose_b}}});
-    CHECK(out[0].ToVector<uint8_t>() == expected);
+    ExpectRequantized(out[0], expected);
     CHECK(out[1].scalar<float>() == min_o);
     // The float layer on the dequantized operands lands within one output code.
     Tensor back = Dequantize(out[0], out[1], out[2], {});

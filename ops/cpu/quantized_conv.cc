@@ -1,0 +1,184 @@
+// The fused int8 convolutions on the CPU (ops/quant.h; the arithmetic is in
+// the op docs, ops/quant_conv.cc): exact int32 sums, then the bias and the
+// requantization of each block of output rows while it is in cache.
+// - Dense and grouped: the im2col matrix of the codes (padded with the
+//   input's zero point, the code of 0.0) times each group's filter block
+//   through cpu::Int8Rhs (ops/cpu/int8_gemm.h), packed once and kept while
+//   the filter stays the same; a pointwise convolution multiplies the input
+//   itself.
+// - Depthwise (one input channel per group): direct loops over the taps,
+//   along whole output rows where the horizontal stride is 1; taps in the
+//   padding add (zero point - zero point) * w = 0, so they are skipped.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "graph/kernel.h"
+#include "ops/conv.h"
+#include "ops/cpu/conv_util.h"
+#include "ops/cpu/int8_gemm.h"
+#include "ops/cpu/quantized_inputs.h"
+
+namespace dflow {
+namespace {
+
+// y[pixel, first + j] for `pixels` pixels of acc [pixels, width].
+void RequantizeBlock(const cpu::Requantization& rq, const int32_t* acc, int64_t pixels, int64_t width, int64_t first,
+                     int64_t out_c, uint8_t* y) {
+  for (int64_t p = 0; p < pixels; ++p) rq.Row(acc + p * width, width, first, y + p * out_c + first);
+}
+
+// Each group's filter block [K, O / groups], packed for the int8 product.
+cpu::Int8RhsCache::Packed PackFilters(const ConvGeometry& g, const int8_t* w) {
+  const std::vector<std::vector<int8_t>> blocks = cpu::GroupFilters(g, w);
+  cpu::Int8RhsCache::Packed filters;
+  for (int64_t group = 0; group < g.groups; ++group)
+    filters.emplace_back(g.groups == 1 ? w : blocks[group].data(), cpu::PatchSize(g), g.group_out_c());
+  return filters;
+}
+
+void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const cpu::Int8RhsCache::Packed& filters,
+               uint8_t zero, const cpu::Requantization& rq, uint8_t* y) {
+  const int64_t k = cpu::PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
+  const bool pointwise = cpu::IsPointwise(g);
+  const int64_t chunk = cpu::RowsPerChunk(g), cost_per_row = g.out_w * k * g.out_c;
+  cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
+                 [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
+    const int64_t max_pixels = std::min(chunk, end - begin) * g.out_w;
+    std::vector<uint8_t> cols(pointwise ? 0 : max_pixels * k);
+    std::vector<int32_t> acc(max_pixels * og);
+    for (int64_t r = begin; r < end; r += chunk) {
+      const int64_t r_end = std::min(end, r + chunk), pixels = (r_end - r) * g.out_w;
+      for (int64_t group = 0; group < g.groups; ++group) {
+        const uint8_t* a = x + r * g.out_w * g.in_c;  // pointwise: the input rows are the output rows
+        if (!pointwise) {
+          cpu::Im2Col(g, x, group, r, r_end, cols.data(), zero);
+          a = cols.data();
+        }
+        filters[group].Multiply(gemm_pool, a, pixels, zero, acc.data());
+        RequantizeBlock(rq, acc.data(), pixels, og, group * og, g.out_c, y + r * g.out_w * g.out_c);
+      }
+    }
+  });
+}
+
+void DepthwiseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
+                   const cpu::Requantization& rq, uint8_t* y) {
+  const int64_t c = g.in_c, mult = g.out_c / g.in_c, rows = g.batch * g.out_h, width = g.out_w * g.out_c;
+  const int64_t cost_per_row = g.k_h * g.k_w * width;
+  cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
+                 [&](int64_t, int64_t begin, int64_t end, ThreadPool*) {
+    std::vector<int32_t> acc(width);  // one output row
+    for (int64_t r = begin; r < end; ++r) {
+      std::fill(acc.begin(), acc.end(), 0);
+      cpu::ForEachOutputTap(g, r, r + 1, [&](int64_t in, int64_t tap, int64_t out) {
+        const uint8_t* px = x + in * c;
+        const int8_t* weights = w + tap * g.out_c;
+        int32_t* a = acc.data() + (out - r * g.out_w) * g.out_c;
+        if (mult == 1) {  // MobileNet's: one loop the compiler vectorises
+          for (int64_t ch = 0; ch < c; ++ch) a[ch] += (static_cast<int32_t>(px[ch]) - zero) * weights[ch];
+          return;
+        }
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int32_t v = static_cast<int32_t>(px[ch]) - zero;
+          for (int64_t m = 0; m < mult; ++m) a[ch * mult + m] += v * weights[ch * mult + m];
+        }
+      });
+      RequantizeBlock(rq, acc.data(), g.out_w, g.out_c, 0, g.out_c, y + r * width);
+    }
+  });
+}
+
+// Depthwise with multiplier 1 and unit horizontal stride and dilation
+// (MobileNet's stride-1 layers): along one output row, a tap's products are
+// one contiguous loop, the input pixels ow + kw - pad_left against the tap's
+// weights repeated once per output pixel, long enough to vectorise well.
+void DepthwiseUnitStrideRows(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w,
+                             uint8_t zero, const cpu::Requantization& rq, uint8_t* y) {
+  const int64_t c = g.in_c, width = g.out_w * c, rows = g.batch * g.out_h;
+  std::vector<int32_t> taps(g.k_h * g.k_w * width);
+  for (int64_t t = 0; t < g.k_h * g.k_w; ++t)
+    for (int64_t ow = 0; ow < g.out_w; ++ow) std::copy_n(w + t * c, c, taps.begin() + t * width + ow * c);
+  const int64_t cost_per_row = g.k_h * g.k_w * width;
+  cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
+                 [&](int64_t, int64_t begin, int64_t end, ThreadPool*) {
+    std::vector<int32_t> acc(width);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t n = r / g.out_h, oh = r % g.out_h;
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t kh = 0; kh < g.k_h; ++kh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        const uint8_t* in_row = x + (n * g.in_h + ih) * g.in_w * c;
+        for (int64_t kw = 0; kw < g.k_w; ++kw) {
+          // iw = ow - pad_left + kw must lie in [0, in_w).
+          const int64_t ow0 = std::max<int64_t>(0, g.pad_left - kw);
+          const int64_t ow1 = std::min<int64_t>(g.out_w, g.in_w + g.pad_left - kw);
+          if (ow0 >= ow1) continue;
+          const uint8_t* src = in_row + (ow0 - g.pad_left + kw) * c;
+          const int32_t* tap = taps.data() + (kh * g.k_w + kw) * width + ow0 * c;
+          int32_t* a = acc.data() + ow0 * c;
+          const int64_t length = (ow1 - ow0) * c;
+          for (int64_t j = 0; j < length; ++j) a[j] += (static_cast<int32_t>(src[j]) - zero) * tap[j];
+        }
+      }
+      RequantizeBlock(rq, acc.data(), g.out_w, c, 0, c, y + r * g.out_w * c);
+    }
+  });
+}
+
+class QuantizedConvKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const bool depthwise = node().op().find("Depthwise") != std::string::npos;
+    const bool relu = node().op().find("Relu") != std::string::npos;
+    Shape filter = w.shape();
+    if (depthwise) {  // [KH, KW, C, M] is the grouped filter [KH, KW, 1, C * M]
+      DFLOW_REQUIRE(filter.rank() == 4 && x.rank() == 4 && filter.dim(2) == x.dim(3), node().Describe(),
+                    ": a depthwise filter must be [KH, KW, C, multiplier] for an input of C channels, got ",
+                    filter.ToString(), " for ", x.shape().ToString());
+      filter = Shape{filter.dim(0), filter.dim(1), 1, filter.dim(2) * filter.dim(3)};
+    }
+    const ConvGeometry g = cpu::KernelGeometry(node(), ConvParamsOf(node()), x.shape(), filter);
+    DFLOW_REQUIRE(ctx.input(2).rank() == 1 && ctx.input(2).NumElements() == g.out_c, node().Describe(),
+                  ": bias must be a vector of the ", g.out_c, " output channels, got ", ctx.input(2).SummaryString());
+    const cpu::MinFirstCodes in =
+        cpu::MinFirstInput(ctx, cpu::FiniteScalar(ctx, 3), cpu::FiniteScalar(ctx, 4), "the input");
+    // The padding is the code of 0.0, so the input's range must hold 0.0
+    // (QuantizeV2's ranges always do).
+    DFLOW_REQUIRE(in.zero_point >= 0 && in.zero_point <= 255, node().Describe(), ": the input's range [",
+                  cpu::FiniteScalar(ctx, 3), ", ", cpu::FiniteScalar(ctx, 4), "] must hold 0.0");
+    const float out_min = cpu::FiniteScalar(ctx, 7), out_max = cpu::FiniteScalar(ctx, 8);
+    const cpu::MinFirstCodes out = cpu::MinFirstInput(ctx, out_min, out_max, "the output");
+    const cpu::Requantization rq(in.step, cpu::ChannelSteps(ctx, 5, 6, g.out_c, "the filter"),
+                                 ctx.input(2).data<float>(), out, relu);
+
+    uint8_t* y = ctx.allocate_output(0, g.output_shape()).data<uint8_t>();
+    const auto zero = static_cast<uint8_t>(in.zero_point);
+    if (g.depthwise() && g.out_c == g.in_c && g.stride_w == 1 && g.dilation_w == 1) {
+      DepthwiseUnitStrideRows(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
+    } else if (g.depthwise()) {
+      DepthwiseConv(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
+    } else {
+      auto filters = packed_.Get({g.k_h, g.k_w, g.filter_c, g.out_c}, w.data<int8_t>(), w.NumElements(),
+                                 [&](const int8_t* bytes) { return PackFilters(g, bytes); });
+      DenseConv(ctx.pool(), g, x.data<uint8_t>(), *filters, zero, rq, y);
+    }
+    *ctx.allocate_output(1, Shape()).data<float>() = out_min;
+    *ctx.allocate_output(2, Shape()).data<float>() = out_max;
+  }
+
+ private:
+  mutable cpu::Int8RhsCache packed_;  // the filter, packed once for every run
+};
+
+REGISTER_KERNEL("QuantizedConv2DWithBiasAndRequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedConv2DWithBiasAndReluAndRequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedDepthwiseConv2DWithBiasAndRequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "CPU", QuantizedConvKernel);
+
+}  // namespace
+}  // namespace dflow
