@@ -17,6 +17,8 @@ void AddRunCommand(CLI::App& app);  // dflow run GRAPH.json --feed ... --fetch .
 void AddDotCommand(CLI::App& app);  // dflow dot GRAPH.json
 void AddProfileCommand(CLI::App& app);  // dflow profile GRAPH.json [--feed ...] --steps N
 void AddFreezeCommand(CLI::App& app);  // dflow freeze GRAPH.json --output ... --init -o OUT.json
+// dflow quantize FROZEN.json --output ... --calibration [INPUT=]PATH -o OUT.json
+void AddQuantizeCommand(CLI::App& app);
 // dflow place GRAPH.json --cluster FILE|--devices LIST [--json]; dflow partition ... --out DIR
 void AddPlaceCommands(CLI::App& app);
 // dflow launch -n N [--ps P] [--strategy ps|ring] -- PROGRAM ARGS

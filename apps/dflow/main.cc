@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   dflow::cli::AddDotCommand(app);
   dflow::cli::AddProfileCommand(app);
   dflow::cli::AddFreezeCommand(app);
+  dflow::cli::AddQuantizeCommand(app);
   dflow::cli::AddPlaceCommands(app);
   dflow::cli::AddLaunchCommand(app);
   dflow::cli::AddServerCommand(app);

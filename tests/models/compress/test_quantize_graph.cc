@@ -1,0 +1,177 @@
+// Post-training quantization of a frozen graph (models/compress): a small
+// MobileNet-like network (conv + batch norm + ReLU6, depthwise, pointwise, a
+// linear head) becomes int8 layers joined by codes, one QuantizeV2 at the
+// front and one Dequantize at the end; its output stays near the float
+// graph's, through a save and load; --skip keeps a layer float; per-tensor
+// weights and the percentile calibrator work; misuse is named.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "graph/graph_io.h"
+#include "models/compress/calibration.h"
+#include "models/compress/quantize_graph.h"
+#include "ops/array.h"
+#include "ops/batch_norm.h"
+#include "ops/conv.h"
+#include "ops/nn.h"
+#include "ops/state.h"
+
+namespace dflow {
+namespace {
+
+Tensor Random(const Shape& shape, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(lo, hi);
+  Tensor t(DType::kFloat32, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = uniform(rng);
+  return t;
+}
+
+// input [1, 16, 16, 3] -> conv 3x3/2 (8) + batch norm + ReLU6 -> depthwise
+// 3x3 + bias + ReLU6 -> pointwise (16) + bias + ReLU -> head 1x1 (5) + bias.
+std::shared_ptr<Graph> FrozenNetwork() {
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s.WithOpName("input"), DType::kFloat32, {1, 16, 16, 3});
+  Output y = ops::Conv2D(s.WithOpName("conv"), x, Random({3, 3, 3, 8}, 1, -0.5f, 0.5f), {.strides = {1, 2, 2, 1}});
+  y = ops::FusedBatchNorm(s.WithOpName("bn"), y, Random({8}, 2, 0.5f, 1.5f), Random({8}, 3, -0.2f, 0.2f),
+                          Random({8}, 4, -0.1f, 0.1f), Random({8}, 5, 0.5f, 1.0f), {.is_training = false})
+          .y;
+  y = ops::Relu6(s.WithOpName("relu1"), y);
+  y = ops::Conv2D(s.WithOpName("depthwise"), y, Random({3, 3, 1, 8}, 6, -0.6f, 0.6f));
+  y = ops::Relu6(s.WithOpName("relu2"), ops::BiasAdd(s.WithOpName("bias2"), y, Random({8}, 7, -0.1f, 0.3f)));
+  y = ops::Conv2D(s.WithOpName("pointwise"), y, Random({1, 1, 8, 16}, 8, -0.4f, 0.4f));
+  y = ops::Relu(s.WithOpName("relu3"), ops::BiasAdd(s.WithOpName("bias3"), y, Random({16}, 9, -0.1f, 0.1f)));
+  y = ops::Conv2D(s.WithOpName("head"), y, Random({1, 1, 16, 5}, 10, -0.3f, 0.3f));
+  ops::Identity(s.WithOpName("logits"), ops::BiasAdd(s.WithOpName("head_bias"), y, Random({5}, 11, -0.5f, 0.5f)));
+  return s.graph_ptr();
+}
+
+std::vector<FeedList> Batches(int n) {
+  std::vector<FeedList> batches;
+  for (int i = 0; i < n; ++i) batches.push_back({{std::string("input"), Random({1, 16, 16, 3}, 100 + i, -1, 1)}});
+  return batches;
+}
+
+std::map<std::string, int> OpCounts(const Graph& graph) {
+  std::map<std::string, int> counts;
+  for (Node* node : graph.nodes()) ++counts[node->op()];
+  return counts;
+}
+
+Tensor Logits(std::shared_ptr<Graph> graph, const FeedList& batch) {
+  Session session(std::move(graph), {.num_threads = 1});
+  return session.Run(batch, {std::string("logits")})[0];
+}
+
+double RelativeError(const Tensor& got, const Tensor& want) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < want.NumElements(); ++i) {
+    diff += std::pow(got.data<float>()[i] - want.data<float>()[i], 2);
+    norm += std::pow(want.data<float>()[i], 2);
+  }
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace
+
+TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to one Dequantize", "[quantize]") {
+  std::shared_ptr<Graph> frozen = FrozenNetwork();
+  models::QuantizeResult result = models::QuantizeGraph(*frozen, {"logits"}, Batches(4));
+  REQUIRE(result.layers.size() == 4);
+  for (const models::QuantizedLayer& layer : result.layers) {
+    INFO(layer.name << ": " << layer.reason);
+    CHECK(layer.quantized);
+    CHECK(layer.relative_error < 0.05);
+    CHECK(layer.output_min <= 0.0f);
+    CHECK(layer.output_max > layer.output_min);
+  }
+  CHECK(result.layers[0].kind == "conv 3x3/2");
+  CHECK(result.layers[1].kind == "depthwise 3x3/1");
+  CHECK(result.layers[2].kind == "pointwise");
+  CHECK_FALSE(result.layers[0].input_from_int8);
+  CHECK(result.layers[1].input_from_int8);
+  CHECK(result.layers[3].input_from_int8);
+  CHECK(result.layers[1].output_max <= 6.0f);  // ReLU6
+  CHECK(result.layers[2].output_min == 0.0f);  // ReLU
+
+  std::map<std::string, int> ops = OpCounts(*result.graph);
+  CHECK(ops["QuantizeV2"] == 1);
+  CHECK(ops["Dequantize"] == 1);
+  CHECK(ops["QuantizedConv2DWithBiasAndRequantize"] + ops["QuantizedConv2DWithBiasAndReluAndRequantize"] == 4);
+  CHECK(ops["QuantizedConv2DWithBiasAndReluAndRequantize"] == 1);
+  CHECK(ops["Conv2D"] + ops["_FusedConv2D"] + ops["FusedBatchNorm"] == 0);
+
+  // Held-out inputs: near the float graph, and the same after a save and load.
+  const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 999, -1, 1)}};
+  const Tensor want = Logits(frozen, held_out);
+  const Tensor got = Logits(result.graph, held_out);
+  CHECK(RelativeError(got, want) < 0.05);
+  const std::string path = (std::filesystem::temp_directory_path() / "dflow_quantized_graph.json").string();
+  SaveGraph(*result.graph, path);
+  CHECK(Logits(LoadGraph(path), held_out).Equals(got));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("QuantizeGraph: --skip keeps a layer float; per-tensor weights; percentiles", "[quantize]") {
+  std::shared_ptr<Graph> frozen = FrozenNetwork();
+  const std::string middle = models::QuantizeGraph(*frozen, {"logits"}, Batches(1)).layers[1].name;
+  models::QuantizeResult skipped = models::QuantizeGraph(*frozen, {"logits"}, Batches(2), {.skip = {middle}});
+  CHECK_FALSE(skipped.layers[1].quantized);
+  CHECK(skipped.layers[1].reason == "skipped (--skip)");
+  CHECK_FALSE(skipped.layers[2].input_from_int8);  // after a float layer, quantized again
+  std::map<std::string, int> ops = OpCounts(*skipped.graph);
+  CHECK(ops["QuantizeV2"] == 2);
+  CHECK(ops["Dequantize"] == 2);
+  CHECK(ops["_FusedConv2D"] == 1);
+
+  const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 998, -1, 1)}};
+  const Tensor want = Logits(frozen, held_out);
+  models::QuantizeResult per_tensor = models::QuantizeGraph(*frozen, {"logits"}, Batches(2), {.per_channel = false});
+  CHECK(RelativeError(Logits(per_tensor.graph, held_out), want) < 0.1);
+
+  models::QuantizeResult percentile = models::QuantizeGraph(
+      *frozen, {"logits"}, Batches(2), {.calibrator = models::Calibrator::kPercentile, .percentile = 99.0});
+  models::QuantizeResult minmax = models::QuantizeGraph(*frozen, {"logits"}, Batches(2));
+  CHECK(percentile.layers[0].input_max < minmax.layers[0].input_max);
+  CHECK(percentile.layers[0].input_min > minmax.layers[0].input_min);
+  CHECK(RelativeError(Logits(percentile.graph, held_out), want) < 0.1);
+}
+
+TEST_CASE("CalibrateRanges: min and max, or percentiles of a histogram", "[quantize]") {
+  Scope s = Scope::NewRootScope();
+  ops::Identity(s.WithOpName("y"), ops::Placeholder(s.WithOpName("x"), DType::kFloat32));
+  Session session(s, {.num_threads = 1});
+  std::vector<float> values(1001);
+  for (int i = 0; i <= 1000; ++i) values[i] = static_cast<float>(i) / 10;  // 0 .. 100
+  std::vector<FeedList> batches = {{{std::string("x"), Tensor::FromVector(values)}}};
+  auto minmax = models::CalibrateRanges(session, {"y:0"}, batches, models::Calibrator::kMinMax, 99);
+  CHECK(minmax[0].min == 0.0f);
+  CHECK(minmax[0].max == 100.0f);
+  auto cut = models::CalibrateRanges(session, {"y:0"}, batches, models::Calibrator::kPercentile, 99);
+  CHECK(cut[0].min == Approx(1.0).margin(0.1));
+  CHECK(cut[0].max == Approx(99.0).margin(0.1));
+  values[7] = NAN;
+  batches = {{{std::string("x"), Tensor::FromVector(values)}}};
+  CHECK_THROWS_WITH(models::CalibrateRanges(session, {"y:0"}, batches, models::Calibrator::kMinMax, 99),
+                    Catch::Contains("y:0 has the value nan"));
+}
+
+TEST_CASE("QuantizeGraph names what it cannot take", "[quantize]") {
+  std::shared_ptr<Graph> frozen = FrozenNetwork();
+  CHECK_THROWS_WITH(models::QuantizeGraph(*frozen, {"logits"}, {}), Catch::Contains("at least one calibration batch"));
+  CHECK_THROWS_WITH(models::QuantizeGraph(*frozen, {"logits"}, Batches(1), {.skip = {"nope"}}),
+                    Catch::Contains("--skip names 'nope'"));
+  CHECK_THROWS_WITH(models::QuantizeGraph(*frozen, {"missing"}, Batches(1)), Catch::Contains("missing"));
+  std::vector<FeedList> wrong = {{{std::string("input"), Random({1, 8, 8, 3}, 1, -1, 1)}}};
+  CHECK_THROWS(models::QuantizeGraph(*frozen, {"logits"}, wrong));
+  Scope s = Scope::NewRootScope();
+  Output v = ops::Variable(s.WithOpName("w"), Shape{3, 3, 3, 4}, DType::kFloat32);
+  ops::Conv2D(s.WithOpName("y"), ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {1, 8, 8, 3}), v);
+  CHECK_THROWS_WITH(models::QuantizeGraph(s.graph(), {"y"}, Batches(1)), Catch::Contains("freeze it first"));
+}
+
+}  // namespace dflow
