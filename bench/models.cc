@@ -13,6 +13,10 @@
 // graph (variables as Consts, so batch norms can fold), --conv-rewrites off
 // turns the conv rewrites off, --latency-only skips training and batches:
 //   bench_models --model mbv1ssd --size 300 --latency-only --freeze --conv-rewrites off
+// --int8 (with --latency-only) also quantizes the frozen graph
+// (models/compress/quantize_graph.h, calibrated on 4 random batches) and
+// times it in the same run, fp32 and int8 side by side:
+//   bench_models --model mbv1ssd --size 300 --latency-only --int8 --threads 2
 //   bench_models --model mbv1ssd --batch 4 --size 300 --threads 2 --profile 3
 #include <functional>
 #include <iostream>
@@ -25,6 +29,7 @@
 #include "graph/freeze.h"
 #include "graph/run_metadata.h"
 #include "graph/session.h"
+#include "models/compress/quantize_graph.h"
 #include "models/countnet.h"
 #include "models/layers.h"
 #include "models/mobilenet_ssd.h"
@@ -42,6 +47,7 @@ struct Settings {
   std::string device;  // empty: the CPU; "/device:GPU:0" runs the whole graph there
   bool latency_only = false;
   bool freeze = false;        // inference on the frozen graph
+  bool int8 = false;          // --latency-only: also the frozen graph quantized to int8
   bool conv_rewrites = true;  // PassOptions::fold_batch_norm and fuse_conv_bias_activation
   int profile = 0;  // > 0: trace this many training steps and print where the time goes
 };
@@ -53,6 +59,8 @@ struct Bench {
   std::function<void()> step;
   std::function<void(RunMetadata*)> traced_step;  // a training step with tracing on
   int64_t parameters = 0;  // the network's trainable parameters
+  std::shared_ptr<Graph> frozen;      // inference with --freeze: the graph the session runs
+  std::vector<std::string> fetches;   // inference: the outputs' names
 };
 
 Tensor Random(const Shape& shape, uint64_t seed) {
@@ -96,10 +104,10 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
   if (!training) {
     b.session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
     std::vector<TensorName> fetches(outputs.begin(), outputs.end());
+    for (const Output& out : outputs) b.fetches.push_back(out.name());
     if (s.freeze) {
-      std::vector<std::string> names;
-      for (const Output& out : outputs) names.push_back(out.name());
-      b.session = std::make_unique<Session>(FreezeGraph(*b.session, names), options);
+      b.frozen = FreezeGraph(*b.session, b.fetches);
+      b.session = std::make_unique<Session>(b.frozen, options);
     }
     b.step = [&b, feeds, fetches] { b.session->Run(feeds, fetches); };
     b.traced_step = [&b, feeds, fetches](RunMetadata* metadata) {
@@ -136,6 +144,29 @@ void Profile(const Bench& b, int steps, const std::string& what) {
 }
 
 // Batch-1 latency only: {"model", "size", "threads", "freeze", "conv_rewrites", "latency_ms"}.
+// The frozen graph of `b` quantized to int8 (4 random calibration batches)
+// and its batch-1 latency in seconds; `layers` gets "quantized of total".
+double Int8LatencySeconds(const Bench& b, const Settings& s, std::string& layers) {
+  std::vector<FeedList> calibration;
+  for (int i = 0; i < 4; ++i) calibration.push_back({{std::string("images"), Random({1, s.size, s.size, 3}, 10 + i)}});
+  models::QuantizeResult q = models::QuantizeGraph(*b.frozen, b.fetches, calibration);
+  int quantized = 0;
+  for (const models::QuantizedLayer& layer : q.layers) quantized += layer.quantized;
+  layers = std::to_string(quantized) + " of " + std::to_string(q.layers.size());
+  Bench int8;
+  int8.session = std::make_unique<Session>(q.graph, SessionOptions{.num_threads = s.threads});
+  const FeedList feeds = {{std::string("images"), Random({1, s.size, s.size, 3}, 1)}};
+  const std::vector<TensorName> fetches(b.fetches.begin(), b.fetches.end());
+  int8.step = [&] { int8.session->Run(feeds, fetches); };
+  int8.traced_step = [&](RunMetadata* metadata) {
+    int8.session->Run(feeds, fetches, {}, RunOptions{.trace = true}, metadata);
+  };
+  if (s.profile > 0) Profile(int8, s.profile, "int8 batch-1 inference");
+  return Timed(int8.step, 3 * s.steps);
+}
+
+// Batch-1 latency only: {"model", "size", "threads", "freeze", "conv_rewrites",
+// "latency_ms"}, with --int8 also "int8_latency_ms" and "int8_layers".
 void RunLatency(const Settings& s) {
   Bench single;
   Build(single, s, 1, false);
@@ -144,7 +175,13 @@ void RunLatency(const Settings& s) {
   std::cout << "{\"model\": \"" << s.model << "\", \"size\": " << s.size
             << ", \"threads\": " << s.threads << ", \"freeze\": " << s.freeze
             << ", \"conv_rewrites\": " << s.conv_rewrites
-            << ", \"latency_ms\": " << latency_s * 1000 << "}" << std::endl;
+            << ", \"latency_ms\": " << latency_s * 1000;
+  if (s.int8) {
+    std::string layers;
+    const double int8_s = Int8LatencySeconds(single, s, layers);
+    std::cout << ", \"int8_latency_ms\": " << int8_s * 1000 << ", \"int8_layers\": \"" << layers << "\"";
+  }
+  std::cout << "}" << std::endl;
 }
 
 void Run(const Settings& s) {
@@ -183,12 +220,18 @@ int main(int argc, char** argv) {
   app.add_option("--device", s.device, "run every node on this device, e.g. /device:GPU:0 (default: the CPU)");
   app.add_flag("--latency-only", s.latency_only, "only the batch-1 inference latency");
   app.add_flag("--freeze", s.freeze, "run inference on the frozen graph (FreezeGraph)");
+  app.add_flag("--int8", s.int8, "with --latency-only: also the frozen graph quantized to int8 (implies --freeze)");
   app.add_option("--conv-rewrites", s.conv_rewrites,
                  "batch-norm folding and conv fusion in inference (on/off)");
   app.add_option("--profile", s.profile,
                  "Also trace this many training steps (--latency-only: batch-1 inference steps) "
                  "first and print the top nodes and ops to stderr.")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  if (s.int8 && !s.latency_only) {
+    std::cerr << "bench_models: --int8 times batch-1 latency; add --latency-only\n";
+    return 1;
+  }
+  s.freeze = s.freeze || s.int8;
   try {
     Run(s);
   } catch (const dflow::Error& e) {
