@@ -75,6 +75,35 @@ float ScaledFactor(Range r, CodeLimits limits) {
   return std::min(from_min, from_max);
 }
 
+// Rounding for |v| < 2^23, by truncating to an integer and correcting, in
+// arithmetic the compiler vectorises (std::round and std::rint are calls).
+inline float RoundHalfAway(float v) {
+  const float t = static_cast<float>(static_cast<int32_t>(v)), d = v - t;
+  return t + (d >= 0.5f ? 1.0f : 0.0f) - (d <= -0.5f ? 1.0f : 0.0f);
+}
+inline float RoundHalfEven(float v) {
+  const auto i = static_cast<int32_t>(v);
+  const float t = static_cast<float>(i), d = v - t;
+  const bool odd = (i & 1) != 0;
+  return t + (d > 0.5f || (d == 0.5f && odd) ? 1.0f : 0.0f) - (d < -0.5f || (d == -0.5f && odd) ? 1.0f : 0.0f);
+}
+
+// code = round(clamp(x, lo, hi) * factor) - offset, clamped to the codes.
+// The scaled value is first clamped to a code beyond either end, which
+// changes no code and keeps it in RoundHalf*'s range.
+struct CodeLine {
+  float lo, hi, factor, offset, lowest, highest;
+
+  template <typename Round, typename T>
+  void Codes(Round round, const float* x, int64_t n, T* q) const {
+    const float below = lowest + offset - 1, above = highest + offset + 1;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = std::clamp(std::clamp(x[i], lo, hi) * factor, below, above);
+      q[i] = static_cast<T>(std::clamp(round(v) - offset, lowest, highest));
+    }
+  }
+};
+
 template <typename T>
 void QuantizeSlices(const OpKernelContext& ctx, const float* x, T* q, float* out_min, float* out_max,
                     const Slices& s, const std::vector<Range>& ranges) {
@@ -84,7 +113,6 @@ void QuantizeSlices(const OpKernelContext& ctx, const float* x, T* q, float* out
   const auto ensure = static_cast<float>(node.attr<double>("ensure_minimum_range"));
   const CodeLimits full = LimitsOf(kDTypeOf<T>, false);
   const CodeLimits limits = LimitsOf(kDTypeOf<T>, scaled && node.attr<bool>("narrow_range"));
-  auto round = [to_even](float v) { return to_even ? std::rint(v) : std::round(v); };
   for (int64_t c = 0; c < s.channels; ++c) {
     Range r = Widened(ranges[c], ensure);
     float factor, offset = 0, lo, hi;
@@ -100,13 +128,11 @@ void QuantizeSlices(const OpKernelContext& ctx, const float* x, T* q, float* out
       lo = -FLT_MAX, hi = FLT_MAX;
     }
     out_min[c] = r.min, out_max[c] = r.max;
+    const CodeLine line{lo, hi, factor, offset, static_cast<float>(limits.lowest), static_cast<float>(limits.highest)};
     for (int64_t o = 0; o < s.outer; ++o) {
       const int64_t base = (o * s.channels + c) * s.inner;
-      for (int64_t i = 0; i < s.inner; ++i) {
-        float code = round(std::clamp(x[base + i], lo, hi) * factor) - offset;
-        code = std::clamp(code, static_cast<float>(limits.lowest), static_cast<float>(limits.highest));
-        q[base + i] = static_cast<T>(code);
-      }
+      if (to_even) line.Codes(RoundHalfEven, x + base, s.inner, q + base);
+      else line.Codes(RoundHalfAway, x + base, s.inner, q + base);
     }
   }
 }

@@ -6,9 +6,10 @@
 //   through cpu::Int8Rhs (ops/cpu/int8_gemm.h), packed once and kept while
 //   the filter stays the same; a pointwise convolution multiplies the input
 //   itself.
-// - Depthwise (one input channel per group): direct loops over the taps,
-//   along whole output rows where the horizontal stride is 1; taps in the
-//   padding add (zero point - zero point) * w = 0, so they are skipped.
+// - Depthwise (one input channel per group): direct loops over each output
+//   pixel's taps, the sums of 16 channels at a time in registers when the
+//   multiplier is 1; taps in the padding add (zero point - zero point) * w = 0,
+//   so they are skipped.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -75,10 +76,6 @@ void DepthwiseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, co
         const uint8_t* px = x + in * c;
         const int8_t* weights = w + tap * g.out_c;
         int32_t* a = acc.data() + (out - r * g.out_w) * g.out_c;
-        if (mult == 1) {  // MobileNet's: one loop the compiler vectorises
-          for (int64_t ch = 0; ch < c; ++ch) a[ch] += (static_cast<int32_t>(px[ch]) - zero) * weights[ch];
-          return;
-        }
         for (int64_t ch = 0; ch < c; ++ch) {
           const int32_t v = static_cast<int32_t>(px[ch]) - zero;
           for (int64_t m = 0; m < mult; ++m) a[ch * mult + m] += v * weights[ch * mult + m];
@@ -89,40 +86,52 @@ void DepthwiseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, co
   });
 }
 
-// Depthwise with multiplier 1 and unit horizontal stride and dilation
-// (MobileNet's stride-1 layers): along one output row, a tap's products are
-// one contiguous loop, the input pixels ow + kw - pad_left against the tap's
-// weights repeated once per output pixel, long enough to vectorise well.
-void DepthwiseUnitStrideRows(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w,
-                             uint8_t zero, const cpu::Requantization& rq, uint8_t* y) {
-  const int64_t c = g.in_c, width = g.out_w * c, rows = g.batch * g.out_h;
-  std::vector<int32_t> taps(g.k_h * g.k_w * width);
-  for (int64_t t = 0; t < g.k_h * g.k_w; ++t)
-    for (int64_t ow = 0; ow < g.out_w; ++ow) std::copy_n(w + t * c, c, taps.begin() + t * width + ow * c);
-  const int64_t cost_per_row = g.k_h * g.k_w * width;
+// One output pixel's channels [first, first + kWidth) of a depthwise
+// convolution with multiplier 1: the sums stay in registers over the taps
+// (kWidth a compile-time width the compiler keeps in vector registers).
+template <int64_t kWidth>
+void DepthwisePixelBlock(const uint8_t* const* src, const int8_t* const* taps, int64_t count, int64_t first,
+                         int32_t zero, int32_t* acc) {
+  int32_t sums[kWidth] = {};
+  for (int64_t t = 0; t < count; ++t) {
+    const uint8_t* px = src[t] + first;
+    const int8_t* wt = taps[t] + first;
+    for (int64_t j = 0; j < kWidth; ++j) sums[j] += (static_cast<int32_t>(px[j]) - zero) * wt[j];
+  }
+  std::copy_n(sums, kWidth, acc);
+}
+
+// Depthwise with multiplier 1 (MobileNet's): per output pixel, its in-bounds
+// taps, then the channels 16 at a time (the rest one at a time).
+void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
+                       const cpu::Requantization& rq, uint8_t* y) {
+  constexpr int64_t kBlock = 16;
+  const int64_t c = g.in_c, rows = g.batch * g.out_h;
+  const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;
   cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
                  [&](int64_t, int64_t begin, int64_t end, ThreadPool*) {
-    std::vector<int32_t> acc(width);
+    std::vector<const uint8_t*> src(g.k_h * g.k_w);
+    std::vector<const int8_t*> taps(g.k_h * g.k_w);
+    std::vector<int32_t> acc(c);
     for (int64_t r = begin; r < end; ++r) {
       const int64_t n = r / g.out_h, oh = r % g.out_h;
-      std::fill(acc.begin(), acc.end(), 0);
-      for (int64_t kh = 0; kh < g.k_h; ++kh) {
-        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.in_h) continue;
-        const uint8_t* in_row = x + (n * g.in_h + ih) * g.in_w * c;
-        for (int64_t kw = 0; kw < g.k_w; ++kw) {
-          // iw = ow - pad_left + kw must lie in [0, in_w).
-          const int64_t ow0 = std::max<int64_t>(0, g.pad_left - kw);
-          const int64_t ow1 = std::min<int64_t>(g.out_w, g.in_w + g.pad_left - kw);
-          if (ow0 >= ow1) continue;
-          const uint8_t* src = in_row + (ow0 - g.pad_left + kw) * c;
-          const int32_t* tap = taps.data() + (kh * g.k_w + kw) * width + ow0 * c;
-          int32_t* a = acc.data() + ow0 * c;
-          const int64_t length = (ow1 - ow0) * c;
-          for (int64_t j = 0; j < length; ++j) a[j] += (static_cast<int32_t>(src[j]) - zero) * tap[j];
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        int64_t count = 0;
+        for (int64_t kh = 0; kh < g.k_h; ++kh) {
+          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          for (int64_t kw = 0; kw < g.k_w && ih >= 0 && ih < g.in_h; ++kw) {
+            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (iw < 0 || iw >= g.in_w) continue;
+            src[count] = x + ((n * g.in_h + ih) * g.in_w + iw) * c;
+            taps[count++] = w + (kh * g.k_w + kw) * c;
+          }
         }
+        int64_t ch = 0;
+        for (; ch + kBlock <= c; ch += kBlock)
+          DepthwisePixelBlock<kBlock>(src.data(), taps.data(), count, ch, zero, acc.data() + ch);
+        for (; ch < c; ++ch) DepthwisePixelBlock<1>(src.data(), taps.data(), count, ch, zero, acc.data() + ch);
+        rq.Row(acc.data(), c, 0, y + (r * g.out_w + ow) * c);
       }
-      RequantizeBlock(rq, acc.data(), g.out_w, c, 0, c, y + r * g.out_w * c);
     }
   });
 }
@@ -158,8 +167,8 @@ class QuantizedConvKernel : public OpKernel {
 
     uint8_t* y = ctx.allocate_output(0, g.output_shape()).data<uint8_t>();
     const auto zero = static_cast<uint8_t>(in.zero_point);
-    if (g.depthwise() && g.out_c == g.in_c && g.stride_w == 1 && g.dilation_w == 1) {
-      DepthwiseUnitStrideRows(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
+    if (g.depthwise() && g.out_c == g.in_c) {
+      DepthwisePerPixel(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
     } else if (g.depthwise()) {
       DepthwiseConv(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
     } else {
