@@ -109,9 +109,9 @@ REGISTER_OP("QuantizeV2")
     .shape_fn(QuantizeShape)
     .doc("Float to int8 / uint8 codes. First the range is made to hold 0 and to be wide enough: "
          "min = min(0, min_range), max = max(0, max_range, min + e) with e = ensure_minimum_range * "
-         "max(1, |min_range|, |max_range|). MIN_FIRST (one range): with n = 256 codes, "
-         "s = n / ((max - min) n / (n - 1)), code = round(x s) - round(min s) + lowest(T), clamped: "
-         "the scale (max - min) / 255 and a zero point that codes 0.0 exactly. SCALED (per tensor, or "
+         "max(1, |min_range|, |max_range|). MIN_FIRST (one range): with the step g = (max - min) / 255, "
+         "code = round(x / g) - round(min / g) + lowest(T), clamped (min / g taken in double, as Dequantize "
+         "takes it, so that 0.0 codes exactly to the zero point it reads). SCALED (per tensor, or "
          "per slice along axis): with lo = lowest(T) (+1 when narrow_range) and hi = highest(T), "
          "f = min(lo / min if lo min > 0, hi / max if hi max > 0), the range becomes [lo / f, hi / f] "
          "and code = round(clamp(x, lo / f, hi / f) f). output_min and output_max are the adjusted "

@@ -90,7 +90,8 @@ inline float RoundHalfEven(float v) {
 
 // code = round(clamp(x, lo, hi) * factor) - offset, clamped to the codes.
 // The scaled value is first clamped to a code beyond either end, which
-// changes no code and keeps it in RoundHalf*'s range.
+// changes no code and keeps it in RoundHalf*'s range; NaN becomes the
+// lowest code.
 struct CodeLine {
   float lo, hi, factor, offset, lowest, highest;
 
@@ -98,7 +99,9 @@ struct CodeLine {
   void Codes(Round round, const float* x, int64_t n, T* q) const {
     const float below = lowest + offset - 1, above = highest + offset + 1;
     for (int64_t i = 0; i < n; ++i) {
-      const float v = std::clamp(std::clamp(x[i], lo, hi) * factor, below, above);
+      float v = std::clamp(x[i], lo, hi) * factor;
+      v = v > below ? v : below;  // (NaN fails the comparison)
+      v = v < above ? v : above;
       q[i] = static_cast<T>(std::clamp(round(v) - offset, lowest, highest));
     }
   }
@@ -122,9 +125,11 @@ void QuantizeSlices(const OpKernelContext& ctx, const float* x, T* q, float* out
       lo = r.min, hi = r.max;
     } else {
       // 256 codes over the range widened by 256 / 255: the scale (max - min) / 255.
-      const float steps = 256.0f;
-      factor = steps / ((r.max - r.min) * (steps / (steps - 1.0f)));
-      offset = std::round(r.min * factor) - static_cast<float>(full.lowest);
+      // The zero point is the one Dequantize and the int8 kernels read
+      // (quantize_steps.h), so 0.0 codes to it even where min / step is a tie.
+      const cpu::MinFirstCodes codes = cpu::MinFirstCodesOf(r.min, r.max, full.lowest);
+      factor = static_cast<float>(1.0 / codes.step);
+      offset = static_cast<float>(-codes.zero_point);
       lo = -FLT_MAX, hi = FLT_MAX;
     }
     out_min[c] = r.min, out_max[c] = r.max;

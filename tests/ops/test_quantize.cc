@@ -88,6 +88,24 @@ TEST_CASE("QuantizeV2 and Dequantize round-trip within half a step, per tensor a
     }
 }
 
+TEST_CASE("QuantizeV2 rounds ties as round_mode says; huge values clamp, NaN is the lowest code", "[quant]") {
+  const AttrMap scaled = {{"mode", std::string("SCALED")}, {"ensure_minimum_range", 0.0}, {"narrow_range", true}};
+  const Tensor ties = F({0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 1e30f, -1e30f});
+  auto away = Quantize(ties, Scalar(-127), Scalar(127), DType::kInt8, scaled);
+  CHECK(away[0].ToVector<int8_t>() == std::vector<int8_t>{1, 2, 3, -1, -2, -3, 127, 127, -127});
+  AttrMap even_attrs = scaled;
+  even_attrs["round_mode"] = std::string("HALF_TO_EVEN");
+  auto even = Quantize(ties, Scalar(-127), Scalar(127), DType::kInt8, even_attrs);
+  CHECK(even[0].ToVector<int8_t>() == std::vector<int8_t>{0, 2, 2, 0, -2, -2, 126, 127, -127});
+  auto min_first = Quantize(F({NAN, 1e30f, -1e30f, 0}), Scalar(-1), Scalar(1), DType::kUInt8, {});
+  const std::vector<uint8_t> codes = min_first[0].ToVector<uint8_t>();
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 255);
+  CHECK(codes[2] == 0);
+  // 0.0 codes to the zero point Dequantize reads, here where min / step = -127.5 is a tie.
+  CHECK(Dequantize(min_first[0], min_first[1], min_first[2], {}).data<float>()[3] == 0.0f);
+}
+
 TEST_CASE("QuantizeV2 and Dequantize name bad ranges and attrs", "[quant]") {
   ExpectError([] { Quantize(F({1}), Scalar(2), Scalar(1), DType::kInt8, {}); }, Code::kInvalidArgument,
               "min_range <= max_range, got [2, 1]");
