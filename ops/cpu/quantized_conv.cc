@@ -42,7 +42,11 @@ void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const 
                uint8_t zero, const cpu::Requantization& rq, uint8_t* y) {
   const int64_t k = cpu::PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
   const bool pointwise = cpu::IsPointwise(g);
-  const int64_t chunk = cpu::RowsPerChunk(g), cost_per_row = g.out_w * k * g.out_c;
+  // Chunks of output rows small enough that their int32 sums (written by
+  // the product, then read by the requantization) stay in L2: 64K sums.
+  const int64_t sums_per_row = g.out_w * og;
+  const int64_t chunk = std::min(cpu::RowsPerChunk(g), std::max<int64_t>(1, (int64_t{1} << 16) / sums_per_row));
+  const int64_t cost_per_row = g.out_w * k * g.out_c;
   cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
                  [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
     const int64_t max_pixels = std::min(chunk, end - begin) * g.out_w;
