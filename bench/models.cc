@@ -18,6 +18,9 @@
 // times it in the same run, fp32 and int8 side by side:
 //   bench_models --model mbv1ssd --size 300 --latency-only --int8 --threads 2
 //   bench_models --model mbv1ssd --batch 4 --size 300 --threads 2 --profile 3
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <iostream>
 
@@ -27,6 +30,7 @@
 #include "autodiff/optimizers.h"
 #include "bench/timing.h"
 #include "graph/freeze.h"
+#include "graph/graph_io.h"
 #include "graph/run_metadata.h"
 #include "graph/session.h"
 #include "models/compress/quantize_graph.h"
@@ -144,12 +148,25 @@ void Profile(const Bench& b, int steps, const std::string& what) {
 }
 
 // Batch-1 latency only: {"model", "size", "threads", "freeze", "conv_rewrites", "latency_ms"}.
+// The size of the graph's file (SaveGraph).
+int64_t SavedBytes(const Graph& graph) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("bench_models_" + std::to_string(::getpid()) + ".json");
+  SaveGraph(graph, path.string());
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path));
+  std::filesystem::remove(path);
+  return bytes;
+}
+
 // The frozen graph of `b` quantized to int8 (4 random calibration batches)
-// and its batch-1 latency in seconds; `layers` gets "quantized of total".
-double Int8LatencySeconds(const Bench& b, const Settings& s, std::string& layers) {
+// and its batch-1 latency in seconds; `layers` gets "quantized of total",
+// `file_bytes` the sizes of the float and the int8 graph files.
+double Int8LatencySeconds(const Bench& b, const Settings& s, std::string& layers,
+                          std::pair<int64_t, int64_t>& file_bytes) {
   std::vector<FeedList> calibration;
   for (int i = 0; i < 4; ++i) calibration.push_back({{std::string("images"), Random({1, s.size, s.size, 3}, 10 + i)}});
   models::QuantizeResult q = models::QuantizeGraph(*b.frozen, b.fetches, calibration);
+  file_bytes = {SavedBytes(*b.frozen), SavedBytes(*q.graph)};
   int quantized = 0;
   for (const models::QuantizedLayer& layer : q.layers) quantized += layer.quantized;
   layers = std::to_string(quantized) + " of " + std::to_string(q.layers.size());
@@ -166,7 +183,8 @@ double Int8LatencySeconds(const Bench& b, const Settings& s, std::string& layers
 }
 
 // Batch-1 latency only: {"model", "size", "threads", "freeze", "conv_rewrites",
-// "latency_ms"}, with --int8 also "int8_latency_ms" and "int8_layers".
+// "latency_ms"}, with --int8 also "int8_latency_ms", "int8_layers" and the
+// graph files' sizes "fp32_file_mb", "int8_file_mb".
 void RunLatency(const Settings& s) {
   Bench single;
   Build(single, s, 1, false);
@@ -178,8 +196,10 @@ void RunLatency(const Settings& s) {
             << ", \"latency_ms\": " << latency_s * 1000;
   if (s.int8) {
     std::string layers;
-    const double int8_s = Int8LatencySeconds(single, s, layers);
-    std::cout << ", \"int8_latency_ms\": " << int8_s * 1000 << ", \"int8_layers\": \"" << layers << "\"";
+    std::pair<int64_t, int64_t> file_bytes;
+    const double int8_s = Int8LatencySeconds(single, s, layers, file_bytes);
+    std::cout << ", \"int8_latency_ms\": " << int8_s * 1000 << ", \"int8_layers\": \"" << layers << "\""
+              << ", \"fp32_file_mb\": " << file_bytes.first / 1e6 << ", \"int8_file_mb\": " << file_bytes.second / 1e6;
   }
   std::cout << "}" << std::endl;
 }

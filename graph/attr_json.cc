@@ -1,8 +1,11 @@
 // Attr values in the graph file: ints, floats, bools and strings as JSON
 // scalars; a dtype as its name; a shape as a list (-1 unknown, null unknown
 // rank); a tensor as {"dtype", "shape", "values"} with values flat in row-major
-// order; lists as JSON arrays. Floats that JSON cannot hold are the strings
-// "nan", "inf" and "-inf".
+// order, or, above kMaxListedValues elements, {"dtype", "shape", "hex"} with
+// its little-endian bytes in hexadecimal (weights: a quarter of a float's
+// decimal text, and exact); lists as JSON arrays. Floats that JSON cannot
+// hold are the strings "nan", "inf" and "-inf".
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -95,7 +98,58 @@ DType DTypeFromJson(const Json& value) {
   return DTypeFromName(value.get_ref<const std::string&>());
 }
 
+static_assert(std::endian::native == std::endian::little, "graph files hold little-endian tensor bytes");
+
+// Tensors with more elements are written as "hex" rather than "values".
+constexpr int64_t kMaxListedValues = 64;
+
+std::string HexOf(const Tensor& tensor) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const auto* bytes = static_cast<const uint8_t*>(tensor.raw_data());
+  std::string hex(2 * tensor.TotalBytes(), '0');
+  for (size_t i = 0; i < tensor.TotalBytes(); ++i) {
+    hex[2 * i] = kDigits[bytes[i] >> 4];
+    hex[2 * i + 1] = kDigits[bytes[i] & 15];
+  }
+  return hex;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The tensor "hex" holds: exactly its bytes, two digits each (checked
+// before anything is allocated); bools 0 or 1.
+Tensor TensorFromHex(DType dtype, const Shape& shape, const Json& value) {
+  if (!value.is_string()) Mismatch("\"hex\" as a string of hexadecimal digits", value);
+  const std::string& hex = value.get_ref<const std::string&>();
+  CheckShapeSize(shape, static_cast<int64_t>(DTypeSize(dtype)));
+  const size_t size = static_cast<size_t>(shape.NumElements()) * DTypeSize(dtype);
+  if (hex.size() != 2 * size)
+    Fail(Code::kInvalidArgument, "\"hex\" has ", hex.size(), " digits; shape ", shape.ToString(), " of ",
+         DTypeName(dtype), " needs ", 2 * size, " (two per byte)");
+  Tensor tensor(dtype, shape);
+  auto* bytes = static_cast<uint8_t*>(tensor.raw_data());
+  for (size_t i = 0; i < tensor.TotalBytes(); ++i) {
+    const int high = HexDigit(hex[2 * i]), low = HexDigit(hex[2 * i + 1]);
+    if (high < 0 || low < 0)
+      Fail(Code::kInvalidArgument, "\"hex\" has '", hex[2 * i + (high < 0 ? 0 : 1)], "' at digit ",
+           2 * i + (high < 0 ? 0 : 1), ", which is not a hexadecimal digit");
+    bytes[i] = static_cast<uint8_t>(high << 4 | low);
+    if (dtype == DType::kBool && bytes[i] > 1)
+      Fail(Code::kInvalidArgument, "\"hex\": element ", i, " of a bool tensor is ", int{bytes[i]}, ", not 0 or 1");
+  }
+  return tensor;
+}
+
 Json TensorToJson(const Tensor& tensor) {
+  if (tensor.NumElements() > kMaxListedValues)
+    return Json{{"dtype", std::string(DTypeName(tensor.dtype()))},
+                {"shape", tensor.shape().dims()},
+                {"hex", HexOf(tensor)}};
   Json values = Json::array();
   Dispatch<float, double, Half, int8_t, uint8_t, int32_t, int64_t, bool>(
       tensor.dtype(), "graph file", [&]<typename T>() {
@@ -142,17 +196,21 @@ void FillTensor(const Tensor& tensor, const Json& values) {
 }
 
 Tensor TensorFromJson(const Json& value) {
-  if (!value.is_object()) Mismatch("a tensor {\"dtype\", \"shape\", \"values\"}", value);
+  if (!value.is_object()) Mismatch("a tensor {\"dtype\", \"shape\", \"values\" or \"hex\"}", value);
   for (const auto& [key, unused] : value.items())
-    if (key != "dtype" && key != "shape" && key != "values")
+    if (key != "dtype" && key != "shape" && key != "values" && key != "hex")
       Fail(Code::kInvalidArgument, "unknown tensor field \"", key,
-           "\" (a tensor has \"dtype\", \"shape\" and \"values\")");
-  for (const char* key : {"dtype", "shape", "values"})
+           "\" (a tensor has \"dtype\", \"shape\" and \"values\" or \"hex\")");
+  for (const char* key : {"dtype", "shape"})
     if (!value.contains(key)) Fail(Code::kInvalidArgument, "tensor has no \"", key, "\"");
+  if (value.contains("values") == value.contains("hex"))
+    Fail(Code::kInvalidArgument, "a tensor has either \"values\" or \"hex\", ",
+         value.contains("hex") ? "not both" : "and this one has neither");
   DType dtype = DTypeFromJson(value["dtype"]);
   Shape shape = ShapeFromJson(value["shape"]);
   if (!shape.IsFullyDefined())
     Fail(Code::kInvalidArgument, "a tensor's shape must be fully known, got ", shape.ToString());
+  if (value.contains("hex")) return TensorFromHex(dtype, shape, value["hex"]);
   const Json& values = value["values"];
   if (!values.is_array()) Mismatch("\"values\" as a flat list", values);
   CheckShapeSize(shape, static_cast<int64_t>(DTypeSize(dtype)));
