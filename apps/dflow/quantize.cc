@@ -1,5 +1,5 @@
 // `dflow quantize FROZEN.json --output NAME... --calibration [INPUT=]PATH... -o OUT.json
-// [--calibrator minmax|percentile] [--percentile P] [--per-tensor] [--skip LAYER...] [--report FILE.json]`:
+// [--calibrator minmax|percentile|entropy] [--percentile P] [--per-tensor] [--skip LAYER...] [--report FILE.json]`:
 // post-training static int8 quantization (models/compress/quantize_graph.h).
 // Each PATH is a .npy file or a folder of them, one calibration batch per
 // file; with several inputs, their folders' files pair up in name order.
@@ -107,7 +107,9 @@ void Quantize(const QuantizeArgs& args) {
   std::shared_ptr<Graph> graph = LoadGraph(args.graph);
   models::QuantizeOptions options{.per_channel = !args.per_tensor,
                                   .skip = {args.skip.begin(), args.skip.end()}};
-  options.calibrator = args.calibrator == "percentile" ? models::Calibrator::kPercentile : models::Calibrator::kMinMax;
+  options.calibrator = args.calibrator == "percentile" ? models::Calibrator::kPercentile
+                       : args.calibrator == "entropy"  ? models::Calibrator::kEntropy
+                                                       : models::Calibrator::kMinMax;
   options.percentile = args.percentile;
   models::QuantizeResult result =
       models::QuantizeGraph(*graph, args.outputs, CalibrationBatches(*graph, args.calibration), options);
@@ -137,7 +139,7 @@ void AddQuantizeCommand(CLI::App& app) {
                 "[INPUT=]PATH: a .npy file or a folder of them, one batch each (repeatable: one per input).");
   command->add_option("-o,--out", args->out, "The int8 graph file to write (JSON).")->required();
   command->add_option("--calibrator", args->calibrator, "How activation ranges are taken from the batches.")
-      ->check(CLI::IsMember({"minmax", "percentile"}))
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}))
       ->capture_default_str();
   command->add_option("--percentile", args->percentile, "percentile: the share of values each range keeps.")
       ->check(CLI::Range(50.0, 100.0))

@@ -28,6 +28,7 @@ namespace dflow::models {
 enum class Calibrator {
   kMinMax,      // the smallest and largest value seen
   kPercentile,  // leave out (100 - percentile)% of the values at each end
+  kEntropy,     // the clipping threshold that keeps the most information (TensorRT's KL divergence)
 };
 
 struct QuantizeOptions {

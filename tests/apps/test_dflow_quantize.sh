@@ -90,8 +90,11 @@ expect_error "an input that is not there" "calib/missing.npy" quantize q.json --
   --calibration calib/missing.npy -o f.json
 expect_error "batches of another shape" "x" quantize q.json --output y --calibration x=held/held_out.npy \
   --calibration x=calib -o f.json
-expect_error "an unknown calibrator" "entropy" quantize q.json --output y --calibration calib \
-  --calibrator entropy -o f.json
+expect_error "an unknown calibrator" "kl" quantize q.json --output y --calibration calib \
+  --calibrator kl -o f.json
+expect_ok "quantize --calibrator entropy" quantize q.json --output y --calibration calib --calibrator entropy \
+  -o e.json
+expect_contains "entropy quantizes" out.txt "quantized 2 of 2 convolutions"
 cat > v.json << 'EOF'
 {"format": "dflow.graph/1", "seed": 0, "nodes": [
   {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [1, 6, 6, 2]}},

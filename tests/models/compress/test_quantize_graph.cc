@@ -3,7 +3,7 @@
 // linear head) becomes int8 layers joined by codes, one QuantizeV2 at the
 // front and one Dequantize at the end; its output stays near the float
 // graph's, through a save and load; --skip keeps a layer float; per-tensor
-// weights and the percentile calibrator work; misuse is named.
+// weights and the percentile and entropy calibrators work; misuse is named.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -139,9 +139,13 @@ TEST_CASE("QuantizeGraph: --skip keeps a layer float; per-tensor weights; percen
   CHECK(percentile.layers[0].input_max < minmax.layers[0].input_max);
   CHECK(percentile.layers[0].input_min > minmax.layers[0].input_min);
   CHECK(RelativeError(Logits(percentile.graph, held_out), want) < 0.1);
+  models::QuantizeResult entropy =
+      models::QuantizeGraph(*frozen, {"logits"}, Batches(2), {.calibrator = models::Calibrator::kEntropy});
+  CHECK(entropy.layers[0].input_max <= minmax.layers[0].input_max);
+  CHECK(RelativeError(Logits(entropy.graph, held_out), want) < 0.1);
 }
 
-TEST_CASE("CalibrateRanges: min and max, or percentiles of a histogram", "[quantize]") {
+TEST_CASE("CalibrateRanges: min and max, percentiles, or the entropy threshold", "[quantize]") {
   Scope s = Scope::NewRootScope();
   ops::Identity(s.WithOpName("y"), ops::Placeholder(s.WithOpName("x"), DType::kFloat32));
   Session session(s, {.num_threads = 1});
@@ -154,6 +158,23 @@ TEST_CASE("CalibrateRanges: min and max, or percentiles of a histogram", "[quant
   auto cut = models::CalibrateRanges(session, {"y:0"}, batches, models::Calibrator::kPercentile, 99);
   CHECK(cut[0].min == Approx(1.0).margin(0.1));
   CHECK(cut[0].max == Approx(99.0).margin(0.1));
+  // Entropy: a uniform spread keeps (nearly) its whole range ...
+  auto uniform = models::CalibrateRanges(session, {"y:0"}, batches, models::Calibrator::kEntropy, 99);
+  CHECK(uniform[0].min == 0.0f);
+  CHECK(uniform[0].max > 90.0f);
+  // ... while a bell with a few far outliers is clipped well inside them,
+  // but not inside the bell.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> bell(20000);
+  for (float& v : bell) v = normal(rng);
+  bell[0] = 100.0f;
+  bell[1] = -80.0f;
+  std::vector<FeedList> bell_batch = {{{std::string("x"), Tensor::FromVector(bell)}}};
+  auto clipped = models::CalibrateRanges(session, {"y:0"}, bell_batch, models::Calibrator::kEntropy, 99);
+  CHECK(clipped[0].max < 20.0f);
+  CHECK(clipped[0].max > 2.5f);
+  CHECK(clipped[0].min == -clipped[0].max);
   values[7] = NAN;
   batches = {{{std::string("x"), Tensor::FromVector(values)}}};
   CHECK_THROWS_WITH(models::CalibrateRanges(session, {"y:0"}, batches, models::Calibrator::kMinMax, 99),
