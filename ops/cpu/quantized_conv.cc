@@ -44,7 +44,7 @@ void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const 
   const bool pointwise = cpu::IsPointwise(g);
   // Chunks of output rows small enough that their int32 sums (written by
   // the product, then read by the requantization) stay in L2: 64K sums.
-  const int64_t sums_per_row = g.out_w * og;
+  const int64_t sums_per_row = std::max<int64_t>(1, g.out_w * og);
   const int64_t chunk = std::min(cpu::RowsPerChunk(g), std::max<int64_t>(1, (int64_t{1} << 16) / sums_per_row));
   const int64_t cost_per_row = g.out_w * k * g.out_c;
   cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,

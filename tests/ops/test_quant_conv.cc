@@ -222,6 +222,18 @@ TEST_CASE("Quantized convolutions name what they cannot take", "[quant]") {
   fails(depthwise, dw, "a depthwise filter's dim 2 must be the input's 3 channels");
 }
 
+TEST_CASE("Quantized convolutions of empty tensors give empty outputs", "[quant]") {
+  for (const Case& c : {Case{.input = {0, 4, 4, 3}, .filter = {3, 3, 3, 4}},
+                        Case{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 0}},
+                        Case{.input = {1, 4, 4, 3}, .filter = {1, 1, 3, 0}},
+                        Case{.input = {0, 4, 4, 3}, .filter = {3, 3, 3, 1}, .depthwise = true}}) {
+    INFO(c.input.ToString() << " * " << c.filter.ToString());
+    const int64_t out_c = c.depthwise ? c.filter.dim(2) * c.filter.dim(3) : c.filter.dim(3);
+    std::vector<Tensor> out = RunQuantizedConv(c, MakeOperands(c, out_c, 30));
+    CHECK(out[0].NumElements() == 0);
+  }
+}
+
 TEST_CASE("Quantized Conv2D packs its filter once, and again when the filter or the instruction set changes",
           "[quant]") {
   Case c{.input = {1, 6, 6, 4}, .filter = {3, 3, 4, 8}};
