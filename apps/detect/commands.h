@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "apps/detect/run_config.h"
+#include "models/compress/quantize_graph.h"
 #include "models/data/detection_dataset.h"
 #include "models/data/detection_pipeline.h"
 #include "models/data/exemplars.h"
@@ -38,6 +39,9 @@ struct EvalSettings {
   int64_t batch = 8;
   int threads = 2;
   std::string device;
+  bool int8 = false;          // evaluate the detector quantized to int8
+  std::string calibration;    // --int8: images to calibrate on
+  int64_t calibration_images = 64;
 };
 int Eval(const EvalSettings& settings);
 
@@ -55,6 +59,11 @@ struct TrainedDetector;
 // `size`, unaugmented, the last batch kept whole.
 models::DetectionPipelineOptions InferencePipelineOptions(int64_t size, int64_t batch);
 Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int64_t batch, int threads);
+// Replaces the detector's session by one over its inference graph frozen and
+// quantized to int8, calibrated on the first `images` images of `data_dir`
+// (apps/detect/int8.cc); returns the quantized layers.
+std::vector<models::QuantizedLayer> QuantizeDetector(TrainedDetector& detector, const std::string& data_dir,
+                                                     int64_t images, int threads);
 
 struct PredictSettings {
   std::string checkpoint;

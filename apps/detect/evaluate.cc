@@ -99,7 +99,9 @@ Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int6
 int Eval(const EvalSettings& settings) {
   std::unique_ptr<TrainedDetector> detector =
       LoadTrainedDetector(settings.checkpoint, settings.threads, settings.device, {});
+  if (settings.int8) QuantizeDetector(*detector, settings.calibration, settings.calibration_images, settings.threads);
   Evaluation e = Evaluate(*detector, settings.data, settings.batch, settings.threads);
+  e.summary["int8"] = settings.int8;
   if (!settings.results.empty()) models::WriteCocoResults(settings.results, e.detections);
   std::cout << "evaluated " << detector->checkpoint << " on " << e.images << " images of "
             << settings.data << " (" << e.detections.size() << " detections)\n"

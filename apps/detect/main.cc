@@ -161,6 +161,16 @@ void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1));
   app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
   dflow::apps::AddDeviceOption(app, s.device);
+  app.add_flag("--int8", s.int8, "Evaluate the detector quantized to int8 (post-training, calibrated)");
+  CLI::Option* calibration =
+      app.add_option("--calibration", s.calibration, "--int8: a dataset directory whose images calibrate it");
+  app.add_option("--calibration-images", s.calibration_images, "--int8: how many of its images")
+      ->check(AtLeast(1))
+      ->capture_default_str();
+  app.callback([&s, calibration] {
+    if (s.int8 && calibration->count() == 0)
+      throw CLI::ValidationError("--int8", "needs --calibration DIR (images to calibrate on)");
+  });
 }
 
 void AddPredict(CLI::App& app, PredictSettings& s) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dflow-detect end to end on a tiny generated dataset: train with
-# checkpoints, resume exactly, eval (COCO table, VOC table, last line JSON),
+# checkpoints, resume exactly, eval (COCO table, VOC table, last line JSON;
+# also of the detector quantized to int8),
 # predict (boxes drawn, COCO results, CSV), and bad input that must fail
 # clearly without writing anything half-way.
 # Usage: test_dflow_detect_train.sh PATH/TO/dflow-detect
@@ -49,6 +50,20 @@ r = json.load(sys.stdin)
 for key in ("AP", "AP50", "voc07_map", "per_class"): assert key in r, key
 assert len(r["per_class"]) == 2, r["per_class"]
 ' || fail "eval's last line is not the summary JSON"
+# eval --int8: the detector quantized (calibrated on training images) and
+# evaluated the same way; its detections' scores stay near the float ones'.
+"$EXE" eval --data "$TMP/test" --checkpoint "$TMP/full" --threads 1 --int8 --calibration "$TMP/data" \
+  --calibration-images 4 > "$TMP/eval8.txt" || { cat "$TMP/eval8.txt"; fail "eval --int8"; }
+grep -q "int8: quantized [1-9][0-9]* of [1-9][0-9]* convolutions, calibrated on 4 images" "$TMP/eval8.txt" ||
+  { cat "$TMP/eval8.txt"; fail "eval --int8 did not quantize"; }
+tail -n 1 "$TMP/eval8.txt" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["int8"] is True and len(r["per_class"]) == 2, r
+' || fail "eval --int8's last line is not the summary JSON"
+expect_error "needs --calibration" "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/full" --int8
+expect_error "is not a detection dataset" "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/full" --int8 \
+  --calibration "$TMP/nothing-here"
 # The results file is read back by cocoeval against the same ground truth.
 "$EXE" cocoeval --gt "$TMP/test/annotations.json" --dt "$TMP/results.json" > /dev/null ||
   fail "eval's results file is not a COCO results file"
