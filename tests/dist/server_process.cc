@@ -12,25 +12,57 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "dist/transport/zmq_channel.h"
 
 namespace dflow::testing {
 
-int FreeLoopbackPort() {
+namespace {
+
+// A socket bound to 127.0.0.1:port, or -1 when the port is taken.
+int BindLoopback(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t length = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0)
-    Fail(Code::kUnavailable, "cannot find a free loopback port");
-  close(fd);
-  return ntohs(addr.sin_port);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
+
+}  // namespace
+
+// Below Linux's ephemeral range (32768 and up by default), where the kernel
+// never hands a port to another process's outgoing connection between our
+// check and the server's bind: a port picked there (as `bind` to port 0
+// would) can be taken by any test's client socket in the meantime.
+int FreeLoopbackPorts(int count) {
+  constexpr int kLowest = 20000, kHighest = 32000;
+  std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> first(kLowest, kHighest - count);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int base = first(rng);
+    std::vector<int> bound;
+    for (int i = 0; i < count; ++i) {
+      const int fd = BindLoopback(base + i);
+      if (fd < 0) break;
+      bound.push_back(fd);
+    }
+    const bool all = static_cast<int>(bound.size()) == count;
+    for (int fd : bound) close(fd);
+    if (all) return base;
+  }
+  Fail(Code::kUnavailable, "cannot find ", count, " free consecutive loopback ports in [", kLowest, ", ", kHighest,
+       ")");
+}
+
+int FreeLoopbackPort() { return FreeLoopbackPorts(1); }
 
 ScratchCluster::ScratchCluster(int num_workers) {
   char pattern[] = "/tmp/dflow-cluster-XXXXXX";

@@ -13,8 +13,11 @@
 
 namespace dflow::testing {
 
-// A TCP port on 127.0.0.1 that nothing listens on right now.
+// A TCP port on 127.0.0.1 that nothing listens on right now, below the
+// ephemeral range; FreeLoopbackPorts: the first of `count` consecutive ones
+// (`dflow launch --base-port` gives its tasks consecutive ports).
 int FreeLoopbackPort();
+int FreeLoopbackPorts(int count);
 
 // A scratch directory with a cluster file of one "worker" job on `ports`.
 class ScratchCluster {

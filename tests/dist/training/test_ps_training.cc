@@ -229,7 +229,7 @@ TEST_CASE("sync: a run stopped with a checkpoint and resumed gives the bits of a
 
 TEST_CASE("dflow launch --ps 1 --strategy ps runs the same training; another strategy is refused", "[ps][process]") {
   PsRun run(0, 0);  // for its scratch directory
-  std::string base_port = std::to_string(testing::FreeLoopbackPort());
+  std::string base_port = std::to_string(testing::FreeLoopbackPorts(3));  // 2 workers and a ps
   ChildProcess launch({DflowExe(), "launch", "-n", "2", "--ps", "1", "--strategy", "ps", "--base-port", base_port,
                        "--", TrainerExe(), "--mode", "sync", "--steps", "6", "--out", run.dir()},
                       {}, run.dir() + "/launch.log");
