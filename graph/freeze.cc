@@ -43,6 +43,7 @@ std::shared_ptr<Graph> FreezeGraph(Session& session, const std::vector<std::stri
 
   auto frozen = std::make_shared<Graph>();
   frozen->set_seed(graph.seed());
+  for (const auto& [key, value] : graph.metadata()) frozen->set_metadata(key, value);
   std::vector<Node*> copy_of(graph.id_bound(), nullptr);
   size_t next_value = 0;
   for (Node* node : order) {

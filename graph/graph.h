@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -143,6 +144,12 @@ class Graph {
   int64_t seed() const { return seed_; }
   void set_seed(int64_t seed) { seed_ = seed; }
 
+  // Free-form key -> text that travels with the graph through its file,
+  // copies and freezing (ONNX's metadata_props): what a program needs to
+  // use a graph file, e.g. a detector's classes and input size.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  void set_metadata(const std::string& key, std::string value) { metadata_[key] = std::move(value); }
+
   // Consumers of each node (by id), each with the input slot that uses it;
   // control edges appear with slot -1.
   struct Consumer { Node* node; int input; };
@@ -154,6 +161,7 @@ class Graph {
   std::unordered_set<std::string> scope_names_;
   int num_live_ = 0;
   int64_t seed_ = 0;
+  std::map<std::string, std::string> metadata_;
 };
 
 // Runs the op's shape function for `node` with the inputs it has now; used by

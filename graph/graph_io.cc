@@ -62,9 +62,9 @@ class GraphLoader {
       Bad(Code::kInvalidArgument, "expected a JSON object with \"format\" and \"nodes\", got ",
           doc_.type_name());
     for (const auto& [key, unused] : doc_.items())
-      if (key != "format" && key != "seed" && key != "nodes")
+      if (key != "format" && key != "seed" && key != "metadata" && key != "nodes")
         Bad(Code::kInvalidArgument, "unknown top-level field \"", key,
-            "\" (expected \"format\", \"seed\", \"nodes\")");
+            "\" (expected \"format\", \"seed\", \"metadata\", \"nodes\")");
     if (!doc_.contains("format"))
       Bad(Code::kInvalidArgument, "missing \"format\": \"", kGraphFormat, "\"");
     const Json& format = doc_["format"];
@@ -78,10 +78,21 @@ class GraphLoader {
         Bad(Code::kInvalidArgument, "\"seed\" must be an integer, got ", DescribeJson(seed));
       graph.set_seed(seed.get<int64_t>());
     }
+    if (doc_.contains("metadata")) ReadMetadata(doc_["metadata"], graph);
     if (!doc_.contains("nodes") || !doc_["nodes"].is_array())
       Bad(Code::kInvalidArgument, "\"nodes\" must be a list of nodes");
     const Json& nodes = doc_["nodes"];
     for (size_t i = 0; i < nodes.size(); ++i) entries_.push_back(ReadEntry(nodes[i], i));
+  }
+
+  void ReadMetadata(const Json& metadata, Graph& graph) {
+    if (!metadata.is_object())
+      Bad(Code::kInvalidArgument, "\"metadata\" must be an object of strings, got ", DescribeJson(metadata));
+    for (const auto& [key, value] : metadata.items()) {
+      if (!value.is_string())
+        Bad(Code::kInvalidArgument, "metadata \"", key, "\" must be a string, got ", DescribeJson(value));
+      graph.set_metadata(key, value.get<std::string>());
+    }
   }
 
   NodeEntry ReadEntry(const Json& node, size_t i) {
@@ -279,7 +290,10 @@ Json NodeToJson(const Node& node) {
 nlohmann::ordered_json ToJson(const Graph& graph) {
   Json nodes = Json::array();
   for (const Node* node : graph.nodes()) nodes.push_back(NodeToJson(*node));
-  return Json{{"format", std::string(kGraphFormat)}, {"seed", graph.seed()}, {"nodes", nodes}};
+  Json doc{{"format", std::string(kGraphFormat)}, {"seed", graph.seed()}};
+  if (!graph.metadata().empty()) doc["metadata"] = graph.metadata();  // files without it stay as they were
+  doc["nodes"] = std::move(nodes);
+  return doc;
 }
 
 std::shared_ptr<Graph> GraphFromJson(const nlohmann::ordered_json& doc, std::string_view source) {
@@ -293,8 +307,9 @@ std::shared_ptr<Graph> ParseGraph(std::string_view text, std::string_view source
 void SaveGraph(const Graph& graph, const std::string& path) {
   // One node per line: diffs stay readable and large tensors stay compact.
   Json doc = ToJson(graph);
-  std::string text = StrCat("{\n  \"format\": ", doc["format"].dump(),
-                            ",\n  \"seed\": ", doc["seed"].dump(), ",\n  \"nodes\": [");
+  std::string text = StrCat("{\n  \"format\": ", doc["format"].dump(), ",\n  \"seed\": ", doc["seed"].dump(),
+                            doc.contains("metadata") ? ",\n  \"metadata\": " + doc["metadata"].dump() : "",
+                            ",\n  \"nodes\": [");
   const Json& nodes = doc["nodes"];
   for (size_t i = 0; i < nodes.size(); ++i) {
     try {

@@ -28,7 +28,7 @@ bool IsImageFile(const fs::path& path) {
 std::vector<std::string> ListImages(const std::vector<std::string>& inputs) {
   std::vector<std::string> images;
   for (const std::string& input : inputs) {
-    if (!fs::exists(input)) Fail(Code::kNotFound, "predict: ", input, " does not exist");
+    if (!fs::exists(input)) Fail(Code::kNotFound, input, " does not exist");
     if (!fs::is_directory(input)) {
       images.push_back(input);
       continue;
@@ -36,7 +36,8 @@ std::vector<std::string> ListImages(const std::vector<std::string>& inputs) {
     std::vector<std::string> found;
     for (const fs::directory_entry& e : fs::directory_iterator(input))
       if (e.is_regular_file() && IsImageFile(e.path())) found.push_back(e.path().string());
-    if (found.empty()) Fail(Code::kNotFound, "predict: no image files in ", input);
+    if (found.empty())
+      Fail(Code::kNotFound, "no image files in ", input, " (JPEG, PNG, BMP, TGA, GIF or PNM, by extension)");
     std::sort(found.begin(), found.end());
     images.insert(images.end(), found.begin(), found.end());
   }
@@ -60,7 +61,7 @@ std::vector<std::string> UniqueOutputNames(const std::vector<std::string>& input
 StagedOutputDir::StagedOutputDir(std::string dir) : dir_(std::move(dir)) {
   if (dir_.empty()) return;
   if (fs::exists(dir_) && !fs::is_directory(dir_))
-    Fail(Code::kInvalidArgument, "predict: output folder ", dir_, " exists and is not a folder");
+    Fail(Code::kInvalidArgument, "output folder ", dir_, " exists and is not a folder");
   // Beside DIR, so that the final moves are renames within one file system.
   fs::path target = fs::absolute(dir_).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();

@@ -65,6 +65,17 @@ Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int6
 std::vector<models::QuantizedLayer> QuantizeDetector(TrainedDetector& detector, const std::string& data_dir,
                                                      int64_t images, int threads);
 
+// The dataset's categories in the run's label order, matched by name (ids
+// may differ between datasets). A category the run never learned is an
+// error naming it and `source`; classes the dataset lacks simply have no
+// objects (they keep their label's place with a negative id).
+models::DetectionDataset InRunOrder(models::DetectionDataset data, const TrainSettings& run,
+                                    const std::string& source);
+
+// An image (uint8 [H, W, 3]) resized to the network's S x S, as float32
+// [1, S, S, 3] in [0, 1], as predict and bench feed it.
+Tensor NetworkInput(const Tensor& image, int64_t size);
+
 struct PredictSettings {
   std::string checkpoint;
   std::vector<std::string> inputs;  // image files or directories of images
@@ -76,6 +87,32 @@ struct PredictSettings {
   std::string device;
 };
 int Predict(const PredictSettings& settings);
+
+struct ExportSettings {
+  std::string checkpoint;
+  std::string out;     // the graph file (JSON)
+  double score = 0.01;  // detections below are dropped by the graph (low: mAP integrates over them)
+  bool int8 = false;
+  std::string calibration;  // --int8: a dataset directory whose images calibrate it
+  int64_t calibration_images = 64;
+  int threads = 2;
+};
+int Export(const ExportSettings& settings);
+
+struct BenchSettings {
+  std::string checkpoint, graph;  // the detector: one of them
+  std::string images, video;      // the input: a folder (or file) of images, or a video file
+  std::string gt;      // COCO instances: file names relative to --images, or frame numbers of --video
+  int threads = 2;
+  std::string device;
+  std::string save;    // folder for the annotated images, or the annotated video
+  std::string csv;     // one row appended per run (header written when the file is new)
+  std::string json;    // the detections as COCO results
+  double score = 0.5;  // boxes drawn by --save
+  int64_t warmup = 1;  // runs of the first input before timing (graph set-up, weight packing)
+  int64_t limit = 0;   // at most this many images or frames; 0: all
+};
+int Bench(const BenchSettings& settings);
 
 struct ConvertSettings {
   std::string data;    // a COCO, VOC or YOLO folder (found from what it holds)

@@ -229,6 +229,9 @@ std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoi
          "and classes it holds");
   trained->config = ReadConfig(run);
   trained->graph = BuildInferenceGraph(trained->config, options);
+  const detection::Detections& d = trained->graph->detections;
+  trained->input = trained->graph->net.images.name();
+  trained->outputs = {d.boxes.name(), d.scores.name(), d.classes.name(), d.valid.name()};
   SessionOptions session_options;
   session_options.num_threads = threads;
   session_options.device = device;
@@ -246,13 +249,21 @@ std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoi
   return trained;
 }
 
+std::vector<Tensor> RunDetector(TrainedDetector& detector, const Tensor& images) {
+  const std::vector<TensorName> fetches(detector.outputs.begin(), detector.outputs.end());
+  return detector.session->Run({{detector.input, images}}, fetches);
+}
+
 std::vector<models::Detection> Detect(TrainedDetector& detector, const Tensor& images,
                                       const std::vector<int64_t>& image_ids,
                                       const std::vector<std::array<int64_t, 2>>& sizes,
                                       const std::vector<int64_t>& category_ids) {
-  const detection::Detections& d = detector.graph->detections;
-  std::vector<Tensor> out = detector.session->Run({{detector.graph->net.images, images}},
-                                                  {d.boxes, d.scores, d.classes, d.valid});
+  return ToDetections(RunDetector(detector, images), image_ids, sizes, category_ids);
+}
+
+std::vector<models::Detection> ToDetections(const std::vector<Tensor>& out, const std::vector<int64_t>& image_ids,
+                                            const std::vector<std::array<int64_t, 2>>& sizes,
+                                            const std::vector<int64_t>& category_ids) {
   const int64_t slots = out[1].shape().dim(1);
   std::vector<models::Detection> detections;
   for (size_t i = 0; i < image_ids.size(); ++i) {

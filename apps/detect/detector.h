@@ -102,10 +102,21 @@ std::unique_ptr<DetectorGraph> BuildInferenceGraph(const TrainSettings& settings
 
 struct TrainedDetector {
   TrainSettings config;
-  std::unique_ptr<DetectorGraph> graph;
+  std::unique_ptr<DetectorGraph> graph;  // built from a checkpoint's run; null for a graph file
   std::unique_ptr<Session> session;
-  std::string checkpoint;  // the file restored
+  std::string checkpoint;  // the file restored, or the graph file loaded
+  // What Detect feeds and fetches: the images (float32 [N, S, S, 3]) and the
+  // decoded detections (boxes, scores, classes, valid counts).
+  std::string input;
+  std::vector<std::string> outputs;
+  bool int8 = false;  // the session runs the network quantized to int8
 };
+
+// The graph-file metadata key under which `dflow-detect export` keeps what
+// a detector graph needs besides its nodes: the run's config (classes,
+// network, size), the input and the outputs.
+inline constexpr const char* kGraphMetadataKey = "dflow-detect";
+void SetDetectorMetadata(Graph& graph, const TrainedDetector& detector);
 
 // `checkpoint`: a .safetensors file, a checkpoint directory or a run
 // directory; its run's config.json says which network and classes it holds.
@@ -115,6 +126,11 @@ std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoi
                                                      const std::string& device,
                                                      const InferenceOptions& options);
 
+// A frozen detector graph file written by `dflow-detect export` (float or
+// int8; `dflow quantize` keeps its metadata): kInvalidArgument names a
+// graph file without the detector's metadata.
+std::unique_ptr<TrainedDetector> LoadDetectorGraph(const std::string& path, int threads, const std::string& device);
+
 // Runs the detector on float32 [B, S, S, 3] images (each a source image of
 // (height, width) pixels resized to S x S) and returns their detections in
 // the source images' pixels; class k + 1 is reported as category_ids[k].
@@ -122,5 +138,11 @@ std::vector<models::Detection> Detect(TrainedDetector& detector, const Tensor& i
                                       const std::vector<int64_t>& image_ids,
                                       const std::vector<std::array<int64_t, 2>>& sizes,
                                       const std::vector<int64_t>& category_ids);
+// Detect's two halves, timed apart by `bench`: the graph's run (network,
+// box decoding, NMS) and its outputs turned into detections.
+std::vector<Tensor> RunDetector(TrainedDetector& detector, const Tensor& images);
+std::vector<models::Detection> ToDetections(const std::vector<Tensor>& out, const std::vector<int64_t>& image_ids,
+                                            const std::vector<std::array<int64_t, 2>>& sizes,
+                                            const std::vector<int64_t>& category_ids);
 
 }  // namespace dflow::detect_app

@@ -14,11 +14,7 @@
 #include "models/metrics/voc_eval.h"
 
 namespace dflow::detect_app {
-namespace {
 
-// The dataset's categories in the run's label order, matched by name (ids
-// may differ between datasets). A category the run never learned is an
-// error naming it; classes the dataset lacks simply have no objects.
 models::DetectionDataset InRunOrder(models::DetectionDataset data, const TrainSettings& run,
                                     const std::string& source) {
   std::vector<models::DetectionCategory> ordered;
@@ -43,6 +39,8 @@ models::DetectionDataset InRunOrder(models::DetectionDataset data, const TrainSe
   data.categories = std::move(all);
   return data;
 }
+
+namespace {
 
 nlohmann::json PerClass(const models::CocoEvalResult& coco, const models::VocEvalResult& voc) {
   nlohmann::json rows = nlohmann::json::array();

@@ -12,6 +12,7 @@
 #include "graph/thread_pool.h"
 #include "models/data/coco.h"
 #include "models/data/image.h"
+#include "models/data/video.h"
 
 namespace dflow::detect_app {
 namespace {
@@ -57,6 +58,24 @@ std::vector<std::vector<models::SceneObject>> WriteImages(const GenerateSettings
   return objects;
 }
 
+// The scenes as one video's frames, in order (encoding is sequential).
+std::vector<std::vector<models::SceneObject>> WriteVideo(const GenerateSettings& s,
+                                                         const models::SpriteSet* sprites) {
+  std::vector<std::vector<models::SceneObject>> objects;
+  models::VideoWriterOptions options;
+  options.fps = s.fps;
+  models::VideoWriter video((fs::path(s.out) / s.video).string(), s.scene.height, s.scene.width, options);
+  for (int64_t i = 0; i < s.images; ++i) {
+    const auto index = static_cast<uint64_t>(i);
+    models::Scene scene = sprites ? models::GenerateScene(s.scene, *sprites, index)
+                                  : models::GenerateScene(s.scene, index);
+    video.Write(scene.image);
+    objects.push_back(std::move(scene.objects));
+  }
+  video.Close();
+  return objects;
+}
+
 }  // namespace
 
 void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
@@ -93,6 +112,10 @@ void AddGenerateCommand(CLI::App& app, GenerateSettings& s) {
   CLI::Option* labels = generate->add_option(
       "--sprite-labels", s.sprite_labels, "IDX file of their labels [count]: class = label + 1");
   sprites->needs(labels)->excludes(classes);
+  generate->add_option("--video", s.video,
+                       "Write the scenes as the frames of this video in --out (.mp4, .mkv, .avi, .mov, .webm); "
+                       "annotations.json names the frames 0, 1, ...");
+  generate->add_option("--fps", s.fps, "--video: frames per second")->check(CLI::Range(0.1, 1000.0))->capture_default_str();
   generate->add_option("--threads", s.threads, "Threads (default: one per core)")
       ->check(apps::ThreadCount(/*zero_means_default=*/true));
   labels->needs(sprites);
@@ -104,14 +127,19 @@ int Generate(GenerateSettings s) {
   if (!s.sprites.empty()) sprites = models::ReadSprites(s.sprites, s.sprite_labels);
   models::CheckSceneOptions(s.scene, sprites ? &*sprites : nullptr);  // before anything is written
   const fs::path out(s.out), annotations = out / "annotations.json";
-  fs::create_directories(out / "images");
+  DFLOW_REQUIRE(s.video.empty() || (models::IsVideoFile(s.video) && fs::path(s.video).filename() == s.video),
+                "generate: --video takes a file name with a video extension (.mp4, .mkv, .avi, .mov, .webm), got '",
+                s.video, "'");
+  fs::create_directories(s.video.empty() ? out / "images" : out);
   fs::remove(annotations);  // a stale file would describe other images
-  const auto objects = WriteImages(s, sprites ? &*sprites : nullptr);
+  const auto objects = s.video.empty() ? WriteImages(s, sprites ? &*sprites : nullptr)
+                                       : WriteVideo(s, sprites ? &*sprites : nullptr);
   models::DetectionDataset dataset;
   dataset.categories = sprites ? models::SpriteCategories(*sprites)
                                : models::SceneCategories(s.scene.num_classes);
   for (int64_t i = 0; i < s.images; ++i) {
-    dataset.images.push_back({i + 1, ImageName(i), s.scene.width, s.scene.height});
+    dataset.images.push_back({i + 1, s.video.empty() ? ImageName(i) : std::to_string(i), s.scene.width,
+                              s.scene.height});
     for (const models::SceneObject& object : objects[static_cast<size_t>(i)])
       dataset.annotations.push_back({.id = static_cast<int64_t>(dataset.annotations.size()) + 1,
                                      .image_id = i + 1,
@@ -121,7 +149,7 @@ int Generate(GenerateSettings s) {
   }
   // Written last: a dataset without annotations.json is visibly incomplete.
   models::WriteCocoInstances(annotations.string(), dataset);
-  std::cout << "wrote " << s.images << " images of " << s.scene.width << "x" << s.scene.height
+  std::cout << "wrote " << s.images << (s.video.empty() ? " images of " : " frames of " + s.video + ", ") << s.scene.width << "x" << s.scene.height
             << " with " << dataset.annotations.size() << " objects of "
             << dataset.categories.size() << " classes and annotations.json to " << s.out << "\n";
   return 0;

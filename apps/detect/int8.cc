@@ -16,9 +16,8 @@ namespace dflow::detect_app {
 std::vector<models::QuantizedLayer> QuantizeDetector(TrainedDetector& detector, const std::string& data_dir,
                                                      int64_t images, int threads) {
   DFLOW_REQUIRE(images >= 1, "--calibration-images must be at least 1, got ", images);
-  const models::detection::Detections& d = detector.graph->detections;
-  const std::vector<std::string> outputs = {d.boxes.name(), d.scores.name(), d.classes.name(), d.valid.name()};
-  std::shared_ptr<Graph> frozen = FreezeGraph(*detector.session, outputs);
+  DFLOW_REQUIRE(!detector.int8, detector.checkpoint, " is already quantized to int8");
+  std::shared_ptr<Graph> frozen = FreezeGraph(*detector.session, detector.outputs);
 
   models::DetectionDataset data = LoadDataset(data_dir);
   models::DetectionPipeline pipeline(data, data_dir, InferencePipelineOptions(detector.config.size, 1));
@@ -26,11 +25,12 @@ std::vector<models::QuantizedLayer> QuantizeDetector(TrainedDetector& detector, 
   while (static_cast<int64_t>(calibration.size()) < images) {
     std::optional<models::DetectionBatch> next = pipeline.Next();
     if (!next) break;
-    calibration.push_back({{detector.graph->net.images.name(), next->images}});
+    calibration.push_back({{detector.input, next->images}});
   }
   DFLOW_REQUIRE(!calibration.empty(), "calibration data ", data_dir, " has no images");
-  models::QuantizeResult q = models::QuantizeGraph(*frozen, outputs, calibration);
+  models::QuantizeResult q = models::QuantizeGraph(*frozen, detector.outputs, calibration);
   detector.session = std::make_unique<Session>(q.graph, SessionOptions{.num_threads = threads});
+  detector.int8 = true;
   int quantized = 0;
   for (const models::QuantizedLayer& layer : q.layers) quantized += layer.quantized;
   std::cout << "int8: quantized " << quantized << " of " << q.layers.size() << " convolutions, calibrated on "

@@ -1,6 +1,7 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
 // SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
-// Subcommands: train, add-class, forgetting-report, eval, predict, cocoeval, convert, generate (see --help).
+// Subcommands: train, add-class, forgetting-report, eval, predict, export, bench, cocoeval, convert,
+// generate (see --help).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -185,6 +186,52 @@ void AddPredict(CLI::App& app, PredictSettings& s) {
   dflow::apps::AddDeviceOption(app, s.device);
 }
 
+void AddExport(CLI::App& app, ExportSettings& s) {
+  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")->required();
+  app.add_option("-o,--out", s.out, "The graph file to write (JSON)")->required();
+  app.add_option("--score", s.score, "Lowest score the graph reports")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_flag("--int8", s.int8, "Quantize the network to int8 (post-training, calibrated)");
+  CLI::Option* calibration =
+      app.add_option("--calibration", s.calibration, "--int8: a dataset directory whose images calibrate it");
+  app.add_option("--calibration-images", s.calibration_images, "--int8: how many of its images")
+      ->check(AtLeast(1))
+      ->capture_default_str();
+  app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
+  app.callback([&s, calibration] {
+    if (s.int8 && calibration->count() == 0)
+      throw CLI::ValidationError("--int8", "needs --calibration DIR (images to calibrate on)");
+  });
+}
+
+void AddBench(CLI::App& app, BenchSettings& s) {
+  CLI::Option* checkpoint =
+      app.add_option("--checkpoint", s.checkpoint, "The detector: a checkpoint file, checkpoint directory or run");
+  CLI::Option* graph =
+      app.add_option("--graph", s.graph, "The detector: a graph file from dflow-detect export or dflow quantize");
+  checkpoint->excludes(graph);
+  CLI::Option* images = app.add_option("--images", s.images, "A folder of images (or one image file)");
+  CLI::Option* video = app.add_option("--video", s.video, "A video file (.mp4, .mkv, .avi, .mov, .webm)");
+  images->excludes(video);
+  app.add_option("--gt", s.gt,
+                 "Ground truth (COCO instances): file names relative to --images, or frame numbers of --video");
+  app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
+  dflow::apps::AddDeviceOption(app, s.device);
+  app.add_option("--save", s.save, "Folder for the annotated images, or the annotated video");
+  app.add_option("--score", s.score, "Lowest score drawn by --save")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--csv", s.csv, "Append the run's report as a row to this CSV file (header when new)");
+  app.add_option("--json", s.json, "Write the detections as a COCO results file");
+  app.add_option("--warmup", s.warmup, "Untimed runs of the first input (graph set-up)")
+      ->check(AtLeast(0))
+      ->capture_default_str();
+  app.add_option("--limit", s.limit, "At most this many images or frames")->check(AtLeast(1));
+  app.callback([checkpoint, graph, images, video] {
+    if (checkpoint->count() + graph->count() == 0)
+      throw CLI::ValidationError("bench", "give the detector: --checkpoint CKPT or --graph FILE.json");
+    if (images->count() + video->count() == 0)
+      throw CLI::ValidationError("bench", "give the input: --images DIR or --video FILE");
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,6 +269,12 @@ int main(int argc, char** argv) {
   ConvertSettings convert;
   AddConvert(*app.add_subcommand("convert", "Convert a detection dataset between COCO, VOC and YOLO"),
              convert);
+  ExportSettings export_settings;
+  AddExport(*app.add_subcommand("export", "Write a trained detector as one frozen graph file (float or int8)"),
+            export_settings);
+  BenchSettings bench;
+  AddBench(*app.add_subcommand("bench", "Time a detector over images or a video, with mAP, a table and a CSV row"),
+           bench);
   GenerateSettings generate;
   AddGenerateCommand(app, generate);
   dflow::apps::HideEmptyDefaults(app);
@@ -259,6 +312,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("predict")) return Predict(predict);
     if (app.got_subcommand("convert")) return Convert(convert);
     if (app.got_subcommand("generate")) return Generate(generate);
+    if (app.got_subcommand("export")) return Export(export_settings);
+    if (app.got_subcommand("bench")) return Bench(bench);
     return CocoEval(cocoeval);
   } catch (const std::exception& e) {  // dflow::Error and filesystem errors name their paths
     std::cerr << "dflow-detect: " << e.what() << "\n";

@@ -22,14 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The image resized to the network's S x S, as float32 [1, S, S, 3] in [0, 1].
-Tensor NetworkInput(const Tensor& image, int64_t size) {
-  Tensor input(DType::kFloat32, Shape{1, size, size, 3});
-  models::RenderGeometry(image, models::IdentityGeometry(image.shape().dim(0), image.shape().dim(1)),
-                         size, models::AugmentOptions{}.fill, input.data<float>());
-  return input;
-}
-
 std::string ClassName(const TrainSettings& run, int64_t category_id) {
   auto k = std::find(run.category_ids.begin(), run.category_ids.end(), category_id);
   return run.class_names.at(static_cast<size_t>(k - run.category_ids.begin()));
@@ -55,6 +47,13 @@ nlohmann::json ResultEntry(const models::Detection& d, const std::string& path,
 }
 
 }  // namespace
+
+Tensor NetworkInput(const Tensor& image, int64_t size) {
+  Tensor input(DType::kFloat32, Shape{1, size, size, 3});
+  models::RenderGeometry(image, models::IdentityGeometry(image.shape().dim(0), image.shape().dim(1)),
+                         size, models::AugmentOptions{}.fill, input.data<float>());
+  return input;
+}
 
 int Predict(const PredictSettings& settings) {
   DFLOW_REQUIRE(!settings.inputs.empty(), "predict: give image files or directories");

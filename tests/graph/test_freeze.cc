@@ -34,12 +34,22 @@ TEST_CASE("FreezeGraph turns the variables an output reads into Consts", "[freez
   CHECK(frozen->GetNode("y").op() == "Mul");
   CHECK(frozen->num_nodes() == 3);  // x, w, y: no initializer, no update
   CHECK_FALSE(frozen->FindNode("update"));
+  CHECK(frozen->metadata().empty());
 
   // A later update reaches the session's variable, not the frozen copy.
   session.Run({}, {}, {net.update});
   Session frozen_session(frozen);
   ExpectEqual(frozen_session.Run({{"x", Floats({1, 1})}}, {"y"})[0], Floats({1, 2}));
   ExpectEqual(session.Run({{net.x, Floats({1, 1})}}, {net.y})[0], Floats({5, 5}));
+}
+
+TEST_CASE("FreezeGraph keeps the graph's metadata", "[freeze]") {
+  ScaledInput net;
+  net.s.graph().set_metadata("model", "scaled input");
+  Node* init = ops::GlobalVariablesInitializer(net.s);
+  Session session(net.s);
+  session.Run({}, {}, {init});
+  CHECK(FreezeGraph(session, {"y"})->metadata() == net.s.graph().metadata());
 }
 
 TEST_CASE("FreezeGraph rejects variable writes, unknown outputs and unset variables",

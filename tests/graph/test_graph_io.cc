@@ -159,6 +159,25 @@ TEST_CASE("graph file round trip is exact", "[io]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("graph file metadata travels with the graph, and only strings are taken", "[io]") {
+  auto graph = RichGraph();
+  graph->set_metadata("detector", R"({"classes": ["cat", "dog"]})");
+  graph->set_metadata("author", "me");
+  auto loaded = GraphFromJson(ToJson(*graph));
+  CHECK(loaded->metadata() == graph->metadata());
+  const std::string text = ToJson(*graph).dump();
+  CHECK(text.find(R"("metadata":{"author":"me","detector")") != std::string::npos);
+  // A graph without metadata writes no field: older files stay byte for byte.
+  CHECK(ToJson(*RichGraph()).dump().find("metadata") == std::string::npos);
+
+  auto bad = [](const std::string& metadata, const std::string& message) {
+    ExpectError([&] { ParseGraph(R"({"format": "dflow.graph/1", "nodes": [], "metadata": )" + metadata + "}"); },
+                Code::kInvalidArgument, message);
+  };
+  bad("[1]", "\"metadata\" must be an object of strings, got");
+  bad(R"({"size": 300})", "metadata \"size\" must be a string, got number 300");
+}
+
 TEST_CASE("graph file writes readable values", "[io]") {
   auto json = ToJson(*RichGraph());
   std::string text = json.dump();
