@@ -143,7 +143,8 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
     int self = static_cast<int>(&item - items_.data());
     for (const NodeOut& in : node.inputs()) items_[item_of[in.node->id()]].out_edges.push_back(self);
     for (Node* control : node.control_inputs()) items_[item_of[control->id()]].out_edges.push_back(self);
-    if (item.num_in_edges == 0) roots_.push_back(self);
+    const bool synchronous_const = node.op() == "Const" && !item.kernel->AsAsync();
+    if (item.num_in_edges == 0) (synchronous_const ? const_roots_ : roots_).push_back(self);
   }
 }
 
@@ -198,20 +199,44 @@ void Executor::Start(const ExecutorStep& request, const RunOptions& options, Run
   if (step->trace) step->stats.resize(items_.size());
   if (metadata) device_->allocator()->ResetPeak();
   step->start = std::chrono::steady_clock::now();
-  if (roots_.empty()) {
+  // The tasks that start the step: the Consts together, then each other root.
+  const bool consts = !const_roots_.empty();
+  const size_t tasks = roots_.size() + (consts ? 1 : 0);
+  if (tasks == 0) {
     step->outstanding.store(1);
     return FinishOne(*step.release());
   }
-  // RunAsync sends every root to the pool: its caller may be starting
+  // RunAsync sends every task to the pool: its caller may be starting
   // several partitions and must not run one of them to the end first.
   Step& running = *step.release();  // deleted by the last FinishOne
-  running.outstanding.store(static_cast<int>(roots_.size()));
-  size_t first_pooled = caller_runs_first_root ? 1 : 0;
-  for (size_t r = first_pooled; r < roots_.size(); ++r) {
-    int root = roots_[r];
-    device_->compute_pool()->Schedule([this, root, &running] { Process(root, running); });
+  running.outstanding.store(static_cast<int>(tasks));
+  auto start = [this, consts, &running](size_t task) {
+    if (consts && task == 0) return ProcessConsts(running);
+    Process(roots_[task - (consts ? 1 : 0)], running);
+  };
+  for (size_t task = caller_runs_first_root ? 1 : 0; task < tasks; ++task)
+    device_->compute_pool()->Schedule([start, task] { start(task); });
+  if (caller_runs_first_root) start(0);
+}
+
+// Runs the step's Consts one after another: a pool task each would wake a
+// thread per Const, and a frozen graph has hundreds (an int8 one more). The
+// consumers they make ready go to the pool, but the last, which this thread
+// goes on with.
+void Executor::ProcessConsts(Step& step) const {
+  int next = -1;
+  for (int item : const_roots_) {
+    RunKernel(item, step);
+    const int ready = PropagateOutputs(item, step);
+    if (ready < 0) continue;
+    if (next >= 0) {
+      step.outstanding.fetch_add(1, std::memory_order_relaxed);
+      device_->compute_pool()->Schedule([this, next, &step] { Process(next, step); });
+    }
+    next = ready;
   }
-  if (caller_runs_first_root) Process(roots_[0], running);
+  if (next >= 0) return Process(next, step);
+  FinishOne(step);
 }
 
 // Runs `item`, then keeps running one of the consumers it made ready while

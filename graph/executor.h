@@ -74,6 +74,7 @@ class Executor {
   void Start(const ExecutorStep& step, const RunOptions& options, RunMetadata* metadata, Done done,
              bool caller_runs_first_root) const;
   void Process(int item, Step& step) const;
+  void ProcessConsts(Step& step) const;
   void StartAsync(int item, Step& step) const;
   void FinishOne(Step& step) const;
   int PropagateOutputs(int item, Step& step) const;
@@ -87,7 +88,8 @@ class Executor {
   Device* device_;
   ResourceStore* resources_;
   std::vector<Item> items_;
-  std::vector<int> roots_;
+  std::vector<int> roots_;        // nodes without inputs, each started as a pool task
+  std::vector<int> const_roots_;  // Consts without inputs, started together by one task
   std::vector<int> slot_readers_;  // data edges that read each output slot's value (refs do not)
   int num_slots_ = 0;
   int num_args_ = 0;
