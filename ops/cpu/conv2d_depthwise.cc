@@ -74,11 +74,19 @@ void DepthwiseRow(const ConvGeometry& g, const T* x, const T* w, int64_t r, cons
                   const T** taps, T* y_row) {
   const int64_t c = g.in_c, n = r / g.out_h, oh = r % g.out_h;
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
+    // The in-bounds taps, written out (as in the int8 kernel): through a
+    // visitor lambda (ForEachOutputTap's form) this kernel ran 1.5x slower.
     int64_t count = 0;
-    ForEachPixelTap(g, n, oh, ow, [&](int64_t in, int64_t tap) {
-      src[count] = x + in * c;
-      taps[count++] = w + tap * c;
-    });
+    for (int64_t kh = 0; kh < g.k_h; ++kh) {
+      const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+      if (ih < 0 || ih >= g.in_h) continue;
+      for (int64_t kw = 0; kw < g.k_w; ++kw) {
+        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        if (iw < 0 || iw >= g.in_w) continue;
+        src[count] = x + ((n * g.in_h + ih) * g.in_w + iw) * c;
+        taps[count++] = w + (kh * g.k_w + kw) * c;
+      }
+    }
     SumOfProducts(src, taps, count, c, y_row + ow * c);
   }
 }

@@ -48,29 +48,24 @@ using BlockFn = std::function<void(int64_t, int64_t, int64_t, ThreadPool*)>;
 void ForBlocks(ThreadPool& pool, int64_t blocks, int64_t units, int64_t cost_per_unit,
                const BlockFn& fn);
 
-// visit(x_pixel, tap) for every in-bounds tap of output pixel (n, oh, ow):
-// x_pixel counts over the batch, tap is kh * KW + kw.
-template <typename Visit>
-void ForEachPixelTap(const ConvGeometry& g, int64_t n, int64_t oh, int64_t ow, Visit visit) {
-  for (int64_t kh = 0; kh < g.k_h; ++kh) {
-    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-    if (ih < 0 || ih >= g.in_h) continue;
-    for (int64_t kw = 0; kw < g.k_w; ++kw) {
-      const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-      if (iw < 0 || iw >= g.in_w) continue;
-      visit((n * g.in_h + ih) * g.in_w + iw, kh * g.k_w + kw);
-    }
-  }
-}
-
 // visit(x_pixel, tap, out_pixel) for every in-bounds tap of output rows
-// [begin, end), pixel after pixel (pixels count over the batch).
+// [begin, end), pixel after pixel (pixels count over the batch; tap is
+// kh * KW + kw).
 template <typename Visit>
 void ForEachOutputTap(const ConvGeometry& g, int64_t begin, int64_t end, Visit visit) {
-  for (int64_t r = begin; r < end; ++r)
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t n = r / g.out_h, oh = r % g.out_h;
     for (int64_t ow = 0; ow < g.out_w; ++ow)
-      ForEachPixelTap(g, r / g.out_h, r % g.out_h, ow,
-                      [&](int64_t in, int64_t tap) { visit(in, tap, r * g.out_w + ow); });
+      for (int64_t kh = 0; kh < g.k_h; ++kh) {
+        int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        for (int64_t kw = 0; kw < g.k_w; ++kw) {
+          int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+          if (iw < 0 || iw >= g.in_w) continue;
+          visit((n * g.in_h + ih) * g.in_w + iw, kh * g.k_w + kw, r * g.out_w + ow);
+        }
+      }
+  }
 }
 
 // The im2col matrix of output rows [begin, end) and group `group` (see top),

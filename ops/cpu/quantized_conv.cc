@@ -120,11 +120,18 @@ void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x
     for (int64_t r = begin; r < end; ++r) {
       const int64_t n = r / g.out_h, oh = r % g.out_h;
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        // The in-bounds taps, written out (as in the float kernel): through
+        // a visitor lambda this kernel ran 1.6x slower.
         int64_t count = 0;
-        cpu::ForEachPixelTap(g, n, oh, ow, [&](int64_t in, int64_t tap) {
-          src[count] = x + in * c;
-          taps[count++] = w + tap * c;
-        });
+        for (int64_t kh = 0; kh < g.k_h; ++kh) {
+          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          for (int64_t kw = 0; kw < g.k_w && ih >= 0 && ih < g.in_h; ++kw) {
+            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (iw < 0 || iw >= g.in_w) continue;
+            src[count] = x + ((n * g.in_h + ih) * g.in_w + iw) * c;
+            taps[count++] = w + (kh * g.k_w + kw) * c;
+          }
+        }
         int64_t ch = 0;
         for (; ch + kBlock <= c; ch += kBlock)
           DepthwisePixelBlock<kBlock>(src.data(), taps.data(), count, ch, zero, acc.data() + ch);
