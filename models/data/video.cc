@@ -18,6 +18,7 @@ extern "C" {
 }
 
 #include "graph/status.h"
+#include "models/data/image.h"
 
 namespace dflow::models {
 namespace {
@@ -129,6 +130,7 @@ struct VideoReader::State {
       Fail(Code::kDataLoss, "video ", path, ": its ", decoder->name, " decoder cannot start: ", Describe(r));
     if (codec->width <= 0 || codec->height <= 0)
       Fail(Code::kDataLoss, "video ", path, " declares no frame size");
+    CheckFrameSize(codec->width, codec->height);
     AVRational rate = s.avg_frame_rate.num > 0 ? s.avg_frame_rate : s.r_frame_rate;
     info = {.width = codec->width,
             .height = codec->height,
@@ -138,8 +140,17 @@ struct VideoReader::State {
     info.declared_frames = DeclaredFrames(*format, s, info.fps);
   }
 
+  // As for images: a size no real video has is refused before any memory
+  // is taken for it.
+  void CheckFrameSize(int64_t width, int64_t height) const {
+    if (width * height > kMaxImagePixels)
+      Fail(Code::kDataLoss, "video ", path, ": frame ", frames, " is ", width, "x", height, ", more than the ",
+           kMaxImagePixels, " pixels a frame may have");
+  }
+
   Tensor ToRgb() {
     const int w = frame->width, h = frame->height;
+    CheckFrameSize(w, h);
     to_rgb = sws_getCachedContext(to_rgb, w, h, static_cast<AVPixelFormat>(frame->format), w, h,
                                   AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr);
     if (!to_rgb) Fail(Code::kDataLoss, "video ", path, ": frame ", frames, " has a pixel format without RGB conversion");
