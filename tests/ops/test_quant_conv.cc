@@ -172,6 +172,9 @@ TEST_CASE("Quantized depthwise Conv2D: exact to its arithmetic, near the float c
   SECTION("multiplier 1, stride 2 (MobileNet's downsampling)") {
     CheckCase({.input = {1, 9, 9, 32}, .filter = {3, 3, 32, 1}, .strides = {1, 2, 2, 1}, .depthwise = true}, 8);
   }
+  SECTION("multiplier 1, 56 channels: a block of 32, one of 16 and 8 single ones") {
+    CheckCase({.input = {1, 6, 5, 56}, .filter = {3, 3, 56, 1}, .depthwise = true, .relu = true}, 11);
+  }
   SECTION("multiplier 2, VALID") {
     CheckCase({.input = {1, 6, 7, 3}, .filter = {3, 3, 3, 2}, .padding = "VALID", .depthwise = true}, 9);
   }
