@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -112,7 +113,10 @@ class BenchRun {
     inference_ms_ += Ms(resized, inferred);
     post_ms_ += Ms(inferred, done);
     ++frames_;
-    if (image_id > 0) all_.insert(all_.end(), found.begin(), found.end());
+    if (image_id > 0) {
+      all_.insert(all_.end(), found.begin(), found.end());
+      evaluated_.insert(image_id);
+    }
     return found;
   }
 
@@ -149,8 +153,11 @@ class BenchRun {
     r["map_50"] = nullptr;
     r["map_50_95"] = nullptr;
     if (truth_.data) {
+      // Evaluated on the images that ran (--limit, or a video shorter than its ground truth).
       models::DetectionDataset data = *truth_.data;
       std::erase_if(data.categories, [](const models::DetectionCategory& c) { return c.id < 0; });
+      std::erase_if(data.images, [this](const models::DetectionImage& i) { return !evaluated_.count(i.id); });
+      std::erase_if(data.annotations, [this](const models::DetectionObject& o) { return !evaluated_.count(o.image_id); });
       const models::CocoEvalResult coco = models::EvaluateCoco(data, all_, {.threads = s_.threads});
       r["map_50"] = coco.stats[1];
       r["map_50_95"] = coco.stats[0];
@@ -168,6 +175,7 @@ class BenchRun {
   Truth truth_;
   std::vector<int64_t> category_ids_;
   std::vector<models::Detection> all_;  // of images with an id (all without ground truth)
+  std::set<int64_t> evaluated_;         // the ids of those images
   double pre_ms_ = 0, inference_ms_ = 0, post_ms_ = 0;
   int64_t frames_ = 0, warmup_done_ = 0;
 };

@@ -64,6 +64,21 @@ images=(--images "$TMP/data" --gt "$TMP/data/annotations.json" --threads 1 --csv
 [[ $(field "$TMP/ckpt.txt" map_50) == $(field "$TMP/fp32.txt" map_50) ]] ||
   fail "the float graph's mAP $(field "$TMP/fp32.txt" map_50) differs from the checkpoint's $(field "$TMP/ckpt.txt" map_50)"
 [[ $(field "$TMP/int8.txt" precision) == int8 && $(field "$TMP/fp32.txt" precision) == fp32 ]] || fail "precision"
+# --limit N is evaluated on the N images that ran: as on ground truth of those alone.
+python3 - "$TMP/data/annotations.json" "$TMP/first4.json" << 'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ids = {i["id"] for i in d["images"][:4]}
+d["images"] = d["images"][:4]
+d["annotations"] = [a for a in d["annotations"] if a["image_id"] in ids]
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+"$EXE" bench --checkpoint "$TMP/run" --images "$TMP/data" --gt "$TMP/data/annotations.json" --threads 1 --limit 4 \
+  > "$TMP/limit.txt" || { cat "$TMP/limit.txt"; fail "bench --limit"; }
+"$EXE" bench --checkpoint "$TMP/run" --images "$TMP/data" --gt "$TMP/first4.json" --threads 1 > "$TMP/first4.txt" ||
+  { cat "$TMP/first4.txt"; fail "bench on 4 images"; }
+[[ $(field "$TMP/limit.txt" map_50_95) == $(field "$TMP/first4.txt" map_50_95) && $(field "$TMP/limit.txt" frames) == 4 ]] ||
+  fail "--limit 4 evaluates $(field "$TMP/limit.txt" map_50_95), the first 4 images alone $(field "$TMP/first4.txt" map_50_95)"
 python3 -c "
 import json, sys
 f, q = (json.loads(open(p).read().splitlines()[-1])['model_size_mb'] for p in ('$TMP/fp32.txt', '$TMP/int8.txt'))
