@@ -1,5 +1,5 @@
-// dflow-detect bench: the detector benchmark of seed 001's model
-// compression box (chapter 3.1). A detector (a checkpoint, or a graph file
+// dflow-detect bench: the detector benchmark of the model compression box
+// (Murabito 2022, "Deep Learning at the Edge", chapter 3.1). A detector (a checkpoint, or a graph file
 // from `dflow-detect export` or `dflow quantize`) runs over a folder of
 // images or a video, one image or frame at a time, each timed in three
 // parts: pre-processing (reading and decoding, resizing to the network's
@@ -126,8 +126,10 @@ class BenchRun {
   }
 
   int64_t frames() const { return frames_; }
+  // The ground truth; null without --gt.
+  const models::DetectionDataset* truth() const { return truth_.data ? &*truth_.data : nullptr; }
 
-  // The report's fields in seed 001's order (Listing 3.1).
+  // The report's fields in the compression box's order (Murabito 2022, Listing 3.1).
   nlohmann::ordered_json Report(const std::string& model_file) const {
     DFLOW_REQUIRE(frames_ > 0, "bench: ", s_.video.empty() ? s_.images : s_.video, " gave no images");
     const TrainSettings& run = detector_.config;
@@ -185,8 +187,8 @@ bool Done(const BenchSettings& s, int64_t frames) { return s.limit > 0 && frames
 void BenchImages(const BenchSettings& s, BenchRun& run, apps::StagedOutputDir& saved) {
   std::vector<std::string> files;
   std::vector<std::string> names;  // as the ground truth names them: relative to --images
-  if (!s.gt.empty()) {
-    for (const models::DetectionImage& image : models::ReadCocoInstances(s.gt).images) {
+  if (const models::DetectionDataset* truth = run.truth()) {
+    for (const models::DetectionImage& image : truth->images) {
       files.push_back((fs::path(s.images) / image.file_name).string());
       names.push_back(image.file_name);
     }

@@ -1,6 +1,6 @@
-// The report of one `dflow-detect bench` run (seed 001's Listing 3.1): the
-// machine it ran on, a table for people, and one row of a CSV file that
-// collects every run.
+// The report of one `dflow-detect bench` run (the model compression box's,
+// Murabito 2022, Listing 3.1): the machine it ran on, a table for people,
+// and one row of a CSV file that collects every run.
 #pragma once
 
 #include <string>

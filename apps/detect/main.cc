@@ -154,6 +154,22 @@ void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
   app.add_option("--seed", s.seed, "Seed of every run");
 }
 
+// --int8, --calibration DIR and --calibration-images N (eval, export); --int8
+// needs --calibration.
+void AddInt8Options(CLI::App& app, const std::string& help, bool& int8, std::string& calibration,
+                    int64_t& calibration_images) {
+  app.add_flag("--int8", int8, help);
+  CLI::Option* calibration_dir =
+      app.add_option("--calibration", calibration, "--int8: a dataset directory whose images calibrate it");
+  app.add_option("--calibration-images", calibration_images, "--int8: how many of its images")
+      ->check(AtLeast(1))
+      ->capture_default_str();
+  app.callback([&int8, calibration_dir] {
+    if (int8 && calibration_dir->count() == 0)
+      throw CLI::ValidationError("--int8", "needs --calibration DIR (images to calibrate on)");
+  });
+}
+
 void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO")->required();
   app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
@@ -162,16 +178,8 @@ void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1));
   app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
   dflow::apps::AddDeviceOption(app, s.device);
-  app.add_flag("--int8", s.int8, "Evaluate the detector quantized to int8 (post-training, calibrated)");
-  CLI::Option* calibration =
-      app.add_option("--calibration", s.calibration, "--int8: a dataset directory whose images calibrate it");
-  app.add_option("--calibration-images", s.calibration_images, "--int8: how many of its images")
-      ->check(AtLeast(1))
-      ->capture_default_str();
-  app.callback([&s, calibration] {
-    if (s.int8 && calibration->count() == 0)
-      throw CLI::ValidationError("--int8", "needs --calibration DIR (images to calibrate on)");
-  });
+  AddInt8Options(app, "Evaluate the detector quantized to int8 (post-training, calibrated)", s.int8,
+                 s.calibration, s.calibration_images);
 }
 
 void AddPredict(CLI::App& app, PredictSettings& s) {
@@ -190,17 +198,9 @@ void AddExport(CLI::App& app, ExportSettings& s) {
   app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")->required();
   app.add_option("-o,--out", s.out, "The graph file to write (JSON)")->required();
   app.add_option("--score", s.score, "Lowest score the graph reports")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app.add_flag("--int8", s.int8, "Quantize the network to int8 (post-training, calibrated)");
-  CLI::Option* calibration =
-      app.add_option("--calibration", s.calibration, "--int8: a dataset directory whose images calibrate it");
-  app.add_option("--calibration-images", s.calibration_images, "--int8: how many of its images")
-      ->check(AtLeast(1))
-      ->capture_default_str();
+  AddInt8Options(app, "Quantize the network to int8 (post-training, calibrated)", s.int8, s.calibration,
+                 s.calibration_images);
   app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
-  app.callback([&s, calibration] {
-    if (s.int8 && calibration->count() == 0)
-      throw CLI::ValidationError("--int8", "needs --calibration DIR (images to calibrate on)");
-  });
 }
 
 void AddBench(CLI::App& app, BenchSettings& s) {
