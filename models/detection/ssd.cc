@@ -55,6 +55,7 @@ MobileNetSsd BuildMobileNetBody(const Scope& s, const Output& images, const SsdO
                            {.num_classes = options.num_classes + 1,
                             .training = options.training,
                             .width_multiplier = options.width_multiplier,
+                            .channels = options.channels,
                             .devices = options.devices});
 }
 
@@ -62,6 +63,7 @@ SqueezeNetSsd BuildSqueezeNetBody(const Scope& s, const Output& images, const Ss
   DFLOW_REQUIRE(options.width_multiplier == 1.0,
                 "SSD: the width multiplier is MobileNet's; SqueezeNet takes 1, got ",
                 options.width_multiplier);
+  DFLOW_REQUIRE(options.channels.empty(), "SSD: channel counts of single layers are MobileNet's; SqueezeNet takes none");
   return BuildSqueezeNetSsd(
       s, images,
       {.num_classes = options.num_classes + 1,
@@ -125,6 +127,20 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const 
   else
     AttachBody(s, net, BuildMobileNetBody(s, scaled, options), 2);  // conv11, conv13
   return net;
+}
+
+std::vector<ChannelGroup> SsdChannelGroups(const SsdOptions& options) {
+  DFLOW_REQUIRE(options.backbone == SsdBackbone::kMobileNetV1,
+                "channel pruning: SSD on SqueezeNet is not supported (its fire modules join their "
+                "branches by concatenation); prune ssd-mobilenet, or prune without removing channels");
+  std::vector<ChannelGroup> groups =
+      MobileNetSsdChannelGroups({.width_multiplier = options.width_multiplier, .channels = options.channels});
+  // BuildSsdNetwork builds the body under "ssd".
+  for (ChannelGroup& g : groups) {
+    g.importance.variable = "ssd/" + g.importance.variable;
+    for (ChannelSlice& slice : g.slices) slice.variable = "ssd/" + slice.variable;
+  }
+  return groups;
 }
 
 SsdLoss BuildSsdLoss(const Scope& scope, const SsdNetwork& net, int64_t neg_pos_ratio) {

@@ -15,11 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "graph/scope.h"
 #include "models/detection/anchors.h"
+#include "models/compress/pruning.h"
 #include "models/detection/box_coding.h"
 #include "models/detection/postprocess.h"
 #include "models/model_parts.h"
@@ -36,6 +38,9 @@ struct SsdOptions {
   int64_t num_classes = 1;        // object classes; the softmax adds background as class 0
   int64_t image_size = 300;       // square input, pixels
   double width_multiplier = 1.0;  // MobileNet's alpha (mobilenet_ssd.h); SqueezeNet: 1 only
+  // MobileNet's channels of single layers (a channel-pruned network,
+  // MobileNetSsdOptions::channels); SqueezeNet: none.
+  std::map<std::string, int64_t> channels{};
   bool training = true;           // batch-norm mode: batch statistics and moving-average updates
   SsdAnchorOptions anchors{};     // scales s_min, s_max of the default boxes
   BoxVariances variances = kSsdVariances;
@@ -71,6 +76,12 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options);
 // caller: a second network on the same input, e.g. the teacher of
 // incremental learning (apps/detect/incremental.h) under its own name scope.
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const Output& images);
+
+// The network's prunable layers (MobileNetSsdChannelGroups), their
+// variables named as BuildSsdNetwork names them under its scope.
+// kInvalidArgument for the SqueezeNet backbone, whose fire modules'
+// concatenations are not pruned by channels.
+std::vector<ChannelGroup> SsdChannelGroups(const SsdOptions& options);
 
 struct SsdLoss {
   Output box_targets;    // float32 [N, A, 4], fed: MatchSsd's box_targets
