@@ -50,6 +50,7 @@ detection::SsdOptions SsdOptionsFor(const TrainSettings& s, bool training,
                                 .image_size = s.size,
                                 .width_multiplier = s.width,
                                 .training = training};
+  options.channels = s.channels;
   options.anchors.min_scale = static_cast<float>(s.min_scale);
   options.anchors.max_scale = static_cast<float>(s.max_scale);
   options.devices = devices;
@@ -157,7 +158,42 @@ void BuildModel(DetectorGraph& g, const TrainSettings& s, bool training, const I
          .score_threshold = inference.score_threshold});
 }
 
+// Unstructured pruning's masks, one per prunable weight, and the op that
+// applies them.
+Node* AddPruneMasks(const Scope& scope, const DetectorNetwork& net) {
+  std::vector<Output> applied;
+  for (const Output& w : PrunableWeights(net)) {
+    Tensor ones(DType::kFloat32, w.shape());
+    std::fill_n(ones.data<float>(), ones.NumElements(), 1.0f);
+    const std::string name = w.node()->name() + kPruneMaskSuffix;
+    Output mask = ops::Variable(scope.WithOpName(name), ones);
+    applied.push_back(ops::Assign(scope.WithOpName(name + "/apply"), w, ops::Mul(scope, w, mask)));
+  }
+  return ops::NoOp(scope.WithControlDependencies(applied).WithOpName("apply_prune_masks"));
+}
+
 }  // namespace
+
+std::vector<std::string> VariableNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Node* node : graph.nodes())
+    if (node->op() == "VariableV2") names.push_back(node->name());
+  return names;
+}
+
+std::vector<Output> PrunableWeights(const DetectorNetwork& net) {
+  std::vector<Output> weights;
+  for (const Output& v : net.variables)
+    if (v.shape().rank() >= 2) weights.push_back(v);
+  return weights;
+}
+
+std::vector<models::ChannelGroup> ChannelGroups(const TrainSettings& s) {
+  DFLOW_REQUIRE(s.model == kSsdMobileNet, "channel pruning is for ssd-mobilenet, not ", s.model,
+                " (ResNet's residual additions and SqueezeNet's concatenations tie channels across layers); "
+                "prune it with --mode l1-unstructured or l1-global");
+  return detection::SsdChannelGroups(SsdOptionsFor(s, false));
+}
 
 TrainSettings TeacherSettings(const TrainSettings& s) {
   DFLOW_REQUIRE(!s.teacher.empty() && s.teacher_classes >= 1 &&
@@ -193,6 +229,8 @@ std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainO
   g->trained = TrainedVariables(s, g->net);
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);
+  const bool masked = s.prune == "l1-unstructured" || s.prune == "l1-global";
+  if (masked) g->apply_masks = AddPruneMasks(scope, g->net);
   if (train_op == TrainOp::kNone) return g;
   autodiff::AdamOptimizer adam(g->learning_rate);
   if (train_op == TrainOp::kFedGradients) {

@@ -14,6 +14,7 @@
 #include "apps/detect/run_config.h"
 #include "graph/scope.h"
 #include "graph/session.h"
+#include "models/compress/pruning.h"
 #include "models/data/detection_dataset.h"
 #include "models/detection/matching.h"
 #include "models/detection/postprocess.h"
@@ -54,6 +55,10 @@ struct DetectorGraph {
   Node* train = nullptr;
   std::vector<Output> gradients, gradient_feeds;  // fed gradients: one per `trained` variable
   Node* init = nullptr;                         // every variable's initialiser
+  // Unstructured pruning: sets every pruned weight to itself times its mask
+  // (a "<weight>/prune_mask" variable). Run after each optimizer step, in a
+  // Run of its own so that it reads the updated weights. Null otherwise.
+  Node* apply_masks = nullptr;
   std::vector<Output> trained;                  // the variables the optimizer updates
 };
 
@@ -64,6 +69,21 @@ TrainSettings TeacherSettings(const TrainSettings& settings);
 // The name scope of the teacher inside an add-class training graph: its
 // variables are "teacher/" + the old run's names.
 inline constexpr const char* kTeacherScope = "teacher";
+
+// The names of a graph's variables, in node order.
+std::vector<std::string> VariableNames(const Graph& graph);
+
+// The weights unstructured pruning prunes: every variable of the network
+// with two or more dimensions (convolution filters, dense kernels).
+std::vector<Output> PrunableWeights(const DetectorNetwork& net);
+
+// The suffix of a pruned weight's mask variable.
+inline constexpr const char* kPruneMaskSuffix = "/prune_mask";
+
+// The layers whose channels the model can lose, its variables by their
+// graph names (models/compress/pruning.h). kInvalidArgument for a model
+// without them (only ssd-mobilenet has them).
+std::vector<models::ChannelGroup> ChannelGroups(const TrainSettings& settings);
 
 // The model's default boxes (anchors), without building its graph.
 Tensor DefaultBoxes(const TrainSettings& settings);

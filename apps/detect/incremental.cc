@@ -46,14 +46,6 @@ bool HasMemory(const std::string& run_dir) {
   return fs::exists(fs::path(MemoryDir(run_dir)) / "annotations.json");
 }
 
-// The names of a graph's variables, in node order.
-std::vector<std::string> VariableNames(const Graph& graph) {
-  std::vector<std::string> names;
-  for (const Node* node : graph.nodes())
-    if (node->op() == "VariableV2") names.push_back(node->name());
-  return names;
-}
-
 // A class output layer's columns per anchor: SSD adds the background.
 int64_t ClassColumns(const TrainSettings& s, int64_t classes) {
   return IsRetinaNet(s.model) ? classes : classes + 1;

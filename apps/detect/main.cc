@@ -1,6 +1,6 @@
 // dflow-detect: object detection (SSD, Liu et al. 2016, on MobileNetV1 or
 // SqueezeNet; RetinaNet) from datasets to trained detectors, metrics and boxed images.
-// Subcommands: train, add-class, forgetting-report, eval, predict, export, bench, cocoeval, convert,
+// Subcommands: train, add-class, prune, forgetting-report, eval, predict, export, bench, cocoeval, convert,
 // generate (see --help).
 #include <iostream>
 
@@ -15,6 +15,7 @@
 #include "apps/detect/forgetting_report.h"
 #include "apps/detect/generate.h"
 #include "apps/detect/incremental.h"
+#include "apps/detect/prune.h"
 #include "apps/detect/training.h"
 #include "models/checkpoint.h"
 #include "dist/transport/zmq_transport.h"
@@ -123,6 +124,48 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
   app.add_option("--seed", s.seed, "Seed of the new head, the exemplars, augmentation and data order");
   dflow::apps::AddTrainingResourceOptions(app, s);
   dflow::apps::AddModelSplitOption(app, s.parallel);
+}
+
+void AddPrune(CLI::App& app, PruneSettings& s) {
+  app.add_option("--checkpoint", s.checkpoint, "The trained detector: a run, checkpoint directory or file")
+      ->required();
+  app.add_option("--mode", s.mode,
+                 "l1-unstructured: the smallest weights of each layer, zeroed; l1-global: of the whole "
+                 "network; channels: the least important channels of each layer, removed (ssd-mobilenet)")
+      ->check(CLI::IsMember({"l1-unstructured", "l1-global", "channels"}))
+      ->capture_default_str();
+  app.add_option("--sparsity", s.sparsity, "Share of the weights or of each layer's channels pruned")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  app.add_option("--out", s.run.out, "The new run: the pruned detector, fine-tuned")->required();
+  app.add_option("--data", s.run.data, "Fine-tuning data (default: the pruned run's)");
+  CLI::Option* steps = app.add_option("--steps", s.run.steps, "Fine-tuning steps (0: pruned only)")->check(AtLeast(0));
+  CLI::Option* epochs =
+      app.add_option("--epochs", s.run.epochs, "Fine-tuning epochs (when --steps is not given)")->check(PositiveReal());
+  app.add_option("--lr", s.run.learning_rate,
+                 "Adam learning rate (default: the model's for channels, a tenth of it for weights)")
+      ->check(PositiveReal());
+  app.add_option("--seed", s.run.seed, "Seed of augmentation and data order");
+  dflow::apps::AddTrainingResourceOptions(app, s.run);
+  dflow::apps::AddModelSplitOption(app, s.run.parallel);
+  app.callback([steps, epochs] {
+    if (steps->count() + epochs->count() == 0)
+      throw CLI::ValidationError("prune", "give the fine-tuning's --steps (0: none) or --epochs");
+  });
+}
+
+// add-class and prune train as train does: with --workers this process
+// launches the others first, and a model part's task serves its part.
+// Returns the exit code when this process's work ends here.
+std::optional<int> LaunchOrServe(const dflow::apps::DataParallelSettings& parallel, const std::string& device,
+                                 int threads, int argc, char** argv) {
+  dflow::apps::CheckModelSplit(parallel);
+  if (dflow::apps::ShouldLaunchWorkers(parallel)) {
+    dflow::apps::RequireCpuWhenDistributed(device);
+    dflow::apps::LaunchWorkers(parallel, argc, argv);
+  }
+  if (dflow::apps::IsModelPartTask()) return dflow::apps::ServeModelPart(threads);
+  return std::nullopt;
 }
 
 void AddForgettingReport(CLI::App& app, ForgettingReportSettings& s) {
@@ -254,6 +297,8 @@ int main(int argc, char** argv) {
   CLI::App* add_class_app =
       app.add_subcommand("add-class", "Learn new classes without forgetting the old ones (incremental learning)");
   AddAddClass(*add_class_app, add_class);
+  PruneSettings prune;
+  AddPrune(*app.add_subcommand("prune", "Prune a trained detector (weights or channels), then fine-tune it"), prune);
   ForgettingReportSettings forgetting;
   AddForgettingReport(*app.add_subcommand("forgetting-report",
                                           "Old model, joint training, fine-tuning and distillation + "
@@ -299,13 +344,14 @@ int main(int argc, char** argv) {
       return Train(train, false);
     }
     if (app.got_subcommand("add-class")) {
-      dflow::apps::CheckModelSplit(add_class.parallel);
-      if (dflow::apps::ShouldLaunchWorkers(add_class.parallel)) {
-        dflow::apps::RequireCpuWhenDistributed(add_class.device);
-        dflow::apps::LaunchWorkers(add_class.parallel, argc, argv);
-      }
-      if (dflow::apps::IsModelPartTask()) return dflow::apps::ServeModelPart(add_class.threads);
+      if (auto code = LaunchOrServe(add_class.parallel, add_class.device, add_class.threads, argc, argv)) return *code;
       return AddClass(add_class);
+    }
+    if (app.got_subcommand("prune")) {
+      dflow::apps::CheckStrategy(prune.run.parallel);
+      CheckPruneSettings(prune);
+      if (auto code = LaunchOrServe(prune.run.parallel, prune.run.device, prune.run.threads, argc, argv)) return *code;
+      return Prune(prune);
     }
     if (app.got_subcommand("forgetting-report")) return ForgettingReport(forgetting);
     if (app.got_subcommand("eval")) return Eval(eval);

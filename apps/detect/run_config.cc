@@ -40,6 +40,10 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "exemplar_choice", s.exemplar_choice, apps::kAddedLater);
   visit(json, "session", s.session, apps::kAddedLater);
   visit(json, "session_start", s.session_start, apps::kAddedLater);
+  visit(json, "prune", s.prune, apps::kAddedLater);
+  visit(json, "sparsity", s.sparsity, apps::kAddedLater);
+  visit(json, "pruned_from", s.pruned_from, apps::kAddedLater);
+  visit(json, "channels", s.channels, apps::kAddedLater);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
@@ -89,6 +93,12 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                                       s.teacher_classes < static_cast<int64_t>(s.class_names.size())),
                 source, ": a teacher of ", s.teacher_classes, " classes cannot teach ",
                 s.class_names.size());
+  DFLOW_REQUIRE(s.prune.empty() || s.prune == "l1-unstructured" || s.prune == "l1-global" || s.prune == "channels",
+                source, ": \"prune\" must be l1-unstructured, l1-global or channels, got \"", s.prune, "\"");
+  DFLOW_REQUIRE(s.sparsity >= 0 && s.sparsity <= 1, source, ": \"sparsity\" must be within [0, 1], got ",
+                s.sparsity);
+  DFLOW_REQUIRE(s.channels.empty() || s.model == kSsdMobileNet, source,
+                ": \"channels\" (a channel-pruned network) is for ssd-mobilenet, not ", s.model);
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",
                 s.class_names.size(), " class_names but ", s.category_ids.size(), " category_ids");
   return s;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,15 @@ struct TrainSettings {
   // started at (its learning-rate schedule starts there). 0: not a session run.
   int64_t session = 0;
   int64_t session_start = 0;
+  // Pruning (apps/detect/prune.h): the run started from `pruned_from`
+  // pruned by `prune` at `sparsity`: "l1-unstructured" or "l1-global" zero
+  // single weights and keep them zero through training (their masks are
+  // variables of the run); "channels" removes channels, and `channels`
+  // holds the thinner layers' channel counts.
+  std::string prune;
+  double sparsity = 0;
+  std::string pruned_from;
+  std::map<std::string, int64_t> channels;
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

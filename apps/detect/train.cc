@@ -14,6 +14,7 @@
 #include "apps/detect/commands.h"
 #include "apps/detect/detector.h"
 #include "apps/detect/incremental.h"
+#include "apps/detect/prune.h"
 #include "apps/detect/training.h"
 #include "dist/training/data_parallel.h"
 #include "models/checkpoint.h"
@@ -50,14 +51,20 @@ struct TrainLoop {
     FeedList feeds = BatchFeeds(g, batch);
     std::vector<TensorName> losses = LossFetches(g);
     losses.push_back(g.learning_rate);
-    if (!strategy) return session.Run(feeds, losses, {g.train});
-    const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
-    dist::ReplicatedStep names{.gradients = {g.gradients.begin(), g.gradients.end()},
-                               .gradient_feeds = {g.gradient_feeds.begin(), g.gradient_feeds.end()},
-                               .apply = {g.train},
-                               .extra_fetches = losses,
-                               .local_targets = {batch_norm.begin(), batch_norm.end()}};
-    return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
+    std::vector<Tensor> out;
+    if (!strategy) {
+      out = session.Run(feeds, losses, {g.train});
+    } else {
+      const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
+      dist::ReplicatedStep names{.gradients = {g.gradients.begin(), g.gradients.end()},
+                                 .gradient_feeds = {g.gradient_feeds.begin(), g.gradient_feeds.end()},
+                                 .apply = {g.train},
+                                 .extra_fetches = losses,
+                                 .local_targets = {batch_norm.begin(), batch_norm.end()}};
+      out = dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
+    }
+    if (g.apply_masks) session.Run({}, {}, {g.apply_masks});  // the pruned weights back to zero
+    return out;
   }
 
   // Returns whether a stop request ended the run early, and its seconds.
@@ -105,6 +112,7 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
     session.Run({}, {}, {g.init});
     if (!resume_from && !s.teacher.empty()) InitFromOldModel(session, g, saver, s);
     if (!resume_from && !s.init_from.empty()) InitBackbone(session, g, s);
+    if (!resume_from && !s.pruned_from.empty()) InitFromPruned(session, g, saver, s);
   }
   if (strategy) apps::SynchronizeVariables(session, saver, *strategy);
   if (!resume_from) return 0;

@@ -9,6 +9,7 @@
 #include "apps/common/ps_trainer.h"
 #include "apps/common/workers.h"
 #include "apps/detect/incremental.h"
+#include "apps/detect/prune.h"
 #include "apps/detect/training.h"
 
 namespace dflow::detect_app {
@@ -50,6 +51,8 @@ void TrainWorker(TrainSettings settings, bool resume, const models::DatasetPart*
   PreparedRun run = PrepareRun(settings, resume, task.task.index, task.num_workers(), exemplars);
   std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(settings, TrainOp::kNone);
   const DetectorGraph& g = *graph;
+  DFLOW_REQUIRE(!g.apply_masks, "train: unstructured pruning keeps its masks in one process or with --strategy ring, "
+                                "not with parameter servers");
   // The chief alone runs the batch-norm updates (see the top of this file).
   std::vector<TensorName> fetches = LossFetches(g);
   const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
@@ -58,6 +61,7 @@ void TrainWorker(TrainSettings settings, bool resume, const models::DatasetPart*
   options.initialise = [&](Session& session, const Saver& saver) {
     if (!settings.teacher.empty()) InitFromOldModel(session, g, saver, settings);
     if (!settings.init_from.empty()) InitBackbone(session, g, settings);
+    if (!settings.pruned_from.empty()) InitFromPruned(session, g, saver, settings);
   };
   DetectionInput input(settings, g, run);
   auto start = std::chrono::steady_clock::now();

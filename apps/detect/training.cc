@@ -81,7 +81,8 @@ models::DetectionPipelineOptions PipelineOptionsFor(const TrainSettings& s, cons
 }
 
 int64_t TotalSteps(const TrainSettings& s) {
-  DFLOW_REQUIRE(s.steps > 0 || s.epochs > 0, "train: give --steps or --epochs");
+  // A pruned run may take no steps: the pruned model without fine-tuning.
+  DFLOW_REQUIRE(s.steps > 0 || s.epochs > 0 || !s.pruned_from.empty(), "train: give --steps or --epochs");
   if (s.steps > 0) return s.steps;
   return static_cast<int64_t>(std::ceil(s.epochs * static_cast<double>(s.batches_per_epoch)));
 }

@@ -1,0 +1,174 @@
+// dflow-detect prune; see prune.h.
+#include "apps/detect/prune.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "apps/common/run_files.h"
+#include "apps/common/workers.h"
+#include "apps/detect/commands.h"
+#include "models/data/text_numbers.h"
+#include "models/layers.h"
+#include "models/safetensors.h"
+
+namespace dflow::detect_app {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool Masked(const std::string& mode) { return mode == "l1-unstructured" || mode == "l1-global"; }
+
+// The network a checkpoint holds: its run's settings, its inference graph
+// (which names the variables) and the variables' values.
+struct CheckpointNetwork {
+  TrainSettings settings;
+  std::unique_ptr<DetectorGraph> graph;
+  models::TensorsByName values;
+};
+
+CheckpointNetwork ReadNetwork(const std::string& checkpoint) {
+  const std::string run = apps::RunDirOf(checkpoint);
+  if (run.empty())
+    Fail(Code::kNotFound, "prune: ", checkpoint, " is not inside a dflow-detect run directory ",
+         "(RUN/checkpoints/ next to RUN/config.json)");
+  CheckpointNetwork net{.settings = ReadConfig(run), .graph = nullptr, .values = {}};
+  net.graph = BuildInferenceGraph(net.settings, {});
+  SafetensorsReader reader(checkpoint);
+  for (const std::string& name : VariableNames(net.graph->scope.graph())) {
+    const TensorEntry* entry = reader.Find(name);
+    if (!entry)
+      Fail(Code::kInvalidArgument, checkpoint, " has no \"", name, "\": it is not a checkpoint of the ",
+           net.settings.model, " network that ", ConfigPath(run), " describes");
+    net.values[name] = reader.Read(*entry);
+  }
+  return net;
+}
+
+// The channels each prunable layer keeps.
+std::map<std::string, std::vector<int64_t>> KeptChannels(const CheckpointNetwork& net, double sparsity) {
+  return models::ChooseChannels(ChannelGroups(net.settings), net.values, sparsity);
+}
+
+// The pruned network's starting values: channels removed, or the pruned
+// weights zeroed and their masks beside them.
+models::TensorsByName PrunedValues(CheckpointNetwork& net, const TrainSettings& s) {
+  if (s.prune == "channels") {
+    std::map<std::string, std::vector<int64_t>> kept = KeptChannels(net, s.sparsity);
+    return models::PruneChannels(ChannelGroups(net.settings), kept, std::move(net.values));
+  }
+  models::TensorsByName weights;
+  for (const Output& w : PrunableWeights(net.graph->net)) weights[w.node()->name()] = net.values.at(w.node()->name());
+  const models::PruneScope scope = s.prune == "l1-global" ? models::PruneScope::kGlobal : models::PruneScope::kPerLayer;
+  for (auto& [name, mask] : models::L1UnstructuredMasks(weights, s.sparsity, scope)) {
+    net.values[name] = models::ApplyMask(net.values[name], mask);
+    net.values[name + kPruneMaskSuffix] = std::move(mask);
+  }
+  return std::move(net.values);
+}
+
+int64_t CountZeros(const models::TensorsByName& values, const std::vector<Output>& weights) {
+  int64_t zeros = 0;
+  for (const Output& w : weights) {
+    const Tensor& t = values.at(w.node()->name());
+    zeros += std::count(t.data<float>(), t.data<float>() + t.NumElements(), 0.0f);
+  }
+  return zeros;
+}
+
+// The new run: the pruned run's network and recipe, what prune was given,
+// and the pruning (with the thinner layers' channel counts).
+TrainSettings PrunedRunSettings(const PruneSettings& p, const CheckpointNetwork& source, const std::string& checkpoint) {
+  const TrainSettings& given = p.run;
+  TrainSettings s = source.settings;
+  s.out = given.out;
+  s.data = given.data.empty() ? source.settings.data : given.data;
+  s.steps = given.steps;
+  s.epochs = given.epochs;
+  // Removing channels changes every layer's inputs: it retrains at the
+  // model's full rate; zeroed weights fine-tune at a tenth (bench/RESULTS.md).
+  const double rate = DefaultLearningRate(s.model);
+  s.learning_rate = given.learning_rate > 0 ? given.learning_rate : p.mode == "channels" ? rate : rate / 10;
+  s.warmup_steps = -1;
+  s.freeze.clear();  // the pruned backbone adapts too
+  s.init_from.clear();
+  s.init_map.clear();
+  s.teacher.clear();
+  s.teacher_classes = 0;
+  s.seed = given.seed;
+  s.threads = given.threads;
+  s.decode_threads = given.decode_threads;
+  s.prefetch = given.prefetch;
+  s.checkpoint_every = given.checkpoint_every;
+  s.keep = given.keep;
+  s.device = given.device;
+  s.parallel = given.parallel;
+  s.session = s.session_start = 0;
+  s.total_steps = s.batches_per_epoch = s.train_images = s.train_objects = 0;
+  s.dataset = {};
+  s.prune = p.mode;
+  s.sparsity = p.sparsity;
+  s.pruned_from = checkpoint;
+  if (p.mode == "channels")
+    for (const auto& [layer, kept] : KeptChannels(source, p.sparsity))
+      s.channels[layer] = static_cast<int64_t>(kept.size());
+  return s;
+}
+
+}  // namespace
+
+void InitFromPruned(Session& session, const DetectorGraph& g, const Saver& saver, const TrainSettings& s) {
+  CheckpointNetwork source = ReadNetwork(s.pruned_from);
+  const int64_t before = models::CountParameters(source.graph->net.variables);
+  models::TensorsByName start = PrunedValues(source, s);
+  // Through a file and the Saver, so that the values reach the variables on
+  // whichever device they live.
+  std::vector<NamedTensor> tensors;
+  RestoreOptions restore;
+  for (auto& [name, value] : start) {
+    restore.only.push_back(name);
+    tensors.push_back({name, std::move(value)});
+  }
+  const std::string path = (fs::path(s.out) / "start.safetensors").string();
+  WriteSafetensors(path, tensors);
+  saver.Restore(session, path, restore);
+  fs::remove(path);
+  const int64_t after = models::CountParameters(g.net.variables);
+  std::cout << "from " << s.pruned_from << ", " << s.prune << " at " << models::FormatNumber(100 * s.sparsity)
+            << "%: ";
+  if (Masked(s.prune)) {
+    std::vector<Output> weights = PrunableWeights(g.net);
+    std::vector<std::string> names;
+    for (const Output& w : weights) names.push_back(w.node()->name());
+    std::vector<TensorName> fetches(names.begin(), names.end());
+    std::vector<Tensor> values = session.Run(fetches);
+    models::TensorsByName by_name;
+    for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = values[i];
+    std::cout << CountZeros(by_name, weights) << " of " << models::CountParameters(weights)
+              << " weights are zero, kept zero while training\n";
+  } else {
+    std::cout << s.channels.size() << " layers thinned, " << before << " -> " << after << " parameters\n";
+  }
+}
+
+void CheckPruneSettings(const PruneSettings& p) {
+  DFLOW_REQUIRE(p.mode == "channels" || Masked(p.mode), "prune: --mode takes l1-unstructured, l1-global or ",
+                "channels, got \"", p.mode, "\"");
+  DFLOW_REQUIRE(p.sparsity >= 0 && p.sparsity < 1, "prune: --sparsity is the share pruned, within [0, 1), got ",
+                p.sparsity);
+  DFLOW_REQUIRE(!Masked(p.mode) || !apps::UsesParameterServers(p.run.parallel, p.run.device),
+                "prune: unstructured pruning keeps its masks in one process or with --strategy ring, not with "
+                "parameter servers");
+}
+
+int Prune(const PruneSettings& p) {
+  CheckPruneSettings(p);
+  DFLOW_REQUIRE(!fs::exists(ConfigPath(p.run.out)) || !apps::IsChiefProcess(), "prune: ", p.run.out,
+                " already holds a run; choose another --out");
+  const std::string checkpoint = fs::absolute(apps::ResolveCheckpoint(p.checkpoint)).string();
+  CheckpointNetwork source = ReadNetwork(checkpoint);
+  TrainSettings s = PrunedRunSettings(p, source, checkpoint);
+  CheckModel(s, "prune");
+  return Train(std::move(s), false, nullptr);
+}
+
+}  // namespace dflow::detect_app
