@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <set>
 
+#include "apps/detect/distill.h"
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
 #include "models/checkpoint.h"
+#include "models/detection/feature_imitation.h"
 #include "models/detection/incremental.h"
 #include "models/detection/retinanet.h"
 #include "models/detection/ssd.h"
@@ -77,8 +79,11 @@ Output ImageFeatures(const Scope& scope, const Output& map) {
 
 template <typename Network>
 DetectorNetwork NetworkView(const Scope& scope, const Network& net) {
-  return {net.images,    net.box_deltas,         net.class_logits,       net.anchors,
-          net.variables, net.backbone_variables, net.batch_norm_updates, ImageFeatures(scope, net.backbone_features)};
+  DetectorNetwork view{net.images,    net.box_deltas,         net.class_logits,       net.anchors,
+                       net.variables, net.backbone_variables, net.batch_norm_updates, ImageFeatures(scope, net.backbone_features),
+                       {}};
+  if constexpr (requires { net.feature_maps; }) view.feature_maps = net.feature_maps;
+  return view;
 }
 
 template <typename Loss>
@@ -89,6 +94,9 @@ DetectorLoss LossView(const Loss& loss) {
           .class_loss = loss.class_loss,
           .distill_class_loss = {},
           .distill_box_loss = {},
+          .imitation_mask = {},
+          .imitation_loss = {},
+          .imitation_adapters = {},
           .loss = loss.loss};
 }
 
@@ -129,6 +137,49 @@ void AddDistillation(DetectorGraph& g, const TrainSettings& s, const models::Mod
   g.loss.loss = ops::AddN(w.WithOpName("loss"),
                           {g.loss.loss, ops::Mul(w, distill.class_loss, static_cast<float>(s.distill_class_weight)),
                            ops::Mul(w, distill.box_loss, static_cast<float>(s.distill_box_weight))});
+}
+
+// Knowledge distillation: the teacher (another trained run of the same
+// classes and default boxes) runs on the student's images in inference
+// mode, under kTeacherScope, never trained; its outputs and/or feature maps
+// teach the student. Its parts go where the student's do.
+void AddKnowledgeDistillation(DetectorGraph& g, const TrainSettings& s, const models::ModelPartDevices& devices) {
+  const TrainSettings teacher_settings = DistillationTeacherSettings(s);
+  DetectorNetwork teacher =
+      BuildNetwork(g.scope.NewSubScope(kTeacherScope), teacher_settings, false, g.net.images, devices);
+  Scope w = g.scope.NewSubScope("distillation_loss");
+  std::vector<Input> terms{g.loss.loss};
+  if (s.distillation != "feature") {
+    const bool retinanet = IsRetinaNet(s.model);
+    detection::DistillationLoss outputs = detection::BuildDistillationLoss(
+        g.scope, {.teacher_logits = teacher.class_logits,
+                  .teacher_boxes = teacher.box_deltas,
+                  .student_logits = g.net.class_logits,
+                  .student_boxes = g.net.box_deltas,
+                  .old_columns = static_cast<int64_t>(s.class_names.size()) + (retinanet ? 0 : 1),
+                  .scores = retinanet ? detection::ClassScores::kSigmoid
+                                      : detection::ClassScores::kSoftmaxWithBackground});
+    g.loss.distill_class_loss = outputs.class_loss;
+    g.loss.distill_box_loss = outputs.box_loss;
+    terms.push_back(ops::Mul(w, outputs.class_loss, static_cast<float>(s.distill_class_weight)));
+    terms.push_back(ops::Mul(w, outputs.box_loss, static_cast<float>(s.distill_box_weight)));
+  }
+  if (s.distillation != "output") {
+    DFLOW_REQUIRE(!g.net.feature_maps.empty() && !teacher.feature_maps.empty(),
+                  "train --distill feature: feature imitation is for SSD models, not ", s.model);
+    const int64_t anchors = g.net.anchors.shape().dim(0);
+    g.loss.imitation_mask =
+        ops::Placeholder(g.scope.WithOpName("imitation_mask"), DType::kFloat32, {-1, anchors});
+    detection::FeatureImitation imitation = detection::BuildFeatureImitationLoss(
+        g.scope, {.student_maps = g.net.feature_maps,
+                  .teacher_maps = teacher.feature_maps,
+                  .anchor_mask = g.loss.imitation_mask,
+                  .anchors_per_cell = 6});  // SSD's boxes per cell
+    g.loss.imitation_loss = imitation.loss;
+    g.loss.imitation_adapters = imitation.adapter_variables;
+    terms.push_back(ops::Mul(w, imitation.loss, static_cast<float>(s.imitation_weight)));
+  }
+  g.loss.loss = ops::AddN(w.WithOpName("loss"), terms);
 }
 
 // The network and its loss (training) or post-processing (inference).
@@ -226,7 +277,9 @@ std::unique_ptr<DetectorGraph> BuildTrainingGraph(const TrainSettings& s, TrainO
   scope.graph().set_seed(static_cast<int64_t>(s.seed));
   BuildModel(*g, s, true, {}, devices);
   if (!s.teacher.empty() && s.distill == "output") AddDistillation(*g, s, devices);
+  if (!s.distill_from.empty()) AddKnowledgeDistillation(*g, s, devices);
   g->trained = TrainedVariables(s, g->net);
+  g->trained.insert(g->trained.end(), g->loss.imitation_adapters.begin(), g->loss.imitation_adapters.end());
   g->global_step = autodiff::GetOrCreateGlobalStep(scope);
   g->learning_rate = LearningRate(scope.NewSubScope("learning_rate"), s, g->global_step);
   const bool masked = s.prune == "l1-unstructured" || s.prune == "l1-global";

@@ -32,14 +32,21 @@ struct DetectorNetwork {
   // float32 [N, C]: the backbone's last map averaged over its cells and
   // scaled to unit length (iCaRL's feature vector, for exemplar herding).
   Output image_features;
+  std::vector<Output> feature_maps;  // SSD: the maps the heads read (empty for RetinaNet)
 };
 
 struct DetectorLoss {
   Output box_targets, class_targets;  // fed: the matching's targets
   Output box_loss, class_loss;
   // add-class with distillation: the terms that keep the old classes
-  // (models/detection/incremental.h); invalid otherwise.
+  // (models/detection/incremental.h); knowledge distillation of outputs:
+  // the student's against the teacher's. Invalid otherwise.
   Output distill_class_loss, distill_box_loss;
+  // Knowledge distillation of features (models/detection/feature_imitation.h):
+  // the fed imitation mask (float32 [N, A]), the term, and the adapters
+  // (trained with the student). Invalid and empty otherwise.
+  Output imitation_mask, imitation_loss;
+  std::vector<Output> imitation_adapters;
   Output loss;  // the weighted sum of the terms
 };
 

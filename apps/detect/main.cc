@@ -92,6 +92,21 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_option("--exemplar-choice", s.exemplar_choice,
                      "How exemplars are chosen: random (seeded) or herding (iCaRL, on backbone features)")
           ->check(CLI::IsMember({"random", "herding"})),
+      app.add_option("--teacher", s.distill_from,
+                     "Knowledge distillation: a trained detector (run or checkpoint) of the same classes and "
+                     "default boxes that teaches this one"),
+      app.add_option("--distill", s.distillation,
+                     "With --teacher: what the student learns, the teacher's output, its feature maps near the "
+                     "objects (Wang et al. 2019), or both")
+          ->check(CLI::IsMember({"output", "feature", "both"}))
+          ->capture_default_str(),
+      app.add_option("--imitation-weight", s.imitation_weight, "Weight of the feature imitation term")
+          ->check(dflow::apps::NonNegativeReal())
+          ->capture_default_str(),
+      app.add_option("--distill-class-weight", s.distill_class_weight, "Weight of the class output term")
+          ->check(dflow::apps::NonNegativeReal()),
+      app.add_option("--distill-box-weight", s.distill_box_weight, "Weight of the box output term")
+          ->check(dflow::apps::NonNegativeReal()),
   };
   dflow::apps::TrainOptionGroups groups{fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
   dflow::apps::AddModelSplitOption(app, s.parallel);

@@ -44,6 +44,9 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "sparsity", s.sparsity, apps::kAddedLater);
   visit(json, "pruned_from", s.pruned_from, apps::kAddedLater);
   visit(json, "channels", s.channels, apps::kAddedLater);
+  visit(json, "distill_from", s.distill_from, apps::kAddedLater);
+  visit(json, "distillation", s.distillation, apps::kAddedLater);
+  visit(json, "imitation_weight", s.imitation_weight, apps::kAddedLater);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
@@ -95,6 +98,8 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                 s.class_names.size());
   DFLOW_REQUIRE(s.prune.empty() || s.prune == "l1-unstructured" || s.prune == "l1-global" || s.prune == "channels",
                 source, ": \"prune\" must be l1-unstructured, l1-global or channels, got \"", s.prune, "\"");
+  DFLOW_REQUIRE(s.distillation == "output" || s.distillation == "feature" || s.distillation == "both", source,
+                ": \"distillation\" must be output, feature or both, got \"", s.distillation, "\"");
   DFLOW_REQUIRE(s.sparsity >= 0 && s.sparsity <= 1, source, ": \"sparsity\" must be within [0, 1], got ",
                 s.sparsity);
   DFLOW_REQUIRE(s.channels.empty() || s.model == kSsdMobileNet, source,

@@ -89,6 +89,14 @@ struct TrainSettings {
   double sparsity = 0;
   std::string pruned_from;
   std::map<std::string, int64_t> channels;
+  // Knowledge distillation (apps/detect/distill.h): the teacher's
+  // checkpoint, a trained run of the same classes and default boxes, and
+  // what the student learns from it: its "output"s, its "feature" maps near
+  // the objects (Wang et al. 2019), or "both"; imitation_weight weighs the
+  // feature term, distill_class_weight and distill_box_weight the outputs'.
+  std::string distill_from;
+  std::string distillation = "both";
+  double imitation_weight = 0.01;  // Wang et al.'s lambda
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

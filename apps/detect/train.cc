@@ -13,6 +13,7 @@
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/detector.h"
+#include "apps/detect/distill.h"
 #include "apps/detect/incremental.h"
 #include "apps/detect/prune.h"
 #include "apps/detect/training.h"
@@ -113,6 +114,7 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
     if (!resume_from && !s.teacher.empty()) InitFromOldModel(session, g, saver, s);
     if (!resume_from && !s.init_from.empty()) InitBackbone(session, g, s);
     if (!resume_from && !s.pruned_from.empty()) InitFromPruned(session, g, saver, s);
+    if (!resume_from && !s.distill_from.empty()) InitDistillationTeacher(session, g, saver, s);
   }
   if (strategy) apps::SynchronizeVariables(session, saver, *strategy);
   if (!resume_from) return 0;

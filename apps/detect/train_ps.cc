@@ -8,6 +8,7 @@
 
 #include "apps/common/ps_trainer.h"
 #include "apps/common/workers.h"
+#include "apps/detect/distill.h"
 #include "apps/detect/incremental.h"
 #include "apps/detect/prune.h"
 #include "apps/detect/training.h"
@@ -62,6 +63,7 @@ void TrainWorker(TrainSettings settings, bool resume, const models::DatasetPart*
     if (!settings.teacher.empty()) InitFromOldModel(session, g, saver, settings);
     if (!settings.init_from.empty()) InitBackbone(session, g, settings);
     if (!settings.pruned_from.empty()) InitFromPruned(session, g, saver, settings);
+    if (!settings.distill_from.empty()) InitDistillationTeacher(session, g, saver, settings);
   };
   DetectionInput input(settings, g, run);
   auto start = std::chrono::steady_clock::now();

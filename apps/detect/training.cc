@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "apps/detect/commands.h"
+#include "apps/detect/distill.h"
 #include "apps/detect/incremental.h"
 #include "models/checkpoint.h"
 #include "models/data/text_numbers.h"
+#include "models/detection/feature_imitation.h"
 #include "models/detection/matching.h"
 
 namespace dflow::detect_app {
@@ -98,6 +100,18 @@ std::optional<std::string> CheckRunDir(const TrainSettings& settings, bool resum
   return latest;
 }
 
+// The loss terms a training graph has, named as the progress line shows them.
+std::vector<std::pair<const char*, Output>> LossTerms(const DetectorGraph& g) {
+  std::vector<std::pair<const char*, Output>> terms{
+      {"loss", g.loss.loss}, {"box", g.loss.box_loss}, {"class", g.loss.class_loss}};
+  if (g.loss.distill_class_loss.valid()) {
+    terms.emplace_back("distill_cls", g.loss.distill_class_loss);
+    terms.emplace_back("distill_box", g.loss.distill_box_loss);
+  }
+  if (g.loss.imitation_loss.valid()) terms.emplace_back("imitation", g.loss.imitation_loss);
+  return terms;
+}
+
 }  // namespace
 
 std::string CheckpointDir(const TrainSettings& s) { return (fs::path(s.out) / "checkpoints").string(); }
@@ -113,6 +127,9 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
     settings.data = apps::AbsolutePath(settings.data);
     if (!settings.init_from.empty()) settings.init_from = apps::AbsolutePath(settings.init_from);
     if (!settings.init_map.empty()) settings.init_map = apps::AbsolutePath(settings.init_map);
+    // The teacher's checkpoint file, fixed when the run starts (its run may train on).
+    if (!settings.distill_from.empty())
+      settings.distill_from = apps::AbsolutePath(apps::ResolveCheckpoint(settings.distill_from));
   }
   run.data = LoadDataset(settings.data);
   apps::DatasetIdentity identity = IdentifyDetections(run.data);
@@ -131,6 +148,7 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
   if (new_plan) settings.batches_per_epoch = run.pipeline->batches_per_epoch();
   // A resumed run may be made longer; a session's steps follow the last one's.
   settings.total_steps = settings.session_start + TotalSteps(settings);
+  if (!settings.distill_from.empty()) DistillationTeacherSettings(settings);  // checked before anything is written
   if (worker == 0) WriteConfig(settings);
   return run;
 }
@@ -159,24 +177,28 @@ void InitBackbone(Session& session, const DetectorGraph& g, const TrainSettings&
 }
 
 FeedList BatchFeeds(const DetectorGraph& g, const models::DetectionBatch& batch) {
-  return {{g.net.images, batch.images},
-          {g.loss.box_targets, batch.box_targets},
-          {g.loss.class_targets, batch.class_targets}};
+  FeedList feeds{{g.net.images, batch.images},
+                 {g.loss.box_targets, batch.box_targets},
+                 {g.loss.class_targets, batch.class_targets}};
+  if (g.loss.imitation_mask.valid()) {
+    const Tensor& anchors = g.net.anchors;
+    feeds.push_back({g.loss.imitation_mask,
+                     models::detection::ImitationMask({anchors.data<float>(), static_cast<size_t>(anchors.NumElements())},
+                                                      batch.boxes)});
+  }
+  return feeds;
 }
 
 std::vector<TensorName> LossFetches(const DetectorGraph& g) {
-  std::vector<TensorName> fetches{g.loss.loss, g.loss.box_loss, g.loss.class_loss};
-  if (g.loss.distill_class_loss.valid()) {
-    fetches.emplace_back(g.loss.distill_class_loss);
-    fetches.emplace_back(g.loss.distill_box_loss);
-  }
+  std::vector<TensorName> fetches;
+  for (const auto& [name, term] : LossTerms(g)) fetches.emplace_back(term);
   return fetches;
 }
 
 apps::Progress::Metrics LossMetrics(const DetectorGraph& g, const std::vector<Tensor>& fetched) {
-  static const char* const kNames[] = {"loss", "box", "class", "distill_cls", "distill_box"};
   apps::Progress::Metrics metrics;
-  for (size_t i = 0; i < LossFetches(g).size(); ++i) metrics.push_back({kNames[i], fetched[i].scalar<float>()});
+  const auto terms = LossTerms(g);
+  for (size_t i = 0; i < terms.size(); ++i) metrics.push_back({terms[i].first, fetched[i].scalar<float>()});
   return metrics;
 }
 

@@ -88,6 +88,7 @@ void AttachBody(const Scope& s, SsdNetwork& net, const Body& body, size_t backbo
   net.backbone_variables = body.backbone_variables;
   net.batch_norm_updates = body.batch_norm_updates;
   net.backbone_features = body.features[backbone_maps - 1];
+  net.feature_maps = body.features;
 }
 
 // The options' own checks, before anything is added to the graph.

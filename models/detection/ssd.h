@@ -60,6 +60,7 @@ struct SsdNetwork {
   // The backbone's last feature map (MobileNet's conv13, SqueezeNet's
   // fire8), [N, h, w, C]: what exemplar herding describes an image by.
   Output backbone_features;
+  std::vector<Output> feature_maps;  // the six maps the heads read, [N, h, w, C] each
   SsdOptions options;
 };
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# dflow-detect train --teacher end to end on tiny generated data: a thinner
+# student distilled from a trained teacher's outputs and feature maps (the
+# terms in the progress line, the teacher inside the student's checkpoints
+# unchanged, the adapters trained), resumed, evaluated like any run; a
+# teacher of other classes, other default boxes or a RetinaNet asked for
+# features is refused before anything is written.
+# Usage: test_dflow_detect_distill.sh PATH/TO/dflow-detect
+set -u
+EXE=${1:?usage: $0 PATH/TO/dflow-detect}
+source "$(dirname "$(readlink -f "$0")")/app_checks.sh"
+
+"$EXE" generate --out "$TMP/data" --images 16 --size 96x96 --classes 3 --max-objects 3 --seed 3 > /dev/null ||
+  fail "generate"
+"$EXE" generate --out "$TMP/other" --images 8 --size 96x96 --classes 2 --seed 4 > /dev/null || fail "generate other"
+small=(--batch 4 --threads 1 --augment none)
+"$EXE" train --data "$TMP/data" --out "$TMP/teacher" --size 64 --width 0.5 --steps 3 "${small[@]}" > /dev/null ||
+  fail "train the teacher"
+
+"$EXE" train --data "$TMP/data" --out "$TMP/student" --size 64 --width 0.25 --steps 3 "${small[@]}" \
+  --teacher "$TMP/teacher" --distill both > "$TMP/student.txt" 2>&1 || { cat "$TMP/student.txt"; fail "distill"; }
+grep -q "teacher .*model-3.safetensors (.* variables), distilling outputs and features" "$TMP/student.txt" ||
+  { cat "$TMP/student.txt"; fail "distill: the teacher's line"; }
+for term in distill_cls distill_box imitation; do
+  grep -q "$term [0-9]" "$TMP/student.txt" || { cat "$TMP/student.txt"; fail "no $term in the progress line"; }
+done
+"$EXE" train --out "$TMP/student" --resume --steps 5 --threads 1 > "$TMP/resume.txt" 2>&1 ||
+  { cat "$TMP/resume.txt"; fail "resume a distilled run"; }
+grep -q "imitation [0-9]" "$TMP/resume.txt" || { cat "$TMP/resume.txt"; fail "resume: no imitation term"; }
+python3 - "$TMP" <<'PY' || fail "the teacher or the adapters in the student's checkpoint"
+import json, struct, sys
+root = sys.argv[1]
+def tensors(run):
+    path = run + "/checkpoints/" + json.load(open(run + "/checkpoints/checkpoint.json"))["latest"]
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()}
+teacher, student = tensors(root + "/teacher"), tensors(root + "/student")
+inside = {k[len("teacher/"):]: v for k, v in student.items() if k.startswith("teacher/")}
+assert inside and set(inside) == {k for k in teacher if "/slots/" not in k and k != "global_step"}, \
+    sorted(set(inside) ^ set(teacher))[:5]
+for name, value in inside.items():
+    assert teacher[name] == value, "the teacher's " + name + " changed"
+assert not any(k.startswith("teacher/") and "/slots/" in k for k in student), "the teacher has optimizer slots"
+adapters = [k for k in student if k.startswith("feature_imitation/") and "/slots/" not in k]
+assert len(adapters) == 12, adapters  # a filter and a bias per map
+assert all(k + "/slots/Adam_m" in student for k in adapters), "the adapters are not trained"
+config = json.load(open(root + "/student/config.json"))
+assert config["distillation"] == "both" and config["distill_from"].endswith("model-3.safetensors"), config
+PY
+"$EXE" eval --data "$TMP/data" --checkpoint "$TMP/student" --threads 1 > "$TMP/eval.txt" 2>&1 ||
+  { cat "$TMP/eval.txt"; fail "eval of the distilled student"; }
+
+# --- teachers that cannot teach: named, nothing written
+expect_error "knows other classes" "$EXE" train --data "$TMP/other" --out "$TMP/bad" --size 64 --width 0.25 \
+  --steps 1 "${small[@]}" --teacher "$TMP/teacher"
+expect_error "different default boxes" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 96 --width 0.25 \
+  --steps 1 "${small[@]}" --teacher "$TMP/teacher"
+"$EXE" train --data "$TMP/data" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --steps 1 "${small[@]}" \
+  > /dev/null 2>&1 || fail "train retinanet"
+expect_error "feature imitation is for SSD models" "$EXE" train --data "$TMP/data" --out "$TMP/bad" \
+  --model retinanet-resnet18 --size 64 --steps 1 "${small[@]}" --teacher "$TMP/retina" --distill feature
+expect_error "not inside a dflow-detect run directory" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 64 \
+  --width 0.25 --steps 1 "${small[@]}" --teacher "$TMP/data/annotations.json"
+[[ ! -e $TMP/bad/config.json ]] || fail "a refused teacher left a run behind"
+echo "PASS"
