@@ -54,6 +54,10 @@ REGISTER_NO_GRADIENT("QuantizedConv2DWithBiasAndRequantize");
 REGISTER_NO_GRADIENT("QuantizedConv2DWithBiasAndReluAndRequantize");
 REGISTER_NO_GRADIENT("QuantizedDepthwiseConv2DWithBiasAndRequantize");
 REGISTER_NO_GRADIENT("QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize");
+REGISTER_NO_GRADIENT("QuantizedConv2DWithBiasAndDequantize");
+REGISTER_NO_GRADIENT("QuantizedConv2DWithBiasAndReluAndDequantize");
+REGISTER_NO_GRADIENT("QuantizedDepthwiseConv2DWithBiasAndDequantize");
+REGISTER_NO_GRADIENT("QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize");
 
 }  // namespace
 }  // namespace dflow::autodiff

@@ -89,4 +89,12 @@ QuantizedProduct QuantizedConv2DWithBiasAndRequantize(const Scope& scope, const 
                                                       const Input& max_freezed_output,
                                                       QuantizedConv2DAttrs attrs = {});
 
+// The same convolutions with a float32 output (...AndDequantize):
+// y = acc si sw[o] + bias[o], then ReLU with attrs.relu. No output range:
+// dynamic quantization quantizes each input with its own range at run time.
+Output QuantizedConv2DWithBiasAndDequantize(const Scope& scope, const Input& input, const Input& filter,
+                                            const Input& bias, const Input& min_input, const Input& max_input,
+                                            const Input& min_filter, const Input& max_filter,
+                                            QuantizedConv2DAttrs attrs = {});
+
 }  // namespace dflow::ops

@@ -29,7 +29,8 @@ void ChannelRangeShape(InferenceContext& ctx, int input, const char* name, int64
     ctx.Fail(name, " must be a scalar or a vector of the ", channels, " output channels, got ", s.ToString());
 }
 
-void QuantizedConvShape(InferenceContext& ctx, bool depthwise) {
+// `dequantize`: the ...AndDequantize ops, with no output range in or out.
+void QuantizedConvShape(InferenceContext& ctx, bool depthwise, bool dequantize) {
   const ConvParams params = ParseConvParams(
       ctx.attr<std::vector<int64_t>>("strides"), ctx.attr<std::vector<int64_t>>("dilations"),
       ctx.attr<std::string>("padding"), ctx.attr<std::vector<int64_t>>("explicit_paddings"));
@@ -48,23 +49,31 @@ void QuantizedConvShape(InferenceContext& ctx, bool depthwise) {
   ScalarShape(ctx, 4, "max_input");
   ChannelRangeShape(ctx, 5, "min_filter", g.out_c);
   ChannelRangeShape(ctx, 6, "max_filter", g.out_c);
+  ctx.set_output(0, g.output_shape());
+  if (dequantize) return;
   ScalarShape(ctx, 7, "min_freezed_output");
   ScalarShape(ctx, 8, "max_freezed_output");
-  ctx.set_output(0, g.output_shape());
   ctx.set_output(1, Shape());
   ctx.set_output(2, Shape());
 }
 
-constexpr char kArithmetic[] =
+constexpr char kProduct[] =
     " input [N, H, W, C] holds MIN_FIRST uint8 codes of [min_input, max_input] (step si, zero point zi, as "
     "Dequantize reads them; the padding is zi, the code of 0.0), filter SCALED int8 codes with step sw[o] per "
     "output channel o (min_filter, max_filter: scalars or one per output channel). The exact integer sum "
-    "acc[n, oh, ow, o] = sum over the window of (input - zi) filter becomes y = acc si sw[o] + bias[o], "
-    "requantized to MIN_FIRST uint8 codes of [min_freezed_output, max_freezed_output] (step so, zero point zo): "
+    "acc[n, oh, ow, o] = sum over the window of (input - zi) filter becomes y = acc si sw[o] + bias[o]";
+constexpr char kRequantized[] =
+    ", requantized to MIN_FIRST uint8 codes of [min_freezed_output, max_freezed_output] (step so, zero point zo): "
     "code = round(acc si sw[o] / so + bias[o] / so + zo) (half away from zero), clamped to [0, 255]; "
     "min_output and max_output repeat that range.";
 
+constexpr char kDequantized[] =
+    ", float32 (then ReLU for ...AndRelu...): no output range, as dynamic quantization needs, whose "
+    "input range is the input's own, found at run time.";
+
+// ...AndRequantize (uint8 codes out) or ...AndDequantize (float32 out).
 OpDefBuilder QuantizedConvOp(const std::string& name, bool depthwise, const std::string& what) {
+  const bool dequantize = name.ends_with("AndDequantize");
   OpDefBuilder b(name);
   b.input("input", DType::kUInt8)
       .input("filter", DType::kInt8)
@@ -72,18 +81,22 @@ OpDefBuilder QuantizedConvOp(const std::string& name, bool depthwise, const std:
       .input("min_input", DType::kFloat32)
       .input("max_input", DType::kFloat32)
       .input("min_filter", DType::kFloat32)
-      .input("max_filter", DType::kFloat32)
-      .input("min_freezed_output", DType::kFloat32)
-      .input("max_freezed_output", DType::kFloat32)
-      .output("output", DType::kUInt8)
-      .output("min_output", DType::kFloat32)
-      .output("max_output", DType::kFloat32)
-      .attr<std::vector<int64_t>>("strides", std::vector<int64_t>{1, 1, 1, 1})
+      .input("max_filter", DType::kFloat32);
+  if (dequantize) {
+    b.output("output", DType::kFloat32);
+  } else {
+    b.input("min_freezed_output", DType::kFloat32)
+        .input("max_freezed_output", DType::kFloat32)
+        .output("output", DType::kUInt8)
+        .output("min_output", DType::kFloat32)
+        .output("max_output", DType::kFloat32);
+  }
+  b.attr<std::vector<int64_t>>("strides", std::vector<int64_t>{1, 1, 1, 1})
       .attr<std::vector<int64_t>>("dilations", std::vector<int64_t>{1, 1, 1, 1})
       .attr<std::string>("padding", "SAME")
       .attr<std::vector<int64_t>>("explicit_paddings", std::vector<int64_t>{})
-      .shape_fn([depthwise](InferenceContext& ctx) { QuantizedConvShape(ctx, depthwise); })
-      .doc(what + kArithmetic);
+      .shape_fn([depthwise, dequantize](InferenceContext& ctx) { QuantizedConvShape(ctx, depthwise, dequantize); })
+      .doc(what + kProduct + (dequantize ? kDequantized : kRequantized));
   return b;
 }
 
@@ -104,6 +117,14 @@ const std::string kRelu = " Then ReLU: codes below the zero point's (0.0) become
     QuantizedConvOp("QuantizedDepthwiseConv2DWithBiasAndRequantize", true, kDepthwise);
 [[maybe_unused]] static OpRegistrar quantized_depthwise_relu_op =
     QuantizedConvOp("QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", true, kDepthwise + kRelu);
+[[maybe_unused]] static OpRegistrar dequantized_conv_op =
+    QuantizedConvOp("QuantizedConv2DWithBiasAndDequantize", false, kConv);
+[[maybe_unused]] static OpRegistrar dequantized_conv_relu_op =
+    QuantizedConvOp("QuantizedConv2DWithBiasAndReluAndDequantize", false, kConv);
+[[maybe_unused]] static OpRegistrar dequantized_depthwise_op =
+    QuantizedConvOp("QuantizedDepthwiseConv2DWithBiasAndDequantize", true, kDepthwise);
+[[maybe_unused]] static OpRegistrar dequantized_depthwise_relu_op =
+    QuantizedConvOp("QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize", true, kDepthwise);
 
 namespace ops {
 
@@ -119,6 +140,17 @@ QuantizedProduct QuantizedConv2DWithBiasAndRequantize(const Scope& scope, const 
                             max_freezed_output},
                            ConvAttrMap(attrs.conv));
   return {Output(node, 0), Output(node, 1), Output(node, 2)};
+}
+
+Output QuantizedConv2DWithBiasAndDequantize(const Scope& scope, const Input& input, const Input& filter,
+                                            const Input& bias, const Input& min_input, const Input& max_input,
+                                            const Input& min_filter, const Input& max_filter,
+                                            QuantizedConv2DAttrs attrs) {
+  const std::string op = StrCat("Quantized", attrs.depthwise ? "DepthwiseConv2D" : "Conv2D", "WithBias",
+                                attrs.relu ? "AndRelu" : "", "AndDequantize");
+  return Output(scope.AddOp(op, {input, filter, bias, min_input, max_input, min_filter, max_filter},
+                            ConvAttrMap(attrs.conv)),
+                0);
 }
 
 }  // namespace ops

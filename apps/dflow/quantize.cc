@@ -1,12 +1,15 @@
-// `dflow quantize FROZEN.json --output NAME... --calibration [INPUT=]PATH... -o OUT.json
+// `dflow quantize FROZEN.json --output NAME... (--calibration [INPUT=]PATH... | --dynamic) -o OUT.json
 // [--calibrator minmax|percentile|entropy] [--percentile P] [--per-tensor] [--skip LAYER...] [--report FILE.json]`:
-// post-training static int8 quantization (models/compress/quantize_graph.h).
+// post-training int8 quantization, static or dynamic (models/compress/quantize_graph.h).
 // Each PATH is a .npy file or a folder of them, one calibration batch per
 // file; with several inputs, their folders' files pair up in name order.
 // Prints a per-layer table (ranges, whether the layer takes the codes of
-// the int8 layer before it, its output's error against the float graph) so
-// that a layer that loses too much can be kept float with --skip.
+// the int8 layer before it, its output's error against the float graph on
+// the first calibration batch) so that a layer that loses too much can be
+// kept float with --skip. --dynamic needs no calibration (given, it still
+// measures the error).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -31,6 +34,7 @@ struct QuantizeArgs {
   std::string calibrator = "minmax";
   double percentile = 99.99;
   bool per_tensor = false;
+  bool dynamic = false;
 };
 
 // The .npy files a PATH names: itself, or a folder's, sorted by name.
@@ -88,9 +92,13 @@ void PrintLayers(const std::vector<models::QuantizedLayer>& layers) {
       std::cout << "float: " << l.reason << "\n";
       continue;
     }
-    std::cout << std::setw(22) << Range(l.input_min, l.input_max) << std::setw(22) << Range(l.output_min, l.output_max)
-              << std::setw(10) << (l.input_from_int8 ? "int8" : "float") << std::setprecision(3) << l.relative_error
-              << "\n";
+    const bool dynamic = l.dynamic;
+    std::cout << std::setw(22) << (dynamic ? "at run time" : Range(l.input_min, l.input_max)) << std::setw(22)
+              << (dynamic ? "float" : Range(l.output_min, l.output_max)) << std::setw(10)
+              << (l.input_from_int8 ? "int8" : "float") << std::setprecision(3);
+    if (std::isnan(l.relative_error)) std::cout << "-";
+    else std::cout << l.relative_error;
+    std::cout << "\n";
   }
 }
 
@@ -99,7 +107,9 @@ nlohmann::ordered_json ReportJson(const std::vector<models::QuantizedLayer>& lay
   for (const models::QuantizedLayer& l : layers)
     out.push_back({{"name", l.name}, {"kind", l.kind}, {"quantized", l.quantized}, {"reason", l.reason},
                    {"input_range", {l.input_min, l.input_max}}, {"output_range", {l.output_min, l.output_max}},
-                   {"input_from_int8", l.input_from_int8}, {"relative_error", l.relative_error}});
+                   {"input_from_int8", l.input_from_int8}, {"dynamic", l.dynamic},
+                   {"relative_error", std::isnan(l.relative_error) ? nlohmann::ordered_json()
+                                                                  : nlohmann::ordered_json(l.relative_error)}});
   return out;
 }
 
@@ -111,8 +121,10 @@ void Quantize(const QuantizeArgs& args) {
                        : args.calibrator == "entropy"  ? models::Calibrator::kEntropy
                                                        : models::Calibrator::kMinMax;
   options.percentile = args.percentile;
-  models::QuantizeResult result =
-      models::QuantizeGraph(*graph, args.outputs, CalibrationBatches(*graph, args.calibration), options);
+  options.dynamic = args.dynamic;
+  const std::vector<FeedList> batches =
+      args.calibration.empty() ? std::vector<FeedList>{} : CalibrationBatches(*graph, args.calibration);
+  models::QuantizeResult result = models::QuantizeGraph(*graph, args.outputs, batches, options);
   SaveGraph(*result.graph, args.out);
   PrintLayers(result.layers);
   const auto quantized = std::count_if(result.layers.begin(), result.layers.end(),
@@ -132,7 +144,7 @@ void Quantize(const QuantizeArgs& args) {
 void AddQuantizeCommand(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   CLI::App* command = app.add_subcommand(
-      "quantize", "Post-training int8 quantization of a frozen graph, calibrated on sample inputs.");
+      "quantize", "Post-training int8 quantization of a frozen graph: static (calibrated on sample inputs) or dynamic.");
   command->add_option("graph", args->graph, "Frozen graph file (JSON; dflow freeze writes one).")->required();
   AddRepeatable(command, "--output", args->outputs, "A tensor or node the graph is run for (repeatable).");
   AddRepeatable(command, "--calibration", args->calibration,
@@ -144,13 +156,16 @@ void AddQuantizeCommand(CLI::App& app) {
   command->add_option("--percentile", args->percentile, "percentile: the share of values each range keeps.")
       ->check(CLI::Range(50.0, 100.0))
       ->capture_default_str();
+  command->add_flag("--dynamic", args->dynamic,
+                    "Dynamic quantization: each layer's input range found at run time, no calibration needed "
+                    "(given, --calibration measures the error).");
   command->add_flag("--per-tensor", args->per_tensor, "One weight range per filter, not per output channel.");
   AddRepeatable(command, "--skip", args->skip, "A layer (as the table names it) to keep in float (repeatable).");
   command->add_option("--report", args->report, "Also write the per-layer table as JSON here.");
   command->callback([args] {
     if (args->outputs.empty()) Fail(Code::kInvalidArgument, "quantize needs at least one --output");
-    if (args->calibration.empty())
-      Fail(Code::kInvalidArgument, "quantize needs calibration inputs: --calibration [INPUT=]PATH");
+    if (args->calibration.empty() && !args->dynamic)
+      Fail(Code::kInvalidArgument, "quantize needs calibration inputs (--calibration [INPUT=]PATH) or --dynamic");
     Quantize(*args);
   });
 }

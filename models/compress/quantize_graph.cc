@@ -11,7 +11,9 @@
 #include "graph/passes.h"
 #include "graph/thread_pool.h"
 #include "models/compress/calibration.h"
+#include "ops/math.h"
 #include "ops/quant.h"
+#include "ops/reduce.h"
 #include "ops/state.h"
 
 namespace dflow::models {
@@ -172,6 +174,36 @@ void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRang
   layer.report.output_max = range.max;
 }
 
+// Dynamic quantization: replaces `layer` by its input's range at run time
+// (minimum and maximum over the whole tensor) -> QuantizeV2 -> the int8
+// product with a float output (bias and ReLU fused; a ReLU6 clamps after),
+// which takes the layer's name.
+void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel) {
+  Node* node = layer.node;
+  const std::string name = node->name();
+  Scope s = Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(name + "/int8");
+  const Output x(node->input(0).node, node->input(0).index);
+  const Input all({0, 1, 2, 3});  // NHWC
+  ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), x, ops::Min(s.WithOpName("input_min"), x, all),
+                                     ops::Max(s.WithOpName("input_max"), x, all), DType::kUInt8);
+  const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
+  const std::string op = layer.activation.empty() ? "QuantizedConv2DWithBiasAndDequantize"
+                                                  : "QuantizedConv2DWithBiasAndReluAndDequantize";
+  AttrMap attrs;
+  for (const char* attr : {"strides", "dilations", "padding", "explicit_paddings"}) attrs[attr] = node->attrs().at(attr);
+  Output y(s.WithOpName("conv").AddOp(
+               op, {q.output, ops::Const(s.WithOpName("filter"), filter.codes), ops::Const(s.WithOpName("bias"), layer.bias),
+                    q.output_min, q.output_max, ops::Const(s.WithOpName("filter_min"), filter.min),
+                    ops::Const(s.WithOpName("filter_max"), filter.max)},
+               attrs),
+           0);
+  if (layer.activation == "Relu6") y = ops::Minimum(s.WithOpName("relu6"), y, 6.0f);
+  graph.ReplaceUses(node, y.node(), graph.Consumers()[node->id()]);
+  graph.RemoveNode(node);
+  graph.RenameNode(y.node(), name);
+  layer.report.dynamic = true;
+}
+
 double RelativeError(const Tensor& int8, const Tensor& reference) {
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < reference.NumElements(); ++i) {
@@ -182,14 +214,42 @@ double RelativeError(const Tensor& int8, const Tensor& reference) {
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
+// The result, with every layer's output, int8 against float, on the first
+// calibration batch (when there is one).
+QuantizeResult Report(const std::shared_ptr<Graph>& prepared, std::vector<Layer>& layers, Session& float_session,
+                      const std::vector<FeedList>& calibration, const std::set<std::string>& targets) {
+  std::vector<TensorName> names;
+  for (const Layer& layer : layers) names.push_back(layer.report.name + ":0");
+  std::vector<Tensor> reference, quantized;
+  if (!calibration.empty()) {
+    Session int8_session(Copy(*prepared), {.num_threads = 1});
+    reference = float_session.Run(calibration[0], names);
+    quantized = int8_session.Run(calibration[0], names);
+  }
+  QuantizeResult result{prepared, {}};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    layers[i].report.relative_error = calibration.empty() ? std::nan("") : RelativeError(quantized[i], reference[i]);
+    result.layers.push_back(layers[i].report);
+  }
+  PruneDeadNodes(*prepared, targets);
+  return result;
+}
+
 }  // namespace
 
 QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>& outputs,
                              const std::vector<FeedList>& calibration, const QuantizeOptions& options) {
-  DFLOW_REQUIRE(!calibration.empty(), "quantize: static quantization needs at least one calibration batch");
+  DFLOW_REQUIRE(options.dynamic || !calibration.empty(),
+                "quantize: static quantization needs at least one calibration batch");
   const std::set<std::string> targets = OutputNodes(graph, outputs);
   std::shared_ptr<Graph> prepared = Prepared(graph, targets);
   std::vector<Layer> layers = FindLayers(*prepared, options.skip);
+  Session float_session(Copy(*prepared), {.num_threads = 1});
+  if (options.dynamic) {
+    for (Layer& layer : layers)
+      if (layer.report.quantized) RewriteDynamic(*prepared, layer, options.per_channel);
+    return Report(prepared, layers, float_session, calibration, targets);
+  }
 
   // Each layer's input and output ranges, from the float graph.
   std::vector<std::string> tensors;
@@ -197,7 +257,6 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
     tensors.push_back(layer.node->input(0).name());
     tensors.push_back(layer.node->name() + ":0");
   }
-  Session float_session(Copy(*prepared), {.num_threads = 1});
   const std::vector<TensorRange> ranges =
       CalibrateRanges(float_session, tensors, calibration, options.calibrator, options.percentile);
 
@@ -205,20 +264,7 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   for (size_t i = 0; i < layers.size(); ++i)
     if (layers[i].report.quantized)
       Rewrite(*prepared, layers[i], ranges[2 * i], ranges[2 * i + 1], options.per_channel, codes_of);
-
-  // Every layer's output, int8 against float, on the first batch.
-  std::vector<TensorName> names;
-  for (const Layer& layer : layers) names.push_back(layer.report.name + ":0");
-  Session int8_session(Copy(*prepared), {.num_threads = 1});
-  const std::vector<Tensor> reference = float_session.Run(calibration[0], names);
-  const std::vector<Tensor> quantized = int8_session.Run(calibration[0], names);
-  QuantizeResult result{prepared, {}};
-  for (size_t i = 0; i < layers.size(); ++i) {
-    layers[i].report.relative_error = RelativeError(quantized[i], reference[i]);
-    result.layers.push_back(layers[i].report);
-  }
-  PruneDeadNodes(*prepared, targets);
-  return result;
+  return Report(prepared, layers, float_session, calibration, targets);
 }
 
 }  // namespace dflow::models

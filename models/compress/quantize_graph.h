@@ -1,6 +1,6 @@
-// Post-training static int8 quantization of a frozen float graph (the scheme
-// of Jacob et al. 2018 as TensorFlow and TFLite run it): the convolutions
-// become the fused int8 ops of ops/quant.h, with
+// Post-training int8 quantization of a frozen float graph (the scheme of
+// Jacob et al. 2018 as TensorFlow and TFLite run it): the convolutions
+// become the fused int8 ops of ops/quant.h. Static quantization, with
 //   - weights symmetric int8, one range per output channel (or per filter),
 //     max |w| mapped to 127;
 //   - activations asymmetric uint8 with a zero point (MIN_FIRST), their
@@ -9,6 +9,11 @@
 //   - codes passed straight from one int8 convolution to the next, so a
 //     network of convolutions runs in int8 from its first QuantizeV2 to the
 //     Dequantize before whatever float op follows.
+// Dynamic quantization (as PyTorch's quantize_dynamic and ONNX Runtime's,
+// which the model compression box of Murabito 2022 uses) needs no
+// calibration: each layer quantizes its float input with the input's own
+// minimum and maximum at run time, multiplies in int8 and returns float
+// (the ...AndDequantize ops), so activations stay float between layers.
 // The graph first gets the inference rewrites (batch norms folded into the
 // convolutions, bias and ReLU/ReLU6 fused: ops/passes/inference_passes.h),
 // so a layer is one _FusedConv2D (or a Conv2D with a constant filter). The
@@ -36,6 +41,7 @@ struct QuantizeOptions {
   double percentile = 99.99;
   bool per_channel = true;     // a weight range per output channel, else one per filter
   std::set<std::string> skip{};  // layers (node names as the report gives them) kept in float
+  bool dynamic = false;          // activation ranges at run time; calibration optional (the error report)
 };
 
 // One convolution of the graph, as QuantizeGraph left it.
@@ -44,10 +50,12 @@ struct QuantizedLayer {
   std::string kind;  // "conv 3x3/2", "depthwise 3x3/1", "pointwise"
   bool quantized = false;
   std::string reason;  // why it stayed float
-  float input_min = 0, input_max = 0, output_min = 0, output_max = 0;  // the frozen ranges
+  float input_min = 0, input_max = 0, output_min = 0, output_max = 0;  // the frozen ranges (static)
   bool input_from_int8 = false;  // fed the codes of the int8 layer before it
+  bool dynamic = false;          // quantizes its input with the input's range at run time, returns float
   // sqrt(mean((int8 - float)^2)) / sqrt(mean(float^2)) of the layer's output
-  // on the first calibration batch, the whole int8 graph before it included.
+  // on the first calibration batch, the whole int8 graph before it included
+  // (NaN for dynamic quantization without calibration batches).
   double relative_error = 0;
 };
 
@@ -58,9 +66,9 @@ struct QuantizeResult {
 
 // `graph` must be frozen (no variables: graph/freeze.h); `outputs` are its
 // fetches ("detections", "y:1"); each calibration batch feeds the graph's
-// inputs by name. Throws kInvalidArgument for no calibration batch, a
-// variable in the graph or a batch the graph refuses (naming it), kNotFound
-// for an unknown output or skipped layer.
+// inputs by name. Throws kInvalidArgument for static quantization without a
+// calibration batch, a variable in the graph or a batch the graph refuses
+// (naming it), kNotFound for an unknown output or skipped layer.
 QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>& outputs,
                              const std::vector<FeedList>& calibration, const QuantizeOptions& options = {});
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace dflow::cpu {
@@ -36,6 +37,7 @@ inline double ScaledStep(float min, float max, int lowest_code, int highest_code
 // lowest to the zero point's code). Row's loop is plain arithmetic, so the
 // compiler vectorises it.
 struct Requantization {
+  using Out = uint8_t;
   std::vector<float> scale, offset;
   float lowest = 0;
 
@@ -58,6 +60,28 @@ struct Requantization {
       const float v = std::clamp(static_cast<float>(acc[j]) * s[j] + b[j], lowest, 255.0f);
       out[j] = static_cast<uint8_t>(static_cast<int32_t>(v + 0.5f));
     }
+  }
+};
+
+// The float output of an int8 product (dynamic quantization): channel j's
+// exact sum acc plus bias[j] as float32, y = acc * scale[j] + bias[j] with
+// scale[j] = in_step * channel_steps[j], then max(y, 0) for a ReLU.
+struct Dequantization {
+  using Out = float;
+  std::vector<float> scale;
+  const float* bias;
+  bool relu;
+
+  Dequantization(double in_step, const std::vector<double>& channel_steps, const float* bias, bool relu)
+      : bias(bias), relu(relu) {
+    for (double step : channel_steps) scale.push_back(static_cast<float>(in_step * step));
+  }
+
+  void Row(const int32_t* acc, int64_t width, int64_t first, float* out) const {
+    const float* s = scale.data() + first;
+    const float* b = bias + first;
+    const float lowest = relu ? 0.0f : -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < width; ++j) out[j] = std::max(static_cast<float>(acc[j]) * s[j] + b[j], lowest);
   }
 };
 

@@ -1,6 +1,7 @@
 // The fused int8 convolutions on the CPU (ops/quant.h; the arithmetic is in
 // the op docs, ops/quant_conv.cc): exact int32 sums, then the bias and the
-// requantization of each block of output rows while it is in cache.
+// requantization (or, ...AndDequantize, the float values) of each block of
+// output rows while it is in cache.
 // - Dense and grouped: the im2col matrix of the codes (padded with the
 //   input's zero point, the code of 0.0) times each group's filter block
 //   through cpu::Int8Rhs (ops/cpu/int8_gemm.h), packed once and kept while
@@ -23,9 +24,12 @@
 namespace dflow {
 namespace {
 
-// y[pixel, first + j] for `pixels` pixels of acc [pixels, width].
-void RequantizeBlock(const cpu::Requantization& rq, const int32_t* acc, int64_t pixels, int64_t width, int64_t first,
-                     int64_t out_c, uint8_t* y) {
+// y[pixel, first + j] for `pixels` pixels of acc [pixels, width]. A Stage
+// (cpu::Requantization or cpu::Dequantization) turns a row of sums into
+// output values of its Out type.
+template <typename Stage>
+void RequantizeBlock(const Stage& rq, const int32_t* acc, int64_t pixels, int64_t width, int64_t first,
+                     int64_t out_c, typename Stage::Out* y) {
   for (int64_t p = 0; p < pixels; ++p) rq.Row(acc + p * width, width, first, y + p * out_c + first);
 }
 
@@ -38,8 +42,9 @@ cpu::Int8RhsCache::Packed PackFilters(const ConvGeometry& g, const int8_t* w) {
   return filters;
 }
 
+template <typename Stage>
 void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const cpu::Int8RhsCache::Packed& filters,
-               uint8_t zero, const cpu::Requantization& rq, uint8_t* y) {
+               uint8_t zero, const Stage& rq, typename Stage::Out* y) {
   const int64_t k = cpu::PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
   const bool pointwise = cpu::IsPointwise(g);
   // Chunks of output rows small enough that their int32 sums (written by
@@ -67,8 +72,9 @@ void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const 
   });
 }
 
+template <typename Stage>
 void DepthwiseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
-                   const cpu::Requantization& rq, uint8_t* y) {
+                   const Stage& rq, typename Stage::Out* y) {
   const int64_t c = g.in_c, mult = g.out_c / g.in_c, rows = g.batch * g.out_h, width = g.out_w * g.out_c;
   const int64_t cost_per_row = g.k_h * g.k_w * width;
   cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
@@ -107,8 +113,9 @@ void DepthwisePixelBlock(const uint8_t* const* src, const int8_t* const* taps, i
 
 // Depthwise with multiplier 1 (MobileNet's): per output pixel, its in-bounds
 // taps, then the channels 16 at a time (the rest one at a time).
+template <typename Stage>
 void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
-                       const cpu::Requantization& rq, uint8_t* y) {
+                       const Stage& rq, typename Stage::Out* y) {
   constexpr int64_t kBlock = 16;
   const int64_t c = g.in_c, rows = g.batch * g.out_h;
   const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;
@@ -142,6 +149,8 @@ void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x
   });
 }
 
+// ...AndRequantize: uint8 codes of the frozen output range;
+// ...AndDequantize: float32.
 class QuantizedConvKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -166,27 +175,37 @@ class QuantizedConvKernel : public OpKernel {
     // (QuantizeV2's ranges always do).
     DFLOW_REQUIRE(in.zero_point >= 0 && in.zero_point <= 255, node().Describe(), ": the input's range [",
                   cpu::FiniteScalar(ctx, 3), ", ", cpu::FiniteScalar(ctx, 4), "] must hold 0.0");
+    const std::vector<double> filter_steps = cpu::ChannelSteps(ctx, 5, 6, g.out_c, "the filter");
+    const float* bias = ctx.input(2).data<float>();
+    if (node().op().ends_with("AndDequantize")) {
+      Convolve(ctx, g, in, cpu::Dequantization(in.step, filter_steps, bias, relu));
+      return;
+    }
     const float out_min = cpu::FiniteScalar(ctx, 7), out_max = cpu::FiniteScalar(ctx, 8);
     const cpu::MinFirstCodes out = cpu::MinFirstInput(ctx, out_min, out_max, "the output");
-    const cpu::Requantization rq(in.step, cpu::ChannelSteps(ctx, 5, 6, g.out_c, "the filter"),
-                                 ctx.input(2).data<float>(), out, relu);
-
-    uint8_t* y = ctx.allocate_output(0, g.output_shape()).data<uint8_t>();
-    const auto zero = static_cast<uint8_t>(in.zero_point);
-    if (g.depthwise() && g.out_c == g.in_c) {
-      DepthwisePerPixel(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
-    } else if (g.depthwise()) {
-      DepthwiseConv(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, rq, y);
-    } else {
-      auto filters = packed_.Get({g.k_h, g.k_w, g.filter_c, g.out_c}, w.data<int8_t>(), w.NumElements(),
-                                 [&](const int8_t* bytes) { return PackFilters(g, bytes); });
-      DenseConv(ctx.pool(), g, x.data<uint8_t>(), *filters, zero, rq, y);
-    }
+    Convolve(ctx, g, in, cpu::Requantization(in.step, filter_steps, bias, out, relu));
     *ctx.allocate_output(1, Shape()).data<float>() = out_min;
     *ctx.allocate_output(2, Shape()).data<float>() = out_max;
   }
 
  private:
+  template <typename Stage>
+  void Convolve(OpKernelContext& ctx, const ConvGeometry& g, const cpu::MinFirstCodes& in, const Stage& stage) const {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    auto* y = ctx.allocate_output(0, g.output_shape()).data<typename Stage::Out>();
+    const auto zero = static_cast<uint8_t>(in.zero_point);
+    if (g.depthwise() && g.out_c == g.in_c) {
+      DepthwisePerPixel(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, stage, y);
+    } else if (g.depthwise()) {
+      DepthwiseConv(ctx.pool(), g, x.data<uint8_t>(), w.data<int8_t>(), zero, stage, y);
+    } else {
+      auto filters = packed_.Get({g.k_h, g.k_w, g.filter_c, g.out_c}, w.data<int8_t>(), w.NumElements(),
+                                 [&](const int8_t* bytes) { return PackFilters(g, bytes); });
+      DenseConv(ctx.pool(), g, x.data<uint8_t>(), *filters, zero, stage, y);
+    }
+  }
+
   mutable cpu::Int8RhsCache packed_;  // the filter, packed once for every run
 };
 
@@ -194,6 +213,10 @@ REGISTER_KERNEL("QuantizedConv2DWithBiasAndRequantize", "CPU", QuantizedConvKern
 REGISTER_KERNEL("QuantizedConv2DWithBiasAndReluAndRequantize", "CPU", QuantizedConvKernel);
 REGISTER_KERNEL("QuantizedDepthwiseConv2DWithBiasAndRequantize", "CPU", QuantizedConvKernel);
 REGISTER_KERNEL("QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedConv2DWithBiasAndDequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedConv2DWithBiasAndReluAndDequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedDepthwiseConv2DWithBiasAndDequantize", "CPU", QuantizedConvKernel);
+REGISTER_KERNEL("QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize", "CPU", QuantizedConvKernel);
 
 }  // namespace
 }  // namespace dflow

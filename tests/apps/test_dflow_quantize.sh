@@ -71,6 +71,35 @@ error = (sum((a - b) ** 2 for a, b in zip(f, q)) / sum(a * a for a in f)) ** 0.5
 assert error < 0.05, error
 EOF
 
+# --dynamic: no calibration needed; every conv int8 with its input's range at run time.
+expect_ok "quantize --dynamic" quantize q.json --output y --dynamic -o dyn.json --report dyn.json.report
+expect_contains "dynamic quantizes" out.txt "quantized 2 of 2 convolutions; wrote dyn.json"
+expect_contains "dynamic ranges" out.txt "at run time"
+expect_ok "run the dynamic graph" run dyn.json --feed x=held/held_out.npy --fetch y --out dyn_out
+checks=$((checks + 1))
+python3 - << 'EOF' || fail "the dynamic graph or its report is not as expected"
+import json, struct
+layers = json.load(open("dyn.json.report"))
+assert all(l["quantized"] and l["dynamic"] and l["relative_error"] is None for l in layers), layers
+ops = [n["op"] for n in json.load(open("dyn.json"))["nodes"]]
+assert ops.count("QuantizeV2") == 2 and "Dequantize" not in ops, ops
+def npy(path):
+    data = open(path, "rb").read()
+    header_len = struct.unpack("<H", data[8:10])[0]
+    body = data[10 + header_len:]
+    return struct.unpack(f"<{len(body) // 4}f", body)
+f, q = npy("float_out/y.npy"), npy("dyn_out/y.npy")
+error = (sum((a - b) ** 2 for a, b in zip(f, q)) / sum(a * a for a in f)) ** 0.5
+assert error < 0.05, error
+EOF
+expect_ok "quantize --dynamic with calibration" quantize q.json --output y --dynamic --calibration calib -o dyn2.json \
+  --report dyn2.report
+checks=$((checks + 1))
+python3 -c "
+import json
+layers = json.load(open('dyn2.report'))
+assert all(0 <= l['relative_error'] < 0.05 for l in layers), layers" || fail "--dynamic --calibration: the error"
+
 # --skip keeps a layer float; the percentile calibrator and per-tensor weights run.
 expect_ok "quantize --skip" quantize q.json --output y --calibration x=calib -o skip.json --skip relu1
 expect_contains "the skipped layer stays float" out.txt "float: skipped (--skip)"
@@ -80,7 +109,7 @@ expect_ok "quantize --calibrator percentile --per-tensor" quantize q.json --outp
 expect_contains "percentile quantizes" out.txt "quantized 2 of 2 convolutions"
 
 # Bad input, named.
-expect_error "no calibration" "--calibration [INPUT=]PATH" quantize q.json --output y -o f.json
+expect_error "no calibration" "--calibration [INPUT=]PATH) or --dynamic" quantize q.json --output y -o f.json
 expect_error "no output" "at least one --output" quantize q.json --calibration calib -o f.json
 expect_error "a skip that is no layer" "--skip names 'nope'" quantize q.json --output y --calibration calib \
   --skip nope -o f.json

@@ -32,7 +32,9 @@ const std::set<std::string> kNoGpuKernel = {
     // quantization for int8 CPU inference (ops/quant.cc, ops/quant_conv.cc)
     "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize",
     "QuantizedConv2DWithBiasAndReluAndRequantize", "QuantizedDepthwiseConv2DWithBiasAndRequantize",
-    "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize",
+    "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "QuantizedConv2DWithBiasAndDequantize",
+    "QuantizedConv2DWithBiasAndReluAndDequantize", "QuantizedDepthwiseConv2DWithBiasAndDequantize",
+    "QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize",
 };
 
 std::string Listing(const std::set<std::string>& names) {

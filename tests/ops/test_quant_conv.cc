@@ -1,6 +1,7 @@
 // The fused int8 convolutions (ops/quant_conv.cc, kernels
 // ops/cpu/quantized_conv.cc): exact to their arithmetic written out as loops
-// (the integer sums exactly, their float requantization up to ties)
+// (the integer sums exactly, their float requantization up to ties, and the
+// ...AndDequantize ops' float outputs)
 // (dense with padding, strides and dilation, pointwise, grouped, depthwise
 // with multipliers 1 and 2, ReLU), on every instruction set the machine has;
 // within one output code of the float convolution of the dequantized
@@ -33,9 +34,10 @@ struct Case {
   bool per_channel = true;  // filter ranges per output channel, else one
 };
 
-std::string OpName(const Case& c) {
-  return StrCat("Quantized", c.depthwise ? "DepthwiseConv2D" : "Conv2D", "WithBias", c.relu ? "AndRelu" : "",
-                "AndRequantize");
+// `output`: "Requantize" (uint8 codes) or "Dequantize" (float32).
+std::string OpName(const Case& c, const char* output = "Requantize") {
+  return StrCat("Quantized", c.depthwise ? "DepthwiseConv2D" : "Conv2D", "WithBias", c.relu ? "AndRelu" : "", "And",
+                output);
 }
 
 // The grouped-Conv2D form of the filter (depthwise [KH, KW, C, M] is [KH, KW, 1, C * M]).
@@ -108,6 +110,30 @@ std::vector<Tensor> RunQuantizedConv(const Case& c, const Operands& o) {
                 .attrs = {{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}}});
 }
 
+Tensor RunDequantizedConv(const Case& c, const Operands& o) {
+  return RunOp1({.op = OpName(c, "Dequantize"),
+                 .inputs = {Tensor::FromVector(o.x, c.input), Tensor::FromVector(o.w, c.filter),
+                            Tensor::FromVector(o.bias), Scalar(o.min_x), Scalar(o.max_x), Tensor::FromVector(o.min_w),
+                            Tensor::FromVector(o.max_w)},
+                 .attrs = {{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}}});
+}
+
+// ...AndDequantize: the same exact sums, as float32 acc si sw + bias (ReLU).
+void CheckDequantized(const Case& c, const ConvGeometry& g, const Operands& o, const std::vector<int64_t>& sums,
+                      double sx) {
+  ForEachCpuIsa([&] {
+    Tensor y = RunDequantizedConv(c, o);
+    REQUIRE(y.dtype() == DType::kFloat32);
+    REQUIRE(y.shape() == g.output_shape());
+    for (size_t i = 0; i < sums.size(); ++i) {
+      const int64_t oc = static_cast<int64_t>(i) % g.out_c;
+      double want = static_cast<double>(sums[i]) * sx * FilterStep(o, oc) + o.bias[oc];
+      if (c.relu) want = std::max(want, 0.0);
+      CHECK(std::fabs(y.data<float>()[i] - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+    }
+  });
+}
+
 void CheckCase(const Case& c, uint32_t seed) {
   const ConvParams params = ParseConvParams(c.strides, c.dilations, c.padding, {});
   const ConvGeometry g = MakeConvGeometry(params, c.input, GroupedFilter(c));
@@ -130,6 +156,7 @@ void CheckCase(const Case& c, uint32_t seed) {
     CHECK(out[1].scalar<float>() == o.min_o);
     CHECK(out[2].scalar<float>() == o.max_o);
   });
+  CheckDequantized(c, g, o, sums, sx);
 
   // Near the float convolution of the dequantized operands: within one
   // output step (the rounding of the last step) where the value is in range.

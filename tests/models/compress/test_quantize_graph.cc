@@ -116,6 +116,42 @@ TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to one
   std::filesystem::remove(path);
 }
 
+TEST_CASE("QuantizeGraph, dynamic: every conv int8 with its input's range at run time, float between", "[quantize]") {
+  std::shared_ptr<Graph> frozen = FrozenNetwork();
+  // Without calibration: no error measured.
+  models::QuantizeResult bare = models::QuantizeGraph(*frozen, {"logits"}, {}, {.dynamic = true});
+  REQUIRE(bare.layers.size() == 4);
+  for (const models::QuantizedLayer& layer : bare.layers) {
+    CHECK(layer.quantized);
+    CHECK(layer.dynamic);
+    CHECK(std::isnan(layer.relative_error));
+  }
+  std::map<std::string, int> ops = OpCounts(*bare.graph);
+  CHECK(ops["QuantizeV2"] == 4);  // one per layer: activations are float between layers
+  CHECK(ops["Dequantize"] == 0);
+  CHECK(ops["QuantizedConv2DWithBiasAndDequantize"] + ops["QuantizedConv2DWithBiasAndReluAndDequantize"] == 4);
+  CHECK(ops["QuantizedConv2DWithBiasAndReluAndDequantize"] == 3);  // ReLU6, ReLU6 (clamped after), ReLU
+  CHECK(ops["Minimum"] == 2);  // the two ReLU6s
+  CHECK(ops["Conv2D"] + ops["_FusedConv2D"] + ops["FusedBatchNorm"] == 0);
+
+  // With calibration batches the error is measured; the graph is the same.
+  models::QuantizeResult measured = models::QuantizeGraph(*frozen, {"logits"}, Batches(2), {.dynamic = true});
+  for (const models::QuantizedLayer& layer : measured.layers) CHECK(layer.relative_error < 0.05);
+  // Held-out inputs of another scale than any calibration would have seen:
+  // the ranges follow each input.
+  for (float scale : {1.0f, 20.0f}) {
+    Tensor input = Random({1, 16, 16, 3}, 999, -scale, scale);
+    const FeedList held_out = {{std::string("input"), input}};
+    INFO("scale " << scale);
+    CHECK(RelativeError(Logits(bare.graph, held_out), Logits(frozen, held_out)) < 0.05);
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / "dflow_dynamic_graph.json").string();
+  SaveGraph(*bare.graph, path);
+  const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 7, -1, 1)}};
+  CHECK(Logits(LoadGraph(path), held_out).Equals(Logits(bare.graph, held_out)));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("QuantizeGraph: --skip keeps a layer float; per-tensor weights; percentiles", "[quantize]") {
   std::shared_ptr<Graph> frozen = FrozenNetwork();
   const std::string middle = models::QuantizeGraph(*frozen, {"logits"}, Batches(1)).layers[1].name;
