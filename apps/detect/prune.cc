@@ -1,6 +1,7 @@
 // dflow-detect prune; see prune.h.
 #include "apps/detect/prune.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -66,15 +67,6 @@ models::TensorsByName PrunedValues(CheckpointNetwork& net, const TrainSettings& 
   return std::move(net.values);
 }
 
-int64_t CountZeros(const models::TensorsByName& values, const std::vector<Output>& weights) {
-  int64_t zeros = 0;
-  for (const Output& w : weights) {
-    const Tensor& t = values.at(w.node()->name());
-    zeros += std::count(t.data<float>(), t.data<float>() + t.NumElements(), 0.0f);
-  }
-  return zeros;
-}
-
 // The new run: the pruned run's network and recipe, what prune was given,
 // and the pruning (with the thinner layers' channel counts).
 TrainSettings PrunedRunSettings(const PruneSettings& p, const CheckpointNetwork& source, const std::string& checkpoint) {
@@ -94,6 +86,7 @@ TrainSettings PrunedRunSettings(const PruneSettings& p, const CheckpointNetwork&
   s.init_map.clear();
   s.teacher.clear();
   s.teacher_classes = 0;
+  s.distill_from.clear();  // fine-tuned on the data alone
   s.seed = given.seed;
   s.threads = given.threads;
   s.decode_threads = given.decode_threads;
@@ -118,13 +111,17 @@ TrainSettings PrunedRunSettings(const PruneSettings& p, const CheckpointNetwork&
 
 void InitFromPruned(Session& session, const DetectorGraph& g, const Saver& saver, const TrainSettings& s) {
   CheckpointNetwork source = ReadNetwork(s.pruned_from);
+  const std::vector<Output> weights = PrunableWeights(source.graph->net);
   const int64_t before = models::CountParameters(source.graph->net.variables);
-  models::TensorsByName start = PrunedValues(source, s);
+  const int64_t after = models::CountParameters(g.net.variables);
   // Through a file and the Saver, so that the values reach the variables on
   // whichever device they live.
   std::vector<NamedTensor> tensors;
   RestoreOptions restore;
-  for (auto& [name, value] : start) {
+  int64_t zeros = 0;
+  for (auto& [name, value] : PrunedValues(source, s)) {
+    if (Masked(s.prune) && name.ends_with(kPruneMaskSuffix))
+      zeros += std::count(value.data<float>(), value.data<float>() + value.NumElements(), 0.0f);
     restore.only.push_back(name);
     tensors.push_back({name, std::move(value)});
   }
@@ -132,22 +129,12 @@ void InitFromPruned(Session& session, const DetectorGraph& g, const Saver& saver
   WriteSafetensors(path, tensors);
   saver.Restore(session, path, restore);
   fs::remove(path);
-  const int64_t after = models::CountParameters(g.net.variables);
   std::cout << "from " << s.pruned_from << ", " << s.prune << " at " << models::FormatNumber(100 * s.sparsity)
             << "%: ";
-  if (Masked(s.prune)) {
-    std::vector<Output> weights = PrunableWeights(g.net);
-    std::vector<std::string> names;
-    for (const Output& w : weights) names.push_back(w.node()->name());
-    std::vector<TensorName> fetches(names.begin(), names.end());
-    std::vector<Tensor> values = session.Run(fetches);
-    models::TensorsByName by_name;
-    for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = values[i];
-    std::cout << CountZeros(by_name, weights) << " of " << models::CountParameters(weights)
-              << " weights are zero, kept zero while training\n";
-  } else {
+  if (Masked(s.prune))
+    std::cout << zeros << " of " << models::CountParameters(weights) << " weights are zero, kept zero while training\n";
+  else
     std::cout << s.channels.size() << " layers thinned, " << before << " -> " << after << " parameters\n";
-  }
 }
 
 void CheckPruneSettings(const PruneSettings& p) {
