@@ -18,6 +18,7 @@
 #include "graph/kernel.h"
 #include "ops/conv.h"
 #include "ops/cpu/conv_util.h"
+#include "ops/cpu/int8_depthwise.h"
 #include "ops/cpu/int8_gemm.h"
 #include "ops/cpu/quantized_inputs.h"
 
@@ -111,11 +112,42 @@ void DepthwisePixelBlock(const uint8_t* const* src, const int8_t* const* taps, i
   std::copy_n(sums, kWidth, acc);
 }
 
+// Depthwise with multiplier 1 and AVX512-VNNI (int8_depthwise.h): every
+// tap of each output pixel, those in the padding reading zero points.
+template <typename Stage>
+void DepthwisePerPixelVnni(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
+                           const Stage& rq, typename Stage::Out* y) {
+  const int64_t c = g.in_c, rows = g.batch * g.out_h;
+  const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;
+  const cpu::DepthwiseVnni vnni(w, g.k_h * g.k_w, c, zero);
+  cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
+                 [&](int64_t, int64_t begin, int64_t end, ThreadPool*) {
+    std::vector<const uint8_t*> src(vnni.padded_taps(), vnni.zero_row());
+    std::vector<int32_t> acc(c);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t n = r / g.out_h, oh = r % g.out_h;
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        for (int64_t kh = 0; kh < g.k_h; ++kh) {
+          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          for (int64_t kw = 0; kw < g.k_w; ++kw) {
+            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
+            src[kh * g.k_w + kw] = inside ? x + ((n * g.in_h + ih) * g.in_w + iw) * c : vnni.zero_row();
+          }
+        }
+        vnni.Pixel(src.data(), acc.data());
+        rq.Row(acc.data(), c, 0, y + (r * g.out_w + ow) * c);
+      }
+    }
+  });
+}
+
 // Depthwise with multiplier 1 (MobileNet's): per output pixel, its in-bounds
 // taps, then the channels 16 at a time (the rest one at a time).
 template <typename Stage>
 void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
                        const Stage& rq, typename Stage::Out* y) {
+  if (cpu::DepthwiseVnni::Available()) return DepthwisePerPixelVnni(pool, g, x, w, zero, rq, y);
   constexpr int64_t kBlock = 16;
   const int64_t c = g.in_c, rows = g.batch * g.out_h;
   const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;

@@ -1,0 +1,108 @@
+// DepthwiseVnni; see int8_depthwise.h.
+#include "ops/cpu/int8_depthwise.h"
+
+#include "ops/cpu/cpu_isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace dflow::cpu {
+namespace {
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2")
+
+// Channels [ch, ch + 32) of four tap rows, interleaved: lane j of the first
+// vector holds the four taps of channel ch + j, of the second ch + 16 + j.
+inline void Interleave32(const uint8_t* const* rows, int64_t ch, __m512i& low, __m512i& high) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[0] + ch));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[1] + ch));
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2] + ch));
+  const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[3] + ch));
+  // Per 128-bit half (channels 0-15, 16-31): bytes a b, then words ab cd.
+  const __m256i ab_lo = _mm256_unpacklo_epi8(a, b), ab_hi = _mm256_unpackhi_epi8(a, b);
+  const __m256i cd_lo = _mm256_unpacklo_epi8(c, d), cd_hi = _mm256_unpackhi_epi8(c, d);
+  const __m256i q0 = _mm256_unpacklo_epi16(ab_lo, cd_lo);  // channels 0-3 | 16-19
+  const __m256i q1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);  // 4-7 | 20-23
+  const __m256i q2 = _mm256_unpacklo_epi16(ab_hi, cd_hi);  // 8-11 | 24-27
+  const __m256i q3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);  // 12-15 | 28-31
+  const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);  // 0-3, 16-19, 4-7, 20-23
+  const __m512i y = _mm512_inserti64x4(_mm512_castsi256_si512(q2), q3, 1);  // 8-11, 24-27, 12-15, 28-31
+  low = _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0));   // 0-3, 4-7, 8-11, 12-15
+  high = _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1));  // 16-19, 20-23, 24-27, 28-31
+}
+
+// Channels [ch, ch + 16) of four tap rows, interleaved.
+inline __m512i Interleave16(const uint8_t* const* rows, int64_t ch) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + ch));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + ch));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[2] + ch));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + ch));
+  const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+  const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+  __m512i x = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
+  x = _mm512_inserti32x4(x, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
+  x = _mm512_inserti32x4(x, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
+  return _mm512_inserti32x4(x, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
+}
+
+inline __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
+
+// The sums of channels [0, blocks16 * 16): 32 at a time, then 16.
+void PixelVnni(const uint8_t* const* src, int64_t groups, int64_t channels, int64_t end, const int8_t* packed,
+               const int32_t* correction, int32_t* acc) {
+  int64_t ch = 0;
+  for (; ch + 32 <= end; ch += 32) {
+    __m512i sum_low = _mm512_setzero_si512(), sum_high = _mm512_setzero_si512();
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512i low, high;
+      Interleave32(src + 4 * g, ch, low, high);
+      const int8_t* w = packed + (g * channels + ch) * 4;
+      sum_low = _mm512_dpbusd_epi32(sum_low, low, Load(w));
+      sum_high = _mm512_dpbusd_epi32(sum_high, high, Load(w + 64));
+    }
+    _mm512_storeu_si512(acc + ch, _mm512_sub_epi32(sum_low, Load(correction + ch)));
+    _mm512_storeu_si512(acc + ch + 16, _mm512_sub_epi32(sum_high, Load(correction + ch + 16)));
+  }
+  for (; ch + 16 <= end; ch += 16) {
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t g = 0; g < groups; ++g)
+      sum = _mm512_dpbusd_epi32(sum, Interleave16(src + 4 * g, ch), Load(packed + (g * channels + ch) * 4));
+    _mm512_storeu_si512(acc + ch, _mm512_sub_epi32(sum, Load(correction + ch)));
+  }
+}
+
+#pragma GCC pop_options
+#endif  // __x86_64__
+
+}  // namespace
+
+bool DepthwiseVnni::Available() { return ActiveCpuIsa() == CpuIsa::kAvx512Vnni; }
+
+DepthwiseVnni::DepthwiseVnni(const int8_t* w, int64_t taps, int64_t channels, uint8_t zero)
+    : taps_(taps), groups_((taps + 3) / 4), channels_(channels), zero_(zero), w_(w, w + taps * channels),
+      packed_(groups_ * channels * 4, 0), correction_(channels, 0), zero_row_(channels, zero) {
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t c = 0; c < channels; ++c) {
+      packed_[((t / 4) * channels + c) * 4 + t % 4] = w[t * channels + c];
+      correction_[c] += int32_t{zero} * w[t * channels + c];
+    }
+}
+
+void DepthwiseVnni::Pixel(const uint8_t* const* src, int32_t* acc) const {
+#if defined(__x86_64__)
+  const int64_t vector_end = channels_ / 16 * 16;
+  PixelVnni(src, groups_, channels_, vector_end, packed_.data(), correction_.data(), acc);
+#else
+  const int64_t vector_end = 0;
+#endif
+  for (int64_t c = vector_end; c < channels_; ++c) {
+    int32_t sum = 0;
+    for (int64_t t = 0; t < taps_; ++t) sum += (int32_t{src[t][c]} - zero_) * w_[t * channels_ + c];
+    acc[c] = sum;
+  }
+}
+
+}  // namespace dflow::cpu
