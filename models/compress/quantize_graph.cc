@@ -12,6 +12,7 @@
 #include "graph/thread_pool.h"
 #include "models/compress/calibration.h"
 #include "ops/math.h"
+#include "ops/array.h"
 #include "ops/quant.h"
 #include "ops/reduce.h"
 #include "ops/state.h"
@@ -133,45 +134,123 @@ struct Codes {
   Output codes, min, max;
 };
 
-// Replaces `layer` by QuantizeV2 (unless its input is already codes) ->
-// the fused int8 conv -> Dequantize, which takes the layer's name.
+Scope LayerScope(Graph& graph, const std::string& name) {
+  return Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(name + "/int8");
+}
+
+AttrMap ConvAttrs(const Node& node) {
+  AttrMap attrs;
+  for (const char* attr : {"strides", "dilations", "padding", "explicit_paddings"}) attrs[attr] = node.attrs().at(attr);
+  return attrs;
+}
+
+// The codes `layer` reads: those of the int8 layer before it, or its float
+// input through a QuantizeV2 of the calibrated range.
+Codes InputCodes(const Scope& s, Layer& layer, const TensorRange& in, const std::map<Node*, Codes>& codes_of) {
+  const Node* node = layer.node;
+  layer.report.input_min = in.min;
+  layer.report.input_max = in.max;
+  auto found = codes_of.find(node->input(0).node);
+  if (found != codes_of.end()) {
+    layer.report.input_from_int8 = true;
+    return found->second;
+  }
+  ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), Output(node->input(0).node, node->input(0).index),
+                                     Scalar(s, "input_min", in.min), Scalar(s, "input_max", in.max), DType::kUInt8);
+  return {q.output, q.output_min, q.output_max};
+}
+
+// `node`'s uses go to `replacement`, which takes its name.
+void Replace(Graph& graph, Node* node, const Output& replacement) {
+  const std::string name = node->name();
+  graph.ReplaceUses(node, replacement.node(), graph.Consumers()[node->id()]);
+  graph.RemoveNode(node);
+  graph.RenameNode(replacement.node(), name);
+}
+
+// Replaces `layer`, whose output an int8 layer reads, by QuantizeV2 (unless
+// its input is already codes) -> the fused int8 conv -> Dequantize, which
+// takes the layer's name; the conv's codes go on to the layers it feeds.
 void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRange& out, bool per_channel,
              std::map<Node*, Codes>& codes_of) {
   Node* node = layer.node;
-  const std::string name = node->name();
-  Scope s = Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(name + "/int8");
-  Codes input;
-  auto found = codes_of.find(node->input(0).node);
-  if (found != codes_of.end()) {
-    input = found->second;
-    layer.report.input_from_int8 = true;
-  } else {
-    ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), Output(node->input(0).node, node->input(0).index),
-                                       Scalar(s, "input_min", in.min), Scalar(s, "input_max", in.max),
-                                       DType::kUInt8);
-    input = {q.output, q.output_min, q.output_max};
-  }
+  Scope s = LayerScope(graph, node->name());
+  const Codes input = InputCodes(s, layer, in, codes_of);
   const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
   const TensorRange range = OutputRange(out, layer.activation);
   const std::string op =
       layer.activation == "Relu" ? "QuantizedConv2DWithBiasAndReluAndRequantize" : "QuantizedConv2DWithBiasAndRequantize";
-  AttrMap attrs;
-  for (const char* attr : {"strides", "dilations", "padding", "explicit_paddings"}) attrs[attr] = node->attrs().at(attr);
   Node* conv = s.WithOpName("conv").AddOp(
       op, {input.codes, ops::Const(s.WithOpName("filter"), filter.codes), ops::Const(s.WithOpName("bias"), layer.bias),
            input.min, input.max, ops::Const(s.WithOpName("filter_min"), filter.min),
            ops::Const(s.WithOpName("filter_max"), filter.max), Scalar(s, "output_min", range.min),
            Scalar(s, "output_max", range.max)},
-      attrs);
+      ConvAttrs(*node));
   Output dequantized = ops::Dequantize(s.WithOpName("dequantize"), Output(conv, 0), Output(conv, 1), Output(conv, 2));
-  graph.ReplaceUses(node, dequantized.node(), graph.Consumers()[node->id()]);
-  graph.RemoveNode(node);
-  graph.RenameNode(dequantized.node(), name);
+  Replace(graph, node, dequantized);
   codes_of[dequantized.node()] = {Output(conv, 0), Output(conv, 1), Output(conv, 2)};
-  layer.report.input_min = in.min;
-  layer.report.input_max = in.max;
   layer.report.output_min = range.min;
   layer.report.output_max = range.max;
+}
+
+// Tensors side by side along their last axis.
+Tensor ConcatLastAxis(const std::vector<const Tensor*>& parts) {
+  const Shape& first = parts[0]->shape();
+  const int64_t rows = first.NumElements() / first.dim(first.rank() - 1);
+  Shape shape = first;
+  int64_t width = 0;
+  for (const Tensor* t : parts) width += t->shape().dim(first.rank() - 1);
+  shape.set_dim(first.rank() - 1, width);
+  Tensor out(DType::kFloat32, shape);
+  float* dst = out.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (const Tensor* t : parts) {
+      const int64_t n = t->shape().dim(first.rank() - 1);
+      dst = std::copy_n(t->data<float>() + r * n, n, dst);
+    }
+  return out;
+}
+
+// Replaces `group` (layers whose outputs only float ops read, on one input
+// with one geometry and activation: SSD's box and class heads of a map) by
+// one fused int8 conv over their filters side by side, with a float output
+// (...AndDequantize: no output range to freeze, no requantization); each
+// layer's channels are a Slice of it that takes the layer's name.
+void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRange& in, bool per_channel,
+                        const std::map<Node*, Codes>& codes_of) {
+  Layer& first = *group[0];
+  Scope s = LayerScope(graph, first.node->name());
+  const Codes input = InputCodes(s, first, in, codes_of);
+  std::vector<const Tensor*> filters, biases;
+  for (Layer* layer : group) {
+    filters.push_back(&layer->filter);
+    biases.push_back(&layer->bias);
+  }
+  const IntFilter filter = QuantizeFilter(ConcatLastAxis(filters), per_channel);
+  const std::string op = first.activation.empty() ? "QuantizedConv2DWithBiasAndDequantize"
+                                                  : "QuantizedConv2DWithBiasAndReluAndDequantize";
+  Output y(s.WithOpName("conv").AddOp(
+               op, {input.codes, ops::Const(s.WithOpName("filter"), filter.codes),
+                    ops::Const(s.WithOpName("bias"), ConcatLastAxis(biases)), input.min, input.max,
+                    ops::Const(s.WithOpName("filter_min"), filter.min), ops::Const(s.WithOpName("filter_max"), filter.max)},
+               ConvAttrs(*first.node)),
+           0);
+  int64_t channel = 0;
+  for (Layer* layer : group) {
+    const int64_t width = layer->filter.dim(3);
+    Scope part = LayerScope(graph, layer->node->name());
+    Output out = group.size() == 1 ? y
+                                   : ops::Slice(part.WithOpName("channels"), y, {int64_t{0}, int64_t{0}, int64_t{0}, channel},
+                                                {int64_t{-1}, int64_t{-1}, int64_t{-1}, width});
+    if (layer->activation == "Relu6") out = ops::Minimum(part.WithOpName("relu6"), out, 6.0f);
+    channel += width;
+    layer->report.input_min = first.report.input_min;
+    layer->report.input_max = first.report.input_max;
+    layer->report.input_from_int8 = first.report.input_from_int8;
+    layer->report.float_output = true;
+    if (layer != &first) layer->report.shares_with = first.report.name;
+    Replace(graph, layer->node, out);
+  }
 }
 
 // Dynamic quantization: replaces `layer` by its input's range at run time
@@ -180,8 +259,7 @@ void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRang
 // which takes the layer's name.
 void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel) {
   Node* node = layer.node;
-  const std::string name = node->name();
-  Scope s = Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(name + "/int8");
+  Scope s = LayerScope(graph, node->name());
   const Output x(node->input(0).node, node->input(0).index);
   const Input all({0, 1, 2, 3});  // NHWC
   ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), x, ops::Min(s.WithOpName("input_min"), x, all),
@@ -189,19 +267,36 @@ void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel) {
   const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
   const std::string op = layer.activation.empty() ? "QuantizedConv2DWithBiasAndDequantize"
                                                   : "QuantizedConv2DWithBiasAndReluAndDequantize";
-  AttrMap attrs;
-  for (const char* attr : {"strides", "dilations", "padding", "explicit_paddings"}) attrs[attr] = node->attrs().at(attr);
   Output y(s.WithOpName("conv").AddOp(
                op, {q.output, ops::Const(s.WithOpName("filter"), filter.codes), ops::Const(s.WithOpName("bias"), layer.bias),
                     q.output_min, q.output_max, ops::Const(s.WithOpName("filter_min"), filter.min),
                     ops::Const(s.WithOpName("filter_max"), filter.max)},
-               attrs),
+               ConvAttrs(*node)),
            0);
   if (layer.activation == "Relu6") y = ops::Minimum(s.WithOpName("relu6"), y, 6.0f);
-  graph.ReplaceUses(node, y.node(), graph.Consumers()[node->id()]);
-  graph.RemoveNode(node);
-  graph.RenameNode(y.node(), name);
+  Replace(graph, node, y);
   layer.report.dynamic = true;
+  layer.report.float_output = true;
+}
+
+// Whether an int8 layer reads `layer`'s output (it then passes codes on).
+bool FeedsInt8(const Layer& layer, const std::vector<Layer>& layers) {
+  return std::any_of(layers.begin(), layers.end(), [&](const Layer& other) {
+    return other.report.quantized && other.node->input(0).node == layer.node;
+  });
+}
+
+// Two layers one int8 convolution can compute: the same input, window,
+// strides, dilations, padding and activation.
+bool SameConvolution(const Layer& a, const Layer& b) {
+  if (a.node->input(0).node != b.node->input(0).node || a.node->input(0).index != b.node->input(0).index ||
+      a.activation != b.activation)
+    return false;
+  for (int i = 0; i < 3; ++i)
+    if (a.filter.dim(i) != b.filter.dim(i)) return false;
+  for (const char* attr : {"strides", "dilations", "explicit_paddings"})
+    if (a.node->attr<std::vector<int64_t>>(attr) != b.node->attr<std::vector<int64_t>>(attr)) return false;
+  return a.node->attr<std::string>("padding") == b.node->attr<std::string>("padding");
 }
 
 double RelativeError(const Tensor& int8, const Tensor& reference) {
@@ -260,10 +355,32 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   const std::vector<TensorRange> ranges =
       CalibrateRanges(float_session, tensors, calibration, options.calibrator, options.percentile);
 
+  // A layer an int8 layer reads passes its codes on; the others return
+  // float, those on one input with one geometry sharing one convolution
+  // (per-channel weight ranges: each keeps its own).
   std::map<Node*, Codes> codes_of;
-  for (size_t i = 0; i < layers.size(); ++i)
-    if (layers[i].report.quantized)
+  std::vector<bool> done(layers.size(), false), feeds_int8;
+  for (const Layer& layer : layers) feeds_int8.push_back(FeedsInt8(layer, layers));  // before any node is replaced
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!layers[i].report.quantized || done[i]) continue;
+    if (feeds_int8[i]) {
       Rewrite(*prepared, layers[i], ranges[2 * i], ranges[2 * i + 1], options.per_channel, codes_of);
+      continue;
+    }
+    std::vector<size_t> members{i};
+    for (size_t j = i + 1; j < layers.size() && options.per_channel; ++j)
+      if (!done[j] && layers[j].report.quantized && !feeds_int8[j] && SameConvolution(layers[i], layers[j])) {
+        members.push_back(j);
+        done[j] = true;
+      }
+    std::vector<Layer*> group;
+    for (size_t j : members) {
+      group.push_back(&layers[j]);
+      layers[j].report.output_min = ranges[2 * j + 1].min;  // as calibration saw it: nothing is frozen
+      layers[j].report.output_max = ranges[2 * j + 1].max;
+    }
+    RewriteFloatOutput(*prepared, group, ranges[2 * i], options.per_channel, codes_of);
+  }
   return Report(prepared, layers, float_session, calibration, targets);
 }
 

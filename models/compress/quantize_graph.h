@@ -53,6 +53,10 @@ struct QuantizedLayer {
   float input_min = 0, input_max = 0, output_min = 0, output_max = 0;  // the frozen ranges (static)
   bool input_from_int8 = false;  // fed the codes of the int8 layer before it
   bool dynamic = false;          // quantizes its input with the input's range at run time, returns float
+  // Returns float (...AndDequantize): no int8 layer reads it, so its output
+  // is not requantized to codes (output_min/max: the range calibration saw).
+  bool float_output = false;
+  std::string shares_with;  // the layer whose int8 convolution also computes this one (same input and geometry)
   // sqrt(mean((int8 - float)^2)) / sqrt(mean(float^2)) of the layer's output
   // on the first calibration batch, the whole int8 graph before it included
   // (NaN for dynamic quantization without calibration batches).

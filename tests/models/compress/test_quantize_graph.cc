@@ -78,7 +78,7 @@ double RelativeError(const Tensor& got, const Tensor& want) {
 
 }  // namespace
 
-TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to one Dequantize", "[quantize]") {
+TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to a float output", "[quantize]") {
   std::shared_ptr<Graph> frozen = FrozenNetwork();
   models::QuantizeResult result = models::QuantizeGraph(*frozen, {"logits"}, Batches(4));
   REQUIRE(result.layers.size() == 4);
@@ -86,9 +86,10 @@ TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to one
     INFO(layer.name << ": " << layer.reason);
     CHECK(layer.quantized);
     CHECK(layer.relative_error < 0.05);
-    CHECK(layer.output_min <= 0.0f);
     CHECK(layer.output_max > layer.output_min);
+    CHECK(layer.float_output == (&layer == &result.layers.back()));  // the head: nothing int8 reads it
   }
+  for (size_t i = 0; i < 3; ++i) CHECK(result.layers[i].output_min <= 0.0f);
   CHECK(result.layers[0].kind == "conv 3x3/2");
   CHECK(result.layers[1].kind == "depthwise 3x3/1");
   CHECK(result.layers[2].kind == "pointwise");
@@ -100,9 +101,10 @@ TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to one
 
   std::map<std::string, int> ops = OpCounts(*result.graph);
   CHECK(ops["QuantizeV2"] == 1);
-  CHECK(ops["Dequantize"] == 1);
-  CHECK(ops["QuantizedConv2DWithBiasAndRequantize"] + ops["QuantizedConv2DWithBiasAndReluAndRequantize"] == 4);
+  CHECK(ops["Dequantize"] == 0);  // the head returns float itself
+  CHECK(ops["QuantizedConv2DWithBiasAndRequantize"] + ops["QuantizedConv2DWithBiasAndReluAndRequantize"] == 3);
   CHECK(ops["QuantizedConv2DWithBiasAndReluAndRequantize"] == 1);
+  CHECK(ops["QuantizedConv2DWithBiasAndDequantize"] == 1);
   CHECK(ops["Conv2D"] + ops["_FusedConv2D"] + ops["FusedBatchNorm"] == 0);
 
   // Held-out inputs: near the float graph, and the same after a save and load.
@@ -114,6 +116,56 @@ TEST_CASE("QuantizeGraph: a conv network runs in int8 from one QuantizeV2 to one
   SaveGraph(*result.graph, path);
   CHECK(Logits(LoadGraph(path), held_out).Equals(got));
   std::filesystem::remove(path);
+}
+
+// input [1, 12, 12, 4] -> conv 3x3 (8) + ReLU -> two 3x3 heads on it (boxes
+// 6, classes 10, as an SSD map's) -> outputs "boxes" and "classes".
+std::shared_ptr<Graph> TwoHeads() {
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s.WithOpName("input"), DType::kFloat32, {1, 12, 12, 4});
+  Output y = ops::Relu(s.WithOpName("relu"), ops::BiasAdd(s.WithOpName("bias"),
+                                                          ops::Conv2D(s.WithOpName("conv"), x, Random({3, 3, 4, 8}, 1, -0.5f, 0.5f)),
+                                                          Random({8}, 2, -0.1f, 0.3f)));
+  ops::Identity(s.WithOpName("boxes"), ops::BiasAdd(s.WithOpName("boxes_bias"),
+                                                    ops::Conv2D(s.WithOpName("boxes_conv"), y, Random({3, 3, 8, 6}, 3, -0.3f, 0.3f)),
+                                                    Random({6}, 4, -0.5f, 0.5f)));
+  ops::Identity(s.WithOpName("classes"),
+                ops::BiasAdd(s.WithOpName("classes_bias"),
+                             ops::Conv2D(s.WithOpName("classes_conv"), y, Random({3, 3, 8, 10}, 5, -2.0f, 2.0f)),
+                             Random({10}, 6, -0.5f, 0.5f)));
+  return s.graph_ptr();
+}
+
+TEST_CASE("QuantizeGraph: sibling heads share one int8 convolution with a float output", "[quantize]") {
+  std::shared_ptr<Graph> frozen = TwoHeads();
+  std::vector<FeedList> batches;
+  for (int i = 0; i < 3; ++i) batches.push_back({{std::string("input"), Random({1, 12, 12, 4}, 50 + i, -1, 1)}});
+  models::QuantizeResult result = models::QuantizeGraph(*frozen, {"boxes", "classes"}, batches);
+  REQUIRE(result.layers.size() == 3);
+  CHECK_FALSE(result.layers[0].float_output);
+  CHECK(result.layers[1].float_output);
+  CHECK(result.layers[2].float_output);
+  CHECK(result.layers[2].shares_with == result.layers[1].name);
+  CHECK(result.layers[2].input_from_int8);
+  std::map<std::string, int> ops = OpCounts(*result.graph);
+  CHECK(ops["QuantizedConv2DWithBiasAndDequantize"] == 1);  // both heads
+  CHECK(ops["QuantizedConv2DWithBiasAndReluAndRequantize"] == 1);
+  CHECK(ops["Slice"] == 2);
+  CHECK(ops["Dequantize"] == 0);
+  // Each head keeps its own weight ranges: near the float graph, the
+  // classes' larger weights no coarser than alone (per-tensor: not merged).
+  const FeedList held_out = {{std::string("input"), Random({1, 12, 12, 4}, 99, -1, 1)}};
+  Session float_session(frozen, {.num_threads = 1});
+  Session int8_session(result.graph, {.num_threads = 1});
+  const std::vector<TensorName> names{std::string("boxes"), std::string("classes")};
+  std::vector<Tensor> want = float_session.Run(held_out, names), got = int8_session.Run(held_out, names);
+  for (size_t k = 0; k < 2; ++k) {
+    REQUIRE(got[k].shape() == want[k].shape());
+    CHECK(RelativeError(got[k], want[k]) < 0.05);
+  }
+  models::QuantizeResult per_tensor = models::QuantizeGraph(*frozen, {"boxes", "classes"}, batches, {.per_channel = false});
+  CHECK(OpCounts(*per_tensor.graph)["QuantizedConv2DWithBiasAndDequantize"] == 2);
+  CHECK(per_tensor.layers[2].shares_with.empty());
 }
 
 TEST_CASE("QuantizeGraph, dynamic: every conv int8 with its input's range at run time, float between", "[quantize]") {
@@ -161,7 +213,9 @@ TEST_CASE("QuantizeGraph: --skip keeps a layer float; per-tensor weights; percen
   CHECK_FALSE(skipped.layers[2].input_from_int8);  // after a float layer, quantized again
   std::map<std::string, int> ops = OpCounts(*skipped.graph);
   CHECK(ops["QuantizeV2"] == 2);
-  CHECK(ops["Dequantize"] == 2);
+  CHECK(ops["Dequantize"] == 0);  // the first layer feeds a float one: it returns float
+  CHECK(skipped.layers[0].float_output);
+  CHECK(ops["QuantizedConv2DWithBiasAndReluAndDequantize"] + ops["QuantizedConv2DWithBiasAndDequantize"] == 2);
   CHECK(ops["_FusedConv2D"] == 1);
 
   const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 998, -1, 1)}};
