@@ -158,7 +158,8 @@ void AddKnowledgeDistillation(DetectorGraph& g, const TrainSettings& s, const mo
                   .student_boxes = g.net.box_deltas,
                   .old_columns = static_cast<int64_t>(s.class_names.size()) + (retinanet ? 0 : 1),
                   .scores = retinanet ? detection::ClassScores::kSigmoid
-                                      : detection::ClassScores::kSoftmaxWithBackground});
+                                      : detection::ClassScores::kSoftmaxWithBackground,
+                  .soft_targets = true});
     g.loss.distill_class_loss = outputs.class_loss;
     g.loss.distill_box_loss = outputs.box_loss;
     terms.push_back(ops::Mul(w, outputs.class_loss, static_cast<float>(s.distill_class_weight)));

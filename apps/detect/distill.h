@@ -3,9 +3,9 @@
 // 2.4): `train --teacher CKPT --distill output|feature|both` trains a
 // smaller student with a trained teacher of the same classes inside its
 // graph (frozen, in inference mode). The student mimics the teacher's
-// outputs (its class logits, squared difference, and its boxes, smooth-L1
-// weighted by the teacher's confidence that an object is there:
-// models/detection/incremental.h) and/or its feature maps near the objects
+// outputs (its class probabilities as soft targets, KL divergence, and its
+// boxes, smooth-L1, both weighted by the teacher's confidence that an object
+// is there: models/detection/incremental.h) and/or its feature maps near the objects
 // (fine-grained feature imitation, Wang et al. 2019:
 // models/detection/feature_imitation.h).
 #pragma once

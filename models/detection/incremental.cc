@@ -18,6 +18,19 @@ Output ForegroundScore(const Scope& s, const Output& teacher_logits, ClassScores
   return ops::Sub(s, 1.0f, ops::Sum(s, background, -1));  // [N, A, 1] -> [N, A]
 }
 
+// sum over the class axis of KL(teacher || student) per anchor, [N, A].
+Output ClassKl(const Scope& s, const Output& teacher, const Output& student, ClassScores scores) {
+  if (scores == ClassScores::kSoftmaxWithBackground) {
+    Output log_t = ops::LogSoftmax(s, teacher);
+    return ops::Sum(s, ops::Mul(s, ops::Exp(s, log_t), ops::Sub(s, log_t, ops::LogSoftmax(s, student))), -1);
+  }
+  // Bernoulli per class: log sigmoid(x) = -softplus(-x), log(1 - sigmoid(x)) = -softplus(x).
+  Output p = ops::Sigmoid(s, teacher);
+  Output on = ops::Sub(s, ops::Softplus(s, ops::Neg(s, student)), ops::Softplus(s, ops::Neg(s, teacher)));
+  Output off = ops::Sub(s, ops::Softplus(s, student), ops::Softplus(s, teacher));
+  return ops::Sum(s, ops::Add(s, ops::Mul(s, p, on), ops::Mul(s, ops::Sub(s, 1.0f, p), off)), -1);
+}
+
 }  // namespace
 
 DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInputs& in) {
@@ -28,11 +41,16 @@ DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInp
   Output student_old = ops::Slice(s, in.student_logits, {int64_t{0}, int64_t{0}, int64_t{0}},
                                   {int64_t{-1}, int64_t{-1}, in.old_columns});
   DistillationLoss loss;
-  loss.class_loss = ops::Mean(s.WithOpName("distill_class_loss"),
-                              ops::SquaredDifference(s, teacher_logits, student_old),
-                              ops::Range(s, 0, 3, 1));
   Output weight = ForegroundScore(s, teacher_logits, in.scores);
   Output total_weight = ops::Maximum(s, ops::Sum(s, weight, ops::Range(s, 0, 2, 1)), 1.0f);
+  if (in.soft_targets) {
+    Output kl = ClassKl(s, teacher_logits, student_old, in.scores);
+    loss.class_loss = ops::Div(s.WithOpName("distill_class_loss"),
+                               ops::Sum(s, ops::Mul(s, kl, weight), ops::Range(s, 0, 2, 1)), total_weight);
+  } else {
+    loss.class_loss = ops::Mean(s.WithOpName("distill_class_loss"),
+                                ops::SquaredDifference(s, teacher_logits, student_old), ops::Range(s, 0, 3, 1));
+  }
   loss.box_loss = ops::Div(s.WithOpName("distill_box_loss"),
                            SmoothL1Loss(s, in.student_boxes, teacher_boxes, weight), total_weight);
   return loss;

@@ -31,12 +31,20 @@ struct DistillationInputs {
   Output student_boxes;   // float32 [N, A, 4]
   int64_t old_columns = 0;  // K_old: the teacher's class columns (SSD: classes + background)
   ClassScores scores = ClassScores::kSoftmaxWithBackground;
+  // The class term: the logits' squared difference on every anchor
+  // (incremental learning, equation 3.2); or, for knowledge distillation of
+  // a smaller detector, soft targets (Hinton et al. 2015): the KL divergence
+  // of the student's class probabilities from the teacher's on each anchor
+  // (SSD: one softmax with the background; RetinaNet: a Bernoulli per class),
+  // weighted by the teacher's foreground score, over the weights' sum (at
+  // least 1), as the box term is.
+  bool soft_targets = false;
 };
 
 struct DistillationLoss {
   // Mean over every anchor and old column of (teacher logit - student logit)^2
   // (equation 3.2): the student keeps the teacher's view of the old classes,
-  // background included, on every anchor.
+  // background included, on every anchor. With soft_targets, the weighted KL.
   Output class_loss;
   // Smooth-L1 (beta 1) between the teacher's and the student's box deltas,
   // summed over the 4 coordinates (equation 3.3), averaged over the anchors

@@ -4,6 +4,9 @@
 // gradient reaches the teacher.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "autodiff/gradients.h"
 #include "graph/session.h"
 #include "models/detection/incremental.h"
@@ -150,4 +153,85 @@ TEST_CASE("Incremental: the distillation terms, and no gradient reaches the teac
   Tensor g = session.Run(feeds, {grads[2]})[0];
   CHECK(g.data<float>()[2] == 0.0f);  // the new class's column is not distilled
   CHECK(g.data<float>()[1] == Approx(2.0f * 1 / 4));  // d/ds (s - t)^2 / 4 at s - t = 1
+}
+
+namespace {
+
+// KL(teacher || student) of one anchor's class distribution, by hand.
+double SoftmaxKl(const std::vector<double>& t, const std::vector<double>& s) {
+  auto probs = [](const std::vector<double>& x) {
+    double z = 0;
+    for (double v : x) z += std::exp(v);
+    std::vector<double> p;
+    for (double v : x) p.push_back(std::exp(v) / z);
+    return p;
+  };
+  std::vector<double> p = probs(t), q = probs(s);
+  double kl = 0;
+  for (size_t c = 0; c < p.size(); ++c) kl += p[c] * std::log(p[c] / q[c]);
+  return kl;
+}
+
+double BernoulliKl(const std::vector<double>& t, const std::vector<double>& s) {
+  double kl = 0;
+  for (size_t c = 0; c < t.size(); ++c) {
+    const double p = 1 / (1 + std::exp(-t[c])), q = 1 / (1 + std::exp(-s[c]));
+    kl += p * std::log(p / q) + (1 - p) * std::log((1 - p) / (1 - q));
+  }
+  return kl;
+}
+
+}  // namespace
+
+TEST_CASE("Knowledge distillation: soft targets weighted by the teacher's confidence, and their gradient",
+          "[incremental]") {
+  for (ClassScores scores : {ClassScores::kSoftmaxWithBackground, ClassScores::kSigmoid}) {
+    const bool ssd = scores == ClassScores::kSoftmaxWithBackground;
+    INFO((ssd ? "softmax with background" : "sigmoid"));
+    Scope scope = Scope::NewRootScope();
+    Output tl = ops::Placeholder(scope.WithOpName("tl"), DType::kFloat32, {1, 2, 3});
+    Output sl = ops::Placeholder(scope.WithOpName("sl"), DType::kFloat32, {1, 2, 3});
+    Output tb = ops::Placeholder(scope.WithOpName("tb"), DType::kFloat32, {1, 2, 4});
+    Output sb = ops::Placeholder(scope.WithOpName("sb"), DType::kFloat32, {1, 2, 4});
+    DistillationLoss loss = BuildDistillationLoss(
+        scope, {.teacher_logits = tl, .teacher_boxes = tb, .student_logits = sl, .student_boxes = sb,
+                .old_columns = 3, .scores = scores, .soft_targets = true});
+    const std::vector<double> t0{2, -1, 0.5}, t1{-1, 3, 0}, s0{1, 0, 0}, s1{0.5, 1, -2};
+    Tensor teacher = Tensor::FromVector<float>({2, -1, 0.5f, -1, 3, 0}, Shape{1, 2, 3});
+    Tensor student = Tensor::FromVector<float>({1, 0, 0, 0.5f, 1, -2}, Shape{1, 2, 3});
+    Tensor boxes = Tensor::Zeros(DType::kFloat32, {1, 2, 4});
+    FeedList feeds{{tl, teacher}, {sl, student}, {tb, boxes}, {sb, boxes}};
+    Session session(scope);
+    // The teacher's foreground score: 1 - p(background), or its highest sigmoid.
+    auto weight = [&](const std::vector<double>& t) {
+      if (!ssd) return 1 / (1 + std::exp(-*std::max_element(t.begin(), t.end())));
+      double z = 0;
+      for (double v : t) z += std::exp(v);
+      return 1 - std::exp(t[0]) / z;
+    };
+    auto kl = [&](const std::vector<double>& t, const std::vector<double>& s) {
+      return ssd ? SoftmaxKl(t, s) : BernoulliKl(t, s);
+    };
+    const double w0 = weight(t0), w1 = weight(t1);
+    const double want = (w0 * kl(t0, s0) + w1 * kl(t1, s1)) / std::max(1.0, w0 + w1);
+    CHECK(session.Run(feeds, {loss.class_loss})[0].scalar<float>() == Approx(want).epsilon(1e-4));
+    std::vector<Output> grads = autodiff::AddGradients(scope, {loss.class_loss}, {tl, sl});
+    CHECK(!grads[0].valid());  // no gradient reaches the teacher
+    REQUIRE(grads[1].valid());
+    Tensor g = session.Run(feeds, {grads[1]})[0];
+    for (int64_t i = 0; i < 6; ++i) {
+      auto at = [&](float delta) {
+        FeedList moved = feeds;
+        moved[1].second = student.Clone();
+        moved[1].second.data<float>()[i] += delta;
+        return static_cast<double>(session.Run(moved, {loss.class_loss})[0].scalar<float>());
+      };
+      INFO(i);
+      CHECK(g.data<float>()[i] == Approx((at(1e-2f) - at(-1e-2f)) / 2e-2).margin(2e-3));
+    }
+    // A student that agrees with the teacher: no class term.
+    FeedList same = feeds;
+    same[1].second = teacher;
+    CHECK(session.Run(same, {loss.class_loss})[0].scalar<float>() == Approx(0.0f).margin(1e-6));
+  }
 }
