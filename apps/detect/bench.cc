@@ -26,6 +26,7 @@
 #include "graph/file.h"
 #include "models/data/coco.h"
 #include "models/data/image.h"
+#include "models/data/text_numbers.h"
 #include "models/data/video.h"
 #include "models/metrics/coco_eval.h"
 
@@ -69,6 +70,16 @@ Truth ReadTruth(const BenchSettings& s, const TrainSettings& run) {
     truth.by_file[image.file_name] = &image;
   }
   return truth;
+}
+
+// The network as a run describes it: "ssd-mobilenet width 0.5, channels
+// pruned 50%, distilled" (so that rows of one CSV tell compressed models apart).
+std::string ModelName(const TrainSettings& run) {
+  std::string name = run.model;
+  if (run.model == kSsdMobileNet) name += " width " + models::FormatNumber(run.width);
+  if (!run.prune.empty()) name += ", " + run.prune + " pruned " + models::FormatNumber(100 * run.sparsity) + "%";
+  if (!run.distill_from.empty()) name += ", distilled (" + run.distillation + ")";
+  return name;
 }
 
 // One benchmark run: the detector, the timings and what it found.
@@ -137,7 +148,7 @@ class BenchRun {
     const double n = static_cast<double>(frames_);
     nlohmann::ordered_json r;
     r["date"] = UtcNow();
-    r["model_name"] = run.model;
+    r["model_name"] = ModelName(run);
     r["precision"] = detector_.int8 ? "int8" : "fp32";
     r["node_name"] = machine["node_name"];
     r["device"] = s_.device.empty() ? "/device:CPU:0" : s_.device;

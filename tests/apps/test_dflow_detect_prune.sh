@@ -67,6 +67,11 @@ tail -1 "$TMP/eval.txt" | python3 -c "import json, sys; assert 'AP50' in json.lo
 (($(stat -c %s "$TMP/thin.json") < $(stat -c %s "$TMP/wide.json") / 2)) ||
   fail "the thinned graph file is not smaller than half the wide one"
 
+# The benchmark's CSV row names the pruning.
+"$EXE" bench --checkpoint "$TMP/thin" --images "$TMP/data/images" --limit 2 --threads 1 --csv "$TMP/runs.csv" \
+  > "$TMP/bench.txt" 2>&1 || { cat "$TMP/bench.txt"; fail "bench of the thinned run"; }
+grep -q "ssd-mobilenet width 0.25, channels pruned 50%" "$TMP/runs.csv" || { cat "$TMP/runs.csv"; fail "model_name"; }
+
 # --- unstructured: exactly the share zeroed, kept zero while the rest trains
 check_masks() {  # RUN SPARSITY global|layer
   PYTHONPATH=$TMP python3 - "$TMP" "$@" <<'PY'
