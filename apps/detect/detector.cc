@@ -113,6 +113,27 @@ DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool tr
                                     : detection::BuildSsdNetwork(scope, options));
 }
 
+// The teacher's outputs distilled into the student's (models/detection/
+// incremental.h) over the teacher's `columns` class columns: the two terms
+// are recorded in the loss, and returned weighted as the settings say.
+std::vector<Input> AddOutputDistillation(DetectorGraph& g, const TrainSettings& s, const DetectorNetwork& teacher,
+                                         int64_t columns, bool soft_targets, const Scope& w) {
+  const bool retinanet = IsRetinaNet(s.model);
+  detection::DistillationLoss distill = detection::BuildDistillationLoss(
+      g.scope, {.teacher_logits = teacher.class_logits,
+                .teacher_boxes = teacher.box_deltas,
+                .student_logits = g.net.class_logits,
+                .student_boxes = g.net.box_deltas,
+                .old_columns = columns + (retinanet ? 0 : 1),
+                .scores = retinanet ? detection::ClassScores::kSigmoid
+                                    : detection::ClassScores::kSoftmaxWithBackground,
+                .soft_targets = soft_targets});
+  g.loss.distill_class_loss = distill.class_loss;
+  g.loss.distill_box_loss = distill.box_loss;
+  return {ops::Mul(w, distill.class_loss, static_cast<float>(s.distill_class_weight)),
+          ops::Mul(w, distill.box_loss, static_cast<float>(s.distill_box_weight))};
+}
+
 // Incremental learning's loss: the new model's own loss plus the weighted
 // distillation of the teacher's class scores and boxes. The teacher
 // normalises with the batch's statistics, as the student does while it
@@ -122,21 +143,10 @@ DetectorNetwork BuildNetwork(const Scope& scope, const TrainSettings& s, bool tr
 void AddDistillation(DetectorGraph& g, const TrainSettings& s, const models::ModelPartDevices& devices) {
   Scope teacher_scope = g.scope.NewSubScope(kTeacherScope);
   DetectorNetwork teacher = BuildNetwork(teacher_scope, TeacherSettings(s), true, g.net.images, devices);
-  const bool retinanet = IsRetinaNet(s.model);
-  detection::DistillationLoss distill = detection::BuildDistillationLoss(
-      g.scope, {.teacher_logits = teacher.class_logits,
-                .teacher_boxes = teacher.box_deltas,
-                .student_logits = g.net.class_logits,
-                .student_boxes = g.net.box_deltas,
-                .old_columns = s.teacher_classes + (retinanet ? 0 : 1),
-                .scores = retinanet ? detection::ClassScores::kSigmoid
-                                    : detection::ClassScores::kSoftmaxWithBackground});
   Scope w = g.scope.NewSubScope("incremental_loss");
-  g.loss.distill_class_loss = distill.class_loss;
-  g.loss.distill_box_loss = distill.box_loss;
-  g.loss.loss = ops::AddN(w.WithOpName("loss"),
-                          {g.loss.loss, ops::Mul(w, distill.class_loss, static_cast<float>(s.distill_class_weight)),
-                           ops::Mul(w, distill.box_loss, static_cast<float>(s.distill_box_weight))});
+  std::vector<Input> terms = AddOutputDistillation(g, s, teacher, s.teacher_classes, false, w);
+  terms.insert(terms.begin(), g.loss.loss);
+  g.loss.loss = ops::AddN(w.WithOpName("loss"), terms);
 }
 
 // Knowledge distillation: the teacher (another trained run of the same
@@ -150,20 +160,9 @@ void AddKnowledgeDistillation(DetectorGraph& g, const TrainSettings& s, const mo
   Scope w = g.scope.NewSubScope("distillation_loss");
   std::vector<Input> terms{g.loss.loss};
   if (s.distillation != "feature") {
-    const bool retinanet = IsRetinaNet(s.model);
-    detection::DistillationLoss outputs = detection::BuildDistillationLoss(
-        g.scope, {.teacher_logits = teacher.class_logits,
-                  .teacher_boxes = teacher.box_deltas,
-                  .student_logits = g.net.class_logits,
-                  .student_boxes = g.net.box_deltas,
-                  .old_columns = static_cast<int64_t>(s.class_names.size()) + (retinanet ? 0 : 1),
-                  .scores = retinanet ? detection::ClassScores::kSigmoid
-                                      : detection::ClassScores::kSoftmaxWithBackground,
-                  .soft_targets = true});
-    g.loss.distill_class_loss = outputs.class_loss;
-    g.loss.distill_box_loss = outputs.box_loss;
-    terms.push_back(ops::Mul(w, outputs.class_loss, static_cast<float>(s.distill_class_weight)));
-    terms.push_back(ops::Mul(w, outputs.box_loss, static_cast<float>(s.distill_box_weight)));
+    std::vector<Input> outputs =
+        AddOutputDistillation(g, s, teacher, static_cast<int64_t>(s.class_names.size()), true, w);
+    terms.insert(terms.end(), outputs.begin(), outputs.end());
   }
   if (s.distillation != "output") {
     DFLOW_REQUIRE(!g.net.feature_maps.empty() && !teacher.feature_maps.empty(),

@@ -90,16 +90,7 @@ TrainSettings NewClassSettings(const TrainSettings& old, const models::Detection
   s.epochs = a.epochs;
   s.learning_rate = a.learning_rate > 0 ? a.learning_rate : DefaultLearningRate(old.model) / 10;
   s.warmup_steps = -1;
-  s.threads = a.threads;
-  s.decode_threads = a.decode_threads;
-  s.prefetch = a.prefetch;
-  s.checkpoint_every = a.checkpoint_every;
-  s.keep = a.keep;
-  s.seed = a.seed;
-  s.device = a.device;
-  s.parallel = a.parallel;
-  s.session = s.session_start = 0;
-  s.total_steps = s.batches_per_epoch = s.train_images = s.train_objects = 0;
+  StartNewRun(s, a);
   return s;
 }
 

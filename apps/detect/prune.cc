@@ -8,6 +8,7 @@
 #include "apps/common/run_files.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
+#include "apps/detect/training.h"
 #include "models/data/text_numbers.h"
 #include "models/layers.h"
 #include "models/safetensors.h"
@@ -54,8 +55,9 @@ std::map<std::string, std::vector<int64_t>> KeptChannels(const CheckpointNetwork
 // weights zeroed and their masks beside them.
 models::TensorsByName PrunedValues(CheckpointNetwork& net, const TrainSettings& s) {
   if (s.prune == "channels") {
-    std::map<std::string, std::vector<int64_t>> kept = KeptChannels(net, s.sparsity);
-    return models::PruneChannels(ChannelGroups(net.settings), kept, std::move(net.values));
+    const std::vector<models::ChannelGroup> groups = ChannelGroups(net.settings);
+    const auto kept = models::ChooseChannels(groups, net.values, s.sparsity);
+    return models::PruneChannels(groups, kept, std::move(net.values));
   }
   models::TensorsByName weights;
   for (const Output& w : PrunableWeights(net.graph->net)) weights[w.node()->name()] = net.values.at(w.node()->name());
@@ -87,16 +89,7 @@ TrainSettings PrunedRunSettings(const PruneSettings& p, const CheckpointNetwork&
   s.teacher.clear();
   s.teacher_classes = 0;
   s.distill_from.clear();  // fine-tuned on the data alone
-  s.seed = given.seed;
-  s.threads = given.threads;
-  s.decode_threads = given.decode_threads;
-  s.prefetch = given.prefetch;
-  s.checkpoint_every = given.checkpoint_every;
-  s.keep = given.keep;
-  s.device = given.device;
-  s.parallel = given.parallel;
-  s.session = s.session_start = 0;
-  s.total_steps = s.batches_per_epoch = s.train_images = s.train_objects = 0;
+  StartNewRun(s, given);
   s.dataset = {};
   s.prune = p.mode;
   s.sparsity = p.sparsity;

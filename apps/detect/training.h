@@ -19,6 +19,24 @@ namespace dflow::detect_app {
 
 std::string CheckpointDir(const TrainSettings& settings);
 
+// A run that another run's settings start (add-class, prune): the seed and
+// resources the command was given (threads, input pipeline, checkpoints,
+// device, workers), and nothing of the old run's plan (PrepareRun makes the
+// new one). `Given` has TrainSettings' fields of those names.
+template <typename Given>
+void StartNewRun(TrainSettings& s, const Given& given) {
+  s.seed = given.seed;
+  s.threads = given.threads;
+  s.decode_threads = given.decode_threads;
+  s.prefetch = given.prefetch;
+  s.checkpoint_every = given.checkpoint_every;
+  s.keep = given.keep;
+  s.device = given.device;
+  s.parallel = given.parallel;
+  s.session = s.session_start = 0;
+  s.total_steps = s.batches_per_epoch = s.train_images = s.train_objects = 0;
+}
+
 // What a training process knows before it builds the graph.
 struct PreparedRun {
   // The run's training set: --data, joined with the run's exemplar memory

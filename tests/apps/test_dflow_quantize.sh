@@ -9,6 +9,23 @@ set -u
 DFLOW=${1:?usage: $0 PATH/TO/dflow}
 source "$(dirname "$(readlink -f "$0")")/cli_checks.sh"
 
+# near_float DIR: DIR/y.npy holds the 108 values of float_out/y.npy within
+# 5% relative RMS error.
+near_float() {
+  python3 - "$1/y.npy" << 'EOF'
+import struct, sys
+def npy(path):
+    data = open(path, "rb").read()
+    header_len = struct.unpack("<H", data[8:10])[0]
+    body = data[10 + header_len:]
+    return struct.unpack(f"<{len(body) // 4}f", body)
+f, q = npy("float_out/y.npy"), npy(sys.argv[1])
+assert len(f) == len(q) == 108, (len(f), len(q))
+error = (sum((a - b) ** 2 for a, b in zip(f, q)) / sum(a * a for a in f)) ** 0.5
+assert error < 0.05, error
+EOF
+}
+
 # q.json: the float graph; c.json: four calibration inputs and a held-out one, as Consts.
 python3 - << 'EOF'
 import json, random
@@ -59,18 +76,7 @@ EOF
 expect_ok "run the float graph" run q.json --feed x=held/held_out.npy --fetch y --out float_out
 expect_ok "run the int8 graph" run q8.json --feed x=held/held_out.npy --fetch y --out int8_out
 checks=$((checks + 1))
-python3 - << 'EOF' || fail "the int8 graph's y is not near the float graph's"
-import struct
-def npy(path):
-    data = open(path, "rb").read()
-    header_len = struct.unpack("<H", data[8:10])[0]
-    body = data[10 + header_len:]
-    return struct.unpack(f"<{len(body) // 4}f", body)
-f, q = npy("float_out/y.npy"), npy("int8_out/y.npy")
-assert len(f) == len(q) == 108, (len(f), len(q))
-error = (sum((a - b) ** 2 for a, b in zip(f, q)) / sum(a * a for a in f)) ** 0.5
-assert error < 0.05, error
-EOF
+near_float int8_out || fail "the int8 graph's y is not near the float graph's"
 
 # --dynamic: no calibration needed; every conv int8 with its input's range at run time.
 expect_ok "quantize --dynamic" quantize q.json --output y --dynamic -o dyn.json --report dyn.json.report
@@ -79,20 +85,14 @@ expect_contains "dynamic ranges" out.txt "at run time"
 expect_ok "run the dynamic graph" run dyn.json --feed x=held/held_out.npy --fetch y --out dyn_out
 checks=$((checks + 1))
 python3 - << 'EOF' || fail "the dynamic graph or its report is not as expected"
-import json, struct
+import json
 layers = json.load(open("dyn.json.report"))
 assert all(l["quantized"] and l["dynamic"] and l["relative_error"] is None for l in layers), layers
 ops = [n["op"] for n in json.load(open("dyn.json"))["nodes"]]
 assert ops.count("QuantizeV2") == 2 and "Dequantize" not in ops, ops
-def npy(path):
-    data = open(path, "rb").read()
-    header_len = struct.unpack("<H", data[8:10])[0]
-    body = data[10 + header_len:]
-    return struct.unpack(f"<{len(body) // 4}f", body)
-f, q = npy("float_out/y.npy"), npy("dyn_out/y.npy")
-error = (sum((a - b) ** 2 for a, b in zip(f, q)) / sum(a * a for a in f)) ** 0.5
-assert error < 0.05, error
 EOF
+checks=$((checks + 1))
+near_float dyn_out || fail "the dynamic graph's y is not near the float graph's"
 expect_ok "quantize --dynamic with calibration" quantize q.json --output y --dynamic --calibration calib -o dyn2.json \
   --report dyn2.report
 checks=$((checks + 1))
