@@ -36,7 +36,12 @@ void RingAllReduceStrategy::MakeCompressed(const std::vector<GradientSpec>& spec
 std::unique_ptr<RingAllReduceStrategy> RingAllReduceStrategy::Connect(const ClusterSpec& cluster,
                                                                       std::vector<GradientSpec> specs,
                                                                       RingOptions options) {
-  std::unique_ptr<ZmqLink> link = ZmqLink::ForCluster(cluster, options.link);
+  return Own(ZmqLink::ForCluster(cluster, options.link), std::move(specs), std::move(options));
+}
+
+std::unique_ptr<RingAllReduceStrategy> RingAllReduceStrategy::Own(std::unique_ptr<ZmqLink> link,
+                                                                  std::vector<GradientSpec> specs,
+                                                                  RingOptions options) {
   return std::unique_ptr<RingAllReduceStrategy>(
       new RingAllReduceStrategy(std::move(link), std::move(specs), std::move(options)));
 }

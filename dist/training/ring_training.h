@@ -35,6 +35,10 @@ class RingAllReduceStrategy final : public DataParallelStrategy {
                                                         std::vector<GradientSpec> specs,
                                                         RingOptions options = {});
 
+  // Over `link`, which it owns (already connected).
+  static std::unique_ptr<RingAllReduceStrategy> Own(std::unique_ptr<ZmqLink> link, std::vector<GradientSpec> specs,
+                                                    RingOptions options = {});
+
   int worker() const override { return link_.rank(); }
   int num_workers() const override { return link_.num_ranks(); }
   void BroadcastFromChief(const std::string& name, Tensor& value) override;

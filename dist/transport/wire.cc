@@ -176,6 +176,7 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kDeregisterGraph: return "DeregisterGraph";
     case MessageType::kHeartbeat: return "Heartbeat";
     case MessageType::kLinkMessage: return "LinkMessage";
+    case MessageType::kRendezvous: return "Rendezvous";
   }
   return "unknown";
 }

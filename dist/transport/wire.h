@@ -40,8 +40,9 @@ enum class MessageType : uint16_t {
   kDeregisterGraph = 9,
   kHeartbeat = 10,
   kLinkMessage = 11,   // collectives' point-to-point bytes: text = tag, tensors from, bytes
+  kRendezvous = 12,    // elastic training's membership (JSON text): join a round, ask for a regroup
 };
-inline constexpr uint16_t kLastMessageType = 11;
+inline constexpr uint16_t kLastMessageType = 12;
 std::string_view MessageTypeName(MessageType type);
 
 struct WireTensor {
