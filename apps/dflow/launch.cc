@@ -1,14 +1,20 @@
 // dflow launch -n N [--ps P] [--model-parts G] [--strategy ps|ring] [--base-port PORT]
-//              [--grace S] [--failure-wait S] -- PROGRAM ARGS
+//              [--grace S] [--failure-wait S]
+//              [--elastic [--min-workers A] [--max-workers B] [--rendezvous HOST:PORT]] -- PROGRAM ARGS
 // Starts N workers (and P parameter servers, and G model-part tasks per
 // worker: job "part", apps/common/model_split.h) of PROGRAM on this machine, each
 // with DFLOW_CLUSTER describing the cluster on 127.0.0.1 and its own task,
 // and DFLOW_STRATEGY; see task_processes.h for how they are supervised.
+// With --elastic it also hosts the elastic rendezvous (dist/training/elastic.h)
+// and gives each worker DFLOW_ELASTIC (its address), DFLOW_ELASTIC_ID and
+// DFLOW_ELASTIC_RANK; a worker that dies is reported and the others go on.
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "apps/common/cli_checks.h"
 #include "apps/dflow/commands.h"
 #include "apps/dflow/task_processes.h"
+#include "dist/training/elastic.h"
 #include "dist/training/ps_training.h"
 
 namespace dflow::cli {
@@ -24,6 +30,10 @@ struct LaunchSettings {
   double failure_wait_seconds = 10;
   double interrupt_wait_seconds = 60;
   bool failure_wait_given = false;  // else the strategy's DefaultFailureWaitSeconds
+  bool elastic = false;
+  int min_workers = 1;
+  int max_workers = 0;  // 0: -n
+  std::string rendezvous = "127.0.0.1:0";
   std::vector<std::string> command;
 };
 
@@ -63,6 +73,15 @@ void Validate(LaunchSettings& s) {
   DFLOW_REQUIRE(s.interrupt_wait_seconds >= 0, "launch: --interrupt-wait must be >= 0, got ",
                 s.interrupt_wait_seconds);
   if (!s.failure_wait_given) s.failure_wait_seconds = DefaultFailureWaitSeconds(s.strategy);
+  if (s.max_workers == 0) s.max_workers = s.workers;
+  if (s.elastic) {
+    DFLOW_REQUIRE(s.strategy == "ring" && s.model_parts == 0,
+                  "launch: --elastic is for ring training (no --ps, no --model-parts)");
+    DFLOW_REQUIRE(s.min_workers >= 1 && s.min_workers <= s.workers && s.workers <= s.max_workers &&
+                      s.max_workers <= apps::kMaxWorkers,
+                  "launch: --elastic needs 1 <= --min-workers (", s.min_workers, ") <= -n (", s.workers,
+                  ") <= --max-workers (", s.max_workers, ") <= ", apps::kMaxWorkers);
+  }
   DFLOW_REQUIRE(!s.command.empty(), "launch: no program to run (give it after --)");
 }
 
@@ -76,7 +95,8 @@ nlohmann::ordered_json ClusterJobs(const LaunchSettings& s) {
   return jobs;
 }
 
-std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
+// `rendezvous`: the elastic rendezvous's address, or "" without --elastic.
+std::vector<TaskLaunch> Tasks(const LaunchSettings& s, const std::string& rendezvous) {
   nlohmann::ordered_json jobs = ClusterJobs(s);
   std::vector<TaskLaunch> tasks;
   auto add = [&](const std::string& job, int index) {
@@ -84,6 +104,10 @@ std::vector<TaskLaunch> Tasks(const LaunchSettings& s) {
     nlohmann::ordered_json cluster = {{"cluster", jobs}, {"task", task}};
     tasks.push_back({StrCat(job, ":", index), job == "worker",
                      {{"DFLOW_CLUSTER", cluster.dump()}, {"DFLOW_STRATEGY", s.strategy}}});
+    if (rendezvous.empty()) return;
+    tasks.back().environment["DFLOW_ELASTIC"] = rendezvous;
+    tasks.back().environment["DFLOW_ELASTIC_ID"] = tasks.back().label;
+    tasks.back().environment["DFLOW_ELASTIC_RANK"] = std::to_string(index);
   };
   for (int i = 0; i < s.workers; ++i) add("worker", i);
   for (int i = 0; i < s.ps; ++i) add("ps", i);
@@ -96,10 +120,26 @@ void Launch(LaunchSettings settings) {
   auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
   LaunchTimes times{ms(settings.grace_seconds), ms(settings.failure_wait_seconds),
                     ms(settings.interrupt_wait_seconds)};
-  LaunchOutcome outcome = RunTasks(Tasks(settings), settings.command, times);
+  std::unique_ptr<dist::RendezvousServer> rendezvous;
+  std::string rendezvous_address;
+  if (settings.elastic) {
+    rendezvous = std::make_unique<dist::RendezvousServer>(
+        settings.rendezvous, dist::RendezvousOptions{.min_workers = settings.min_workers,
+                                                     .max_workers = settings.max_workers,
+                                                     .initial_workers = settings.workers});
+    const std::string host = settings.rendezvous.substr(0, settings.rendezvous.rfind(':'));
+    rendezvous_address = StrCat(host == "0.0.0.0" ? std::string("127.0.0.1") : host, ":", rendezvous->port());
+    std::cerr << "dflow launch: elastic rendezvous at " << rendezvous_address << " (" << settings.min_workers
+              << " to " << settings.max_workers << " workers); another worker joins when started with DFLOW_ELASTIC="
+              << rendezvous_address << std::endl;
+  }
+  LaunchOutcome outcome = RunTasks(Tasks(settings, rendezvous_address), settings.command, times,
+                                   {.elastic = settings.elastic});
   if (outcome.interrupted_by)
     Fail(Code::kCancelled, "launch: interrupted by signal ", outcome.interrupted_by, " (",
          strsignal(outcome.interrupted_by), "); stopped every task");
+  if (!outcome.ok && rendezvous && rendezvous->failure())
+    Fail(Code::kUnavailable, "launch: the elastic job stopped: ", *rendezvous->failure(), " (", outcome.failure, ")");
   if (!outcome.ok) Fail(Code::kUnavailable, "launch: ", outcome.failure);
 }
 
@@ -127,6 +167,15 @@ void AddLaunchCommand(CLI::App& app) {
   cmd->add_option("--interrupt-wait", settings->interrupt_wait_seconds,
                   "After SIGINT/SIGTERM (forwarded to every task), seconds the tasks get to finish a step and "
                   "save before they are killed (default 60; a second signal kills them at once)");
+  cmd->add_flag("--elastic", settings->elastic,
+               "Elastic ring training: host a rendezvous; a worker that dies is left out and the others go on, "
+               "a worker started later (with DFLOW_ELASTIC set to the rendezvous) joins");
+  cmd->add_option("--min-workers", settings->min_workers,
+                  "--elastic: the job stops when fewer workers are left (default 1)");
+  cmd->add_option("--max-workers", settings->max_workers,
+                  "--elastic: workers beyond this many wait to join (default -n)");
+  cmd->add_option("--rendezvous", settings->rendezvous,
+                  "--elastic: where the rendezvous listens (default 127.0.0.1 on a free port)");
   cmd->add_option("command", settings->command, "-- PROGRAM ARGS...");
   cmd->callback([settings, failure_wait] {
     settings->failure_wait_given = failure_wait->count() > 0;

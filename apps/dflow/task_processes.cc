@@ -111,8 +111,8 @@ bool Failed(const RunningTask& task) {
 // Supervision state: which tasks run, and whether we are stopping them.
 class Supervisor {
  public:
-  Supervisor(std::vector<RunningTask> tasks, LaunchTimes times)
-      : tasks_(std::move(tasks)), times_(times) {}
+  Supervisor(std::vector<RunningTask> tasks, LaunchTimes times, LaunchPolicy policy)
+      : tasks_(std::move(tasks)), times_(times), policy_(policy) {}
 
   LaunchOutcome Run() {
     while (!AllDone()) {
@@ -143,6 +143,10 @@ class Supervisor {
       if (stop_deadline_ && Clock::now() >= *stop_deadline_) SignalAll(SIGKILL);
     }
     for (RunningTask& task : tasks_) kill(-task.pid, SIGKILL);  // leftovers of exited tasks
+    if (policy_.elastic && outcome_.ok && !worker_finished_) {
+      outcome_.ok = false;
+      outcome_.failure = StrCat("no worker finished; the last: ", last_worker_failure_);
+    }
     return outcome_;
   }
 
@@ -184,9 +188,18 @@ class Supervisor {
     for (RunningTask& task : tasks_) {
       if (task.exited || waitpid(task.pid, &task.status, WNOHANG) != task.pid) continue;
       task.exited = true;
+      if (policy_.elastic && task.launch.is_worker) {
+        if (Failed(task)) {
+          last_worker_failure_ = DescribeExit(task);
+          if (!stop_deadline_) std::cerr << "dflow launch: " << last_worker_failure_ << "; the elastic job goes on\n";
+        } else {
+          worker_finished_ = true;
+        }
+      }
       // A task that exits after the first failure or after we stopped it
-      // is not a new failure.
-      if (Failed(task) && !stop_deadline_ && !failure_wait_deadline_) {
+      // is not a new failure (nor, in an elastic job, a worker's).
+      const bool tolerated = policy_.elastic && task.launch.is_worker;
+      if (Failed(task) && !tolerated && !stop_deadline_ && !failure_wait_deadline_) {
         outcome_.ok = false;
         outcome_.failure = DescribeExit(task);
         StopAfterWait(outcome_.failure);
@@ -210,6 +223,9 @@ class Supervisor {
 
   std::vector<RunningTask> tasks_;
   LaunchTimes times_;
+  LaunchPolicy policy_;
+  bool worker_finished_ = false;      // elastic: a worker exited 0
+  std::string last_worker_failure_;   // elastic: how the last failed worker ended
   std::optional<Clock::time_point> failure_wait_deadline_;  // set by the first failure
   std::optional<Clock::time_point> stop_deadline_;           // set when SIGTERM went out
   bool killed_on_second_signal_ = false;
@@ -220,7 +236,7 @@ class Supervisor {
 }  // namespace
 
 LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
-                       const std::vector<std::string>& command, LaunchTimes times) {
+                       const std::vector<std::string>& command, LaunchTimes times, LaunchPolicy policy) {
   DFLOW_REQUIRE(!command.empty(), "launch: no program to run (give it after --)");
   g_received_signal = 0;
   g_signals = 0;
@@ -234,7 +250,7 @@ LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
     running[i].launch = tasks[i];
     Start(running[i], command);
   }
-  return Supervisor(std::move(running), times).Run();
+  return Supervisor(std::move(running), times, policy).Run();
 }
 
 }  // namespace dflow::cli

@@ -32,6 +32,13 @@ struct LaunchTimes {
   std::chrono::milliseconds interrupt_wait{60000};
 };
 
+// With `elastic`, a worker that fails is reported and the others go on
+// (elastic training regroups without it); the job succeeds when a worker
+// finishes.
+struct LaunchPolicy {
+  bool elastic = false;
+};
+
 struct LaunchOutcome {
   bool ok = true;              // every worker exited 0 and nothing failed
   // "task worker:1 (pid 42) exited with status 3", "... was killed by signal 9 (Killed)"
@@ -41,6 +48,6 @@ struct LaunchOutcome {
 
 // Runs `program args` once per task and supervises them until all exit.
 LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
-                       const std::vector<std::string>& command, LaunchTimes times);
+                       const std::vector<std::string>& command, LaunchTimes times, LaunchPolicy policy = {});
 
 }  // namespace dflow::cli

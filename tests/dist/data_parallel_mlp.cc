@@ -5,6 +5,8 @@
 // the processes must match bit for bit). The chief writes checkpoints every
 // K steps (global step included) and --resume continues from the last one.
 // Worker k writes its final variables (name, then raw bytes) to OUT.k.
+// Under `dflow launch --elastic` (DFLOW_ELASTIC set) the ring regroups when
+// a worker dies or joins, and each member says so on stdout.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include "dist/cluster.h"
 #include "dist/collectives/in_process_link.h"
+#include "dist/training/elastic.h"
 #include "dist/training/ring_training.h"
 #include "models/checkpoint.h"
 #include "tests/dist/replicated_mlp.h"
@@ -84,6 +87,42 @@ void Train(const Settings& settings, dist::DataParallelStrategy& strategy) {
   if (!settings.out.empty()) WriteVariables(session, settings.out + "." + std::to_string(rank));
 }
 
+// Train's loop under elastic membership: at a change, every member takes
+// rank 0's variables (the global step with them) and goes on from there
+// with its new rank's share of each batch.
+void TrainElastic(const Settings& settings, dist::ElasticRingStrategy& strategy) {
+  testing::ReplicatedMlp m = testing::BuildReplicatedMlp(settings.seed + strategy.worker());
+  Session session(m.scope, {.num_threads = 1});
+  session.Run({}, {}, {m.init});
+  const std::vector<std::string> variables = session.resources().VariableNames();
+  strategy.SynchronizeVariables(session, variables);
+  auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
+  const dist::ReplicatedStep step_names = testing::ReplicatedStepOf(m);
+  auto global_step = [&] { return session.resources().FindVariable("global_step")->Read().scalar<int64_t>(); };
+  for (;;) {
+    try {
+      for (int64_t step = global_step(); step < settings.steps && !strategy.AnyWorker(false); step = global_step()) {
+        models::LabelledPoints mine = testing::WorkerBatch(data, strategy.worker(), strategy.num_workers(),
+                                                           static_cast<int>(step), settings.batch);
+        dist::RunDataParallelStep(session, strategy, step_names, {{m.x, mine.points}, {m.labels, mine.labels}});
+        if (strategy.is_chief()) std::cout << "step " << global_step() << " of " << strategy.num_workers() << std::endl;
+        if (settings.step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settings.step_sleep_ms));
+      }
+      strategy.Finish();
+      break;
+    } catch (const dist::MembershipChanged& change) {
+      std::cout << "at step " << global_step() << ": " << change.message() << std::endl;
+      strategy.Regroup(global_step());
+      strategy.SynchronizeVariables(session, variables);
+      std::cout << "round " << strategy.round().number << ": rank " << strategy.worker() << " of "
+                << strategy.num_workers() << " at step " << global_step() << " (" << strategy.round().change << ")"
+                << std::endl;
+    }
+  }
+  if (strategy.is_chief()) std::cout << "held-out accuracy " << HeldOutAccuracy(session, m) << std::endl;
+  if (!settings.out.empty()) WriteVariables(session, settings.out + "." + std::to_string(strategy.worker()));
+}
+
 void TrainInProcess(const Settings& settings) {
   dist::InProcessNetwork network(settings.in_process);
   std::vector<std::string> errors(settings.in_process);
@@ -111,6 +150,14 @@ int Run(const Settings& settings) {
   DFLOW_REQUIRE(!settings.resume || !settings.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   if (settings.in_process > 0) {
     TrainInProcess(settings);
+    return 0;
+  }
+  if (std::optional<dist::ElasticWorker> elastic = dist::ElasticWorker::FromEnvironment()) {
+    std::cout << "pid " << getpid() << std::endl;
+    testing::ReplicatedMlp probe = testing::BuildReplicatedMlp(settings.seed);
+    dist::ElasticRingStrategy strategy(*elastic, testing::GradientSpecsOf(probe));
+    std::cout << "connected: rank " << strategy.worker() << " of " << strategy.num_workers() << std::endl;
+    TrainElastic(settings, strategy);
     return 0;
   }
   std::optional<dist::ClusterSpec> cluster = dist::ClusterSpec::FromEnvironment();
