@@ -16,6 +16,9 @@ struct DataParallelSettings {
   std::string codec;     // strategy ring: none, fp16 or 1bit; empty: none
   int base_port = 0;     // dflow launch --base-port; 0: its default
   std::string split;     // --split (apps/common/model_split.h); empty: each worker holds the whole network
+  bool elastic = false;  // ring workers may die or join (dist/training/elastic.h)
+  int min_workers = 0;   // --elastic: the job stops below this many; 0: 1
+  int max_workers = 0;   // --elastic: at most this many; 0: --workers
 };
 
 }  // namespace dflow::apps

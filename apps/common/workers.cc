@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,14 @@ namespace dflow::apps {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The gradients of `variables`, last layer first (InBackpropOrder's order).
+std::vector<dist::GradientSpec> GradientSpecsInBackpropOrder(const std::vector<Output>& variables) {
+  std::vector<dist::GradientSpec> specs;
+  for (auto v = variables.rbegin(); v != variables.rend(); ++v)
+    specs.push_back({v->node()->name(), v->dtype(), v->shape()});
+  return specs;
+}
 
 // `dflow` beside this executable (the build tree and an install put them
 // together), else whatever PATH finds.
@@ -48,13 +57,22 @@ void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
       ->check(CLI::IsMember({"none", "fp16", "1bit"}));
   app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
       ->check(IntegerRange(1, 65535));
+  app.add_flag("--elastic", s.elastic,
+               "With --strategy ring: workers may die (the others go on) or join later "
+               "(started with DFLOW_ELASTIC set to the rendezvous dflow launch prints)");
+  app.add_option("--min-workers", s.min_workers, "With --elastic: stop when fewer workers are left (default 1)")
+      ->check(IntegerRange(1, kMaxWorkers));
+  app.add_option("--max-workers", s.max_workers, "With --elastic: the most workers at once (default --workers)")
+      ->check(IntegerRange(1, kMaxWorkers));
 }
 
 bool ShouldLaunchWorkers(const DataParallelSettings& settings) {
   return (settings.workers > 1 || !settings.split.empty()) && !LaunchedAsTask();
 }
 
-bool LaunchedAsTask() { return dist::DetectLauncher(dist::ProcessEnvironment()).has_value(); }
+bool LaunchedAsTask() {
+  return dist::DetectLauncher(dist::ProcessEnvironment()).has_value() || dist::ElasticWorker::FromEnvironment();
+}
 
 std::string StrategyName(const DataParallelSettings& settings) {
   return settings.strategy.empty() ? dist::StrategyFromEnvironment() : settings.strategy;
@@ -84,6 +102,11 @@ void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv) 
   std::vector<std::string> args = {DflowExecutable(), "launch", "-n", std::to_string(settings.workers),
                                    "--strategy", strategy};
   if (strategy == "ps") args.insert(args.end(), {"--ps", std::to_string(settings.ps > 0 ? settings.ps : 1)});
+  if (settings.elastic) {
+    DFLOW_REQUIRE(strategy == "ring" && settings.split.empty(), "train: --elastic goes with --strategy ring and no --split");
+    args.insert(args.end(), {"--elastic", "--min-workers", std::to_string(std::max(settings.min_workers, 1)),
+                             "--max-workers", std::to_string(std::max(settings.max_workers, settings.workers))});
+  }
   if (settings.base_port > 0) args.insert(args.end(), {"--base-port", std::to_string(settings.base_port)});
   // --split's groups, one part task each (the app checked them: ParseModelSplit).
   if (!settings.split.empty()) {
@@ -99,6 +122,45 @@ void LaunchWorkers(const DataParallelSettings& settings, int argc, char** argv) 
   execvp(exec_args[0], exec_args.data());
   Fail(Code::kUnavailable, "train --workers ", settings.workers, ": cannot run '", args[0],
        "' to start the workers: ", std::strerror(errno));
+}
+
+std::optional<dist::ElasticWorker> ElasticTrainingWorker(const DataParallelSettings& settings,
+                                                         const std::string& device) {
+  std::optional<dist::ElasticWorker> worker = dist::ElasticWorker::FromEnvironment();
+  if (!worker) return std::nullopt;
+  DFLOW_REQUIRE(StrategyName(settings) == "ring" && settings.split.empty(),
+                "train: an elastic job (DFLOW_ELASTIC) trains with --strategy ring and no --split");
+  RequireCpuWhenDistributed(device);
+  return worker;
+}
+
+int ProvisionalWorkerIndex(const dist::ElasticWorker& worker) {
+  return worker.preferred_rank >= 0 ? worker.preferred_rank : 1;
+}
+
+std::unique_ptr<dist::DataParallelStrategy> MakeElasticStrategy(const DataParallelSettings& settings,
+                                                                const dist::ElasticWorker& worker,
+                                                                const std::vector<Output>& variables) {
+  dist::RingOptions options;
+  options.codec = dist::ParseCodecKind(settings.codec.empty() ? "none" : settings.codec);
+  auto strategy = std::make_unique<dist::ElasticRingStrategy>(worker, GradientSpecsInBackpropOrder(variables), options);
+  std::cout << worker.id << ": elastic round " << strategy->round().number << ", rank " << strategy->worker()
+            << " of " << strategy->num_workers() << std::endl;
+  return strategy;
+}
+
+int64_t Regroup(dist::DataParallelStrategy& strategy, Session& session, const Saver& saver, const Output& global_step,
+                int64_t completed_step, const std::string& why) {
+  auto* elastic = dynamic_cast<dist::ElasticRingStrategy*>(&strategy);
+  DFLOW_REQUIRE(elastic, "train: a membership change in a job that is not elastic: ", why);
+  std::cout << "\nat step " << completed_step << ": " << why << std::endl;
+  elastic->Regroup(completed_step);
+  SynchronizeVariables(session, saver, strategy);
+  const int64_t step = session.Run({global_step})[0].scalar<int64_t>();
+  const dist::Round& round = elastic->round();
+  std::cout << "elastic round " << round.number << " (" << round.change << "): rank " << round.rank << " of "
+            << round.ids.size() << ", going on after step " << step << std::endl;
+  return step;
 }
 
 std::optional<dist::ClusterSpec> TrainingCluster(const DataParallelSettings& settings, const std::string& device) {
@@ -147,12 +209,10 @@ void RequireCpuWhenDistributed(const std::string& device) {
 std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSettings& settings,
                                                          const dist::ClusterSpec& cluster,
                                                          const std::vector<Output>& variables) {
-  std::vector<dist::GradientSpec> specs;
-  for (auto v = variables.rbegin(); v != variables.rend(); ++v)
-    specs.push_back({v->node()->name(), v->dtype(), v->shape()});
   dist::StrategyOptions options;
   options.codec = dist::ParseCodecKind(settings.codec.empty() ? "none" : settings.codec);
-  return dist::MakeDataParallelStrategy(StrategyName(settings), cluster, std::move(specs), options);
+  return dist::MakeDataParallelStrategy(StrategyName(settings), cluster, GradientSpecsInBackpropOrder(variables),
+                                        options);
 }
 
 void SynchronizeVariables(Session& session, const Saver& saver, dist::DataParallelStrategy& strategy) {

@@ -14,12 +14,14 @@
 #include "apps/common/data_parallel_settings.h"
 #include "dist/cluster.h"
 #include "dist/training/data_parallel.h"
+#include "dist/training/elastic.h"
 #include "dist/training/ps_training.h"
 #include "models/checkpoint.h"
 
 namespace dflow::apps {
 
-// --workers, --strategy, --ps, --ps-mode, --codec and --base-port.
+// --workers, --strategy, --ps, --ps-mode, --codec, --base-port, --elastic,
+// --min-workers and --max-workers.
 void AddDataParallelOptions(CLI::App& app, DataParallelSettings& settings);
 
 // True when this process should start the workers instead of training:
@@ -27,7 +29,7 @@ void AddDataParallelOptions(CLI::App& app, DataParallelSettings& settings);
 bool ShouldLaunchWorkers(const DataParallelSettings& settings);
 // True when a launcher's variables make this process a task of a cluster
 // (DFLOW_CLUSTER, TF_CONFIG, torchrun's, Slurm's, MPI's:
-// dist/cluster_environment.h).
+// dist/cluster_environment.h), or DFLOW_ELASTIC a worker of an elastic job.
 bool LaunchedAsTask();
 // Replaces this process by `dflow launch -n N [--ps P] [--model-parts G]
 // --strategy S -- THIS_PROGRAM ARGS...` (the dflow next to this executable, else on PATH); returns only
@@ -64,6 +66,25 @@ void CheckPsWorker(const DataParallelSettings& settings, const std::string& devi
 // and write the variables they hold directly, written and tested for host
 // memory only.
 void RequireCpuWhenDistributed(const std::string& device);
+
+// This process as a worker of an elastic job (DFLOW_ELASTIC is set), or
+// nullopt. Throws when the strategy is not ring or `device` is not the CPU.
+std::optional<dist::ElasticWorker> ElasticTrainingWorker(const DataParallelSettings& settings,
+                                                         const std::string& device);
+// The worker index and count an elastic worker prepares its run with
+// before it joins (the launcher's index; a worker joining later is not the
+// chief); the strategy's round decides after.
+int ProvisionalWorkerIndex(const dist::ElasticWorker& worker);
+// The elastic ring strategy for the gradients of `variables` (as
+// MakeStrategy's): joins this worker's first round.
+std::unique_ptr<dist::DataParallelStrategy> MakeElasticStrategy(const DataParallelSettings& settings,
+                                                                const dist::ElasticWorker& worker,
+                                                                const std::vector<Output>& variables);
+// After a dist::MembershipChanged: joins the next round (`completed_step`
+// steps done here), takes its rank 0's variables and returns the global
+// step to go on from. Prints the change.
+int64_t Regroup(dist::DataParallelStrategy& strategy, Session& session, const Saver& saver, const Output& global_step,
+                int64_t completed_step, const std::string& why);
 
 // The all-reduce strategy of `cluster` for the gradients of `variables`,
 // which it takes in backprop order (last layer first: the first buckets

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "apps/count/commands.h"
@@ -28,6 +29,9 @@ struct TrainLoop {
   Session& session;
   const Saver& saver;
   dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
+  // This worker's input from a step on, for its rank in the current ring
+  // (an elastic job reshards at every change of membership).
+  std::function<std::unique_ptr<models::InputPipeline>(int64_t start)> input;
 
   bool chief() const { return !strategy || strategy->is_chief(); }
   // Only the chief writes checkpoints; the others return "".
@@ -51,31 +55,40 @@ struct TrainLoop {
   }
 
   // Runs steps start+1 .. total; returns the last step done.
-  int64_t Run(models::InputPipeline& pipeline, int64_t start) {
+  int64_t Run(int64_t start) {
+    std::unique_ptr<models::InputPipeline> pipeline = input(start);
     Progress progress(start, settings.total_steps, 10);
     if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
     auto loop_start = std::chrono::steady_clock::now();
     double waiting = 0;
     int64_t step = start;
     bool stopped = false;
-    while (step < settings.total_steps && !(stopped = StopRequested())) {
-      auto wait_start = std::chrono::steady_clock::now();
-      std::optional<models::Batch> batch = pipeline.Next();
-      waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-      std::vector<Tensor> out = Step(*batch);
-      ++step;
-      progress.Update(step, static_cast<int64_t>(batch->counts.size()),
-                      {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch->counts)}},
-                      {{"lr", out[2].scalar<float>()}});
-      if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
-      if (step == start + 1) {  // the first step builds the executor: time the steady state
-        loop_start = std::chrono::steady_clock::now();
-        waiting = 0;
+    for (;;) {
+      try {
+        while (step < settings.total_steps && !(stopped = StopRequested())) {
+          auto wait_start = std::chrono::steady_clock::now();
+          std::optional<models::Batch> batch = pipeline->Next();
+          waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+          std::vector<Tensor> out = Step(*batch);
+          ++step;
+          progress.Update(step, static_cast<int64_t>(batch->counts.size()),
+                          {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch->counts)}},
+                          {{"lr", out[2].scalar<float>()}});
+          if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
+          if (step == start + 1) {  // the first step builds the executor: time the steady state
+            loop_start = std::chrono::steady_clock::now();
+            waiting = 0;
+          }
+        }
+        if (strategy) strategy->Finish();
+        break;
+      } catch (const dist::MembershipChanged& change) {  // an elastic job: go on in the next round
+        step = apps::Regroup(*strategy, session, saver, model.global_step, step, change.message());
+        pipeline = input(step);
       }
     }
     progress.Finish();
     std::string path = Checkpoint(step);
-    if (strategy) strategy->Finish();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
     PrintSummary(stopped, step, progress, seconds > 0 ? waiting / seconds : 0,
                  chief() ? std::optional<std::string>(path) : std::nullopt);
@@ -89,17 +102,21 @@ int Train(TrainSettings settings, bool resume) {
   CheckSessionDevice(settings.device);  // before the run directory is written
   if (apps::UsesParameterServers(settings.parallel, settings.device))
     return TrainWithParameterServers(std::move(settings), resume);
-  // With workers, only the chief (worker 0) writes the run directory.
-  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
-  const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
+  // With workers, only the chief (worker 0) writes the run directory. An
+  // elastic worker learns its rank when it joins; until then it prepares as
+  // the launcher's index.
+  std::optional<dist::ElasticWorker> elastic = apps::ElasticTrainingWorker(settings.parallel, settings.device);
+  std::optional<dist::ClusterSpec> cluster;
+  if (!elastic) cluster = apps::TrainingCluster(settings.parallel, settings.device);
+  const int worker = elastic ? apps::ProvisionalWorkerIndex(*elastic) : apps::WorkerIndex(cluster);
+  const int workers = elastic ? std::max(worker + 1, settings.parallel.workers) : apps::NumWorkers(cluster);
   PreparedRun run = PrepareRun(settings, resume, worker, workers);
   const std::optional<std::string>& latest = run.latest;
-  std::unique_ptr<models::InputPipeline>& pipeline = run.pipeline;
 
   Scope scope = Scope::NewRootScope();
   scope.graph().set_seed(static_cast<int64_t>(settings.seed));
   models::DensityCounterOptions model_options = ModelOptions(settings);
-  model_options.fed_gradients = cluster.has_value();
+  model_options.fed_gradients = cluster.has_value() || elastic.has_value();
   models::DensityCounter model = models::BuildDensityCounter(scope, model_options);
   Saver saver(scope, SaverOptions{.max_to_keep = settings.keep});
   SessionOptions session_options;
@@ -108,25 +125,30 @@ int Train(TrainSettings settings, bool resume) {
   Session session(scope, session_options);
   std::unique_ptr<dist::DataParallelStrategy> strategy;
   if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, model.variables);
+  if (elastic) strategy = apps::MakeElasticStrategy(settings.parallel, *elastic, model.variables);
+  const bool chief = !strategy || strategy->is_chief();
   int64_t start = 0;
-  if (resume && worker == 0) {
+  if (resume && chief) {
     saver.Restore(session, *latest);
   } else {
     session.Run({}, {}, {model.init});
   }
   // Every worker starts from the chief's variables (optimizer slots and global step included).
-  if (strategy) strategy->SynchronizeVariables(session, session.resources().VariableNames());
-  if (resume) {
-    start = session.Run({model.global_step})[0].scalar<int64_t>();
-    std::cout << "resuming " << (worker == 0 ? *latest : "the chief's checkpoint") << " at step " << start << "\n";
-    pipeline = std::make_unique<models::InputPipeline>(run.index,
-                                                       PipelineOptionsFor(settings, start, worker, workers));
-  }
+  if (strategy) apps::SynchronizeVariables(session, saver, *strategy);
+  if (resume || elastic) start = session.Run({model.global_step})[0].scalar<int64_t>();
+  if (resume) std::cout << "resuming " << (chief ? *latest : "the chief's checkpoint") << " at step " << start << "\n";
   PrintPlan(settings);
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
-  TrainLoop loop{settings, model, session, saver, strategy.get()};
-  loop.Run(*pipeline, start);
+  TrainLoop loop{settings, model, session, saver, strategy.get(), {}};
+  // The pipeline PrepareRun made starts at step 0 for the prepared rank.
+  loop.input = [&](int64_t from) -> std::unique_ptr<models::InputPipeline> {
+    const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
+    std::unique_ptr<models::InputPipeline> prepared = std::move(run.pipeline);
+    if (prepared && from == 0 && rank == worker && ranks == workers) return prepared;
+    return std::make_unique<models::InputPipeline>(run.index, PipelineOptionsFor(settings, from, rank, ranks));
+  };
+  loop.Run(start);
   return g_stop_requested ? 130 : 0;
 }
 

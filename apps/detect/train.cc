@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "apps/common/model_split.h"
@@ -35,6 +36,9 @@ struct TrainLoop {
   Session& session;
   const Saver& saver;
   dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
+  // This worker's input from a step on, for its rank in the current ring
+  // (an elastic job reshards at every change of membership).
+  std::function<std::unique_ptr<models::DetectionPipeline>(int64_t start)> input;
 
   bool chief() const { return !strategy || strategy->is_chief(); }
   // Only the chief writes checkpoints; the others return "".
@@ -69,30 +73,39 @@ struct TrainLoop {
   }
 
   // Returns whether a stop request ended the run early, and its seconds.
-  std::pair<bool, double> Run(models::DetectionPipeline& pipeline, int64_t start) {
+  std::pair<bool, double> Run(int64_t start) {
+    std::unique_ptr<models::DetectionPipeline> pipeline = input(start);
     apps::Progress progress(start, settings.total_steps, 20);
     if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
     auto loop_start = std::chrono::steady_clock::now();
     double waiting = 0;
     int64_t step = start;
     bool stopped = false;
-    while (step < settings.total_steps && !(stopped = StopRequested())) {
-      auto wait_start = std::chrono::steady_clock::now();
-      std::optional<models::DetectionBatch> batch = pipeline.Next();
-      waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-      std::vector<Tensor> out = Step(*batch);
-      ++step;
-      progress.Update(step, batch->images.shape().dim(0), LossMetrics(graph, out),
-                      {{"lr", out.back().scalar<float>()}});
-      if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
-      if (step == start + 1) {  // the first step builds the executor: time the steady state
-        loop_start = std::chrono::steady_clock::now();
-        waiting = 0;
+    for (;;) {
+      try {
+        while (step < settings.total_steps && !(stopped = StopRequested())) {
+          auto wait_start = std::chrono::steady_clock::now();
+          std::optional<models::DetectionBatch> batch = pipeline->Next();
+          waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+          std::vector<Tensor> out = Step(*batch);
+          ++step;
+          progress.Update(step, batch->images.shape().dim(0), LossMetrics(graph, out),
+                          {{"lr", out.back().scalar<float>()}});
+          if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
+          if (step == start + 1) {  // the first step builds the executor: time the steady state
+            loop_start = std::chrono::steady_clock::now();
+            waiting = 0;
+          }
+        }
+        if (strategy) strategy->Finish();
+        break;
+      } catch (const dist::MembershipChanged& change) {  // an elastic job: go on in the next round
+        step = apps::Regroup(*strategy, session, saver, graph.global_step, step, change.message());
+        pipeline = input(step);
       }
     }
     progress.Finish();
     std::string path = Checkpoint(step);
-    if (strategy) strategy->Finish();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
     apps::PrintSummary(stopped, step, progress, seconds > 0 ? waiting / seconds : 0,
                        chief() ? std::optional<std::string>(path) : std::nullopt);
@@ -132,20 +145,49 @@ SessionOptions TrainingSessionOptions(const TrainSettings& settings, const std::
   return options;
 }
 
+// The workers of this run: a fixed cluster, an elastic job (whose ranks are
+// known once it joins: until then it prepares as the launcher's index), or
+// this process alone.
+struct Workers {
+  std::optional<dist::ClusterSpec> cluster;
+  std::optional<dist::ElasticWorker> elastic;
+  int index = 0, count = 1;
+};
+Workers FindWorkers(const TrainSettings& settings) {
+  Workers w;
+  w.elastic = apps::ElasticTrainingWorker(settings.parallel, settings.device);
+  if (w.elastic) {
+    w.index = apps::ProvisionalWorkerIndex(*w.elastic);
+    w.count = std::max(w.index + 1, settings.parallel.workers);
+  } else {
+    w.cluster = apps::TrainingCluster(settings.parallel, settings.device);
+    w.index = apps::WorkerIndex(w.cluster);
+    w.count = apps::NumWorkers(w.cluster);
+  }
+  return w;
+}
+
 int TrainOnSession(TrainSettings& settings, bool resume, PreparedRun& run, const DetectorGraph& trained,
-                   Session& session, const std::optional<dist::ClusterSpec>& cluster) {
-  const int worker = apps::WorkerIndex(cluster), workers = apps::NumWorkers(cluster);
+                   Session& session, const Workers& workers) {
   Saver saver(trained.scope, SaverOptions{.max_to_keep = settings.keep});
   std::unique_ptr<dist::DataParallelStrategy> strategy;
-  if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, trained.trained);
-  const int64_t start =
+  if (workers.cluster) strategy = apps::MakeStrategy(settings.parallel, *workers.cluster, trained.trained);
+  if (workers.elastic) strategy = apps::MakeElasticStrategy(settings.parallel, *workers.elastic, trained.trained);
+  int64_t start =
       StartVariables(session, trained, saver, settings, resume ? run.latest : std::nullopt, strategy.get());
-  if (resume) run.pipeline = OpenPipeline(settings, run, start - settings.session_start, worker, workers);
+  if (workers.elastic) start = session.Run({trained.global_step})[0].scalar<int64_t>();  // a later joiner's
   PrintPlan(settings, trained);
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
-  TrainLoop loop{settings, trained, session, saver, strategy.get()};
-  auto [stopped, seconds] = loop.Run(*run.pipeline, start);
+  TrainLoop loop{settings, trained, session, saver, strategy.get(), {}};
+  // PrepareRun's pipeline starts a new run for the prepared rank.
+  loop.input = [&](int64_t from) -> std::unique_ptr<models::DetectionPipeline> {
+    const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
+    std::unique_ptr<models::DetectionPipeline> prepared = std::move(run.pipeline);
+    if (prepared && from == 0 && rank == workers.index && ranks == workers.count) return prepared;
+    return OpenPipeline(settings, run, from - settings.session_start, rank, ranks);
+  };
+  auto [stopped, seconds] = loop.Run(start);
   if (settings.session > 0 && !stopped && loop.chief()) FinishSession(settings, seconds);
   return g_stop_requested ? 130 : 0;
 }
@@ -157,15 +199,15 @@ int Train(TrainSettings settings, bool resume, const models::DatasetPart* exempl
   if (apps::UsesParameterServers(settings.parallel, settings.device))
     return TrainWithParameterServers(std::move(settings), resume, exemplars);
   std::optional<apps::ModelSplit> split = apps::WorkerModelSplit(settings.parallel, settings.device, settings.threads);
-  std::optional<dist::ClusterSpec> cluster = apps::TrainingCluster(settings.parallel, settings.device);
-  PreparedRun run =
-      PrepareRun(settings, resume, apps::WorkerIndex(cluster), apps::NumWorkers(cluster), exemplars);
+  const Workers workers = FindWorkers(settings);
+  PreparedRun run = PrepareRun(settings, resume, workers.index, workers.count, exemplars);
   // The schedule reads total_steps.
+  const bool fed = workers.cluster || workers.elastic;
   std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(
-      settings, cluster ? TrainOp::kFedGradients : TrainOp::kMinimize, split ? split->devices : models::ModelPartDevices{});
+      settings, fed ? TrainOp::kFedGradients : TrainOp::kMinimize, split ? split->devices : models::ModelPartDevices{});
   try {
     Session session(graph->scope, TrainingSessionOptions(settings, split));
-    int code = TrainOnSession(settings, resume, run, *graph, session, cluster);
+    int code = TrainOnSession(settings, resume, run, *graph, session, workers);
     if (split) apps::StopModelParts(*split, 1);
     return code;
   } catch (...) {
