@@ -133,8 +133,11 @@ void Launch(LaunchSettings settings) {
               << " to " << settings.max_workers << " workers); another worker joins when started with DFLOW_ELASTIC="
               << rendezvous_address << std::endl;
   }
-  LaunchOutcome outcome = RunTasks(Tasks(settings, rendezvous_address), settings.command, times,
-                                   {.elastic = settings.elastic});
+  // The launcher sees a worker die first: the rendezvous need not wait for
+  // its heartbeats to stop (nor, at start-up, for it to join).
+  LaunchPolicy policy{.elastic = settings.elastic, .on_worker_lost = {}};
+  if (rendezvous) policy.on_worker_lost = [&](const std::string& label) { rendezvous->WorkerLost(label); };
+  LaunchOutcome outcome = RunTasks(Tasks(settings, rendezvous_address), settings.command, times, policy);
   if (outcome.interrupted_by)
     Fail(Code::kCancelled, "launch: interrupted by signal ", outcome.interrupted_by, " (",
          strsignal(outcome.interrupted_by), "); stopped every task");

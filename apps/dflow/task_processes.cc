@@ -192,6 +192,7 @@ class Supervisor {
         if (Failed(task)) {
           last_worker_failure_ = DescribeExit(task);
           if (!stop_deadline_) std::cerr << "dflow launch: " << last_worker_failure_ << "; the elastic job goes on\n";
+          if (policy_.on_worker_lost) policy_.on_worker_lost(task.launch.label);
         } else {
           worker_finished_ = true;
         }

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,6 +38,8 @@ struct LaunchTimes {
 // finishes.
 struct LaunchPolicy {
   bool elastic = false;
+  // Elastic: told the label of each worker that failed, as soon as it exits.
+  std::function<void(const std::string& label)> on_worker_lost{};
 };
 
 struct LaunchOutcome {

@@ -84,6 +84,9 @@ class RendezvousServer {
   std::optional<std::string> failure() const;
   // The rounds formed so far.
   int64_t rounds() const;
+  // Worker `id` is known to be gone (its launcher saw it exit): it counts as
+  // dead at once, and a first round still forming stops waiting for it.
+  void WorkerLost(const std::string& id);
 
  private:
   // A worker waiting for its next round.
@@ -104,6 +107,7 @@ class RendezvousServer {
   void Form(std::vector<Joiner> members, const std::string& change);
   void FailJob(const std::string& why);
   bool Dead(const std::string& sender) const;
+  bool Lost(const Joiner& j) const { return lost_.count(j.id) > 0 || Dead(j.sender); }
 
   const RendezvousOptions options_;
   mutable std::mutex mu_;
@@ -116,6 +120,8 @@ class RendezvousServer {
   std::optional<std::string> failure_;
   bool finished_ = false;  // the chief said the job is done: no more rounds
   int64_t arrivals_ = 0;
+  int initial_workers_;                 // options_.initial_workers less those lost before round 1
+  std::map<std::string, bool> lost_;    // ids reported by WorkerLost
   bool stop_ = false;
   std::condition_variable stop_cv_;
   std::unique_ptr<MessageServer> server_;

@@ -46,7 +46,8 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 }  // namespace
 
-RendezvousServer::RendezvousServer(const std::string& address, RendezvousOptions options) : options_(options) {
+RendezvousServer::RendezvousServer(const std::string& address, RendezvousOptions options)
+    : options_(options), initial_workers_(options.initial_workers) {
   DFLOW_REQUIRE(options_.min_workers >= 1 && options_.min_workers <= options_.max_workers,
                 "elastic: --min-workers must be 1..--max-workers, got ", options_.min_workers, " and ",
                 options_.max_workers);
@@ -87,6 +88,19 @@ std::optional<std::string> RendezvousServer::failure() const {
 int64_t RendezvousServer::rounds() const {
   std::lock_guard lock(mu_);
   return round_;
+}
+
+void RendezvousServer::WorkerLost(const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (lost_.count(id)) return;
+  lost_[id] = true;
+  const bool member = std::find(members_.begin(), members_.end(), id) != members_.end();
+  if (round_ == 0 && initial_workers_ > 0) --initial_workers_;
+  if (member && !broken_) {  // the survivors will fail their collectives: wait for them, not for it
+    broken_ = true;
+    broken_since_ = Clock::now();
+  }
+  MaybeForm();
 }
 
 void RendezvousServer::Serve(Message request, std::function<void(Message)> respond, const std::string& sender) {
@@ -151,7 +165,7 @@ bool RendezvousServer::Dead(const std::string& sender) const {
 
 void RendezvousServer::MaybeForm() {
   if (failure_) return FailJob(*failure_);
-  std::erase_if(waiting_, [&](const Joiner& j) { return Dead(j.sender); });  // died while waiting
+  std::erase_if(waiting_, [&](const Joiner& j) { return Lost(j); });  // died while waiting
   if (round_ == 0) return FormFirst();
   for (const Joiner& j : waiting_)
     if (j.left_round == round_ && !broken_) {
@@ -166,7 +180,7 @@ void RendezvousServer::FormFirst() {
   if (waiting_.empty()) return;
   const auto waited = Clock::now() - first_join_;
   const int count = static_cast<int>(waiting_.size());
-  if (count < options_.initial_workers && waited < options_.start_wait) return;
+  if (count < initial_workers_ && waited < options_.start_wait) return;
   if (count < options_.min_workers)
     return FailJob(StrCat("only ", count, " worker(s) joined within ", Seconds(options_.start_wait),
                           " s, fewer than --min-workers ", options_.min_workers));
@@ -188,7 +202,7 @@ void RendezvousServer::FormNext() {
   bool pending = false;
   for (const std::string& id : members_) {
     if (std::any_of(back.begin(), back.end(), [&](const Joiner& j) { return j.id == id; })) continue;
-    if (!Dead(member_senders_[id])) pending = true;
+    if (!lost_.count(id) && !Dead(member_senders_[id])) pending = true;
     lost.push_back(id);
   }
   if (pending && Clock::now() - broken_since_ < options_.rejoin_wait) return;

@@ -4,7 +4,8 @@
 # fixed ring's bits; a worker killed with -9 mid-run is left out within the
 # heartbeat timeout and the two survivors finish with equal variables and a
 # trained model; a worker started later joins at a step boundary; losing two
-# of three with --min-workers 2 stops the job, naming why. Every process runs
+# of three with --min-workers 2 stops the job, naming why; a worker that
+# dies at start-up is not waited for. Every process runs
 # under `timeout`, so a hang fails instead of hanging.
 # Usage: test_elastic_processes.sh PATH/TO/dflow PATH/TO/data_parallel_mlp
 set -u
@@ -90,6 +91,17 @@ kill -9 "$(sed -n 's/^\[worker:1\] pid //p' below.out)" "$(sed -n 's/^\[worker:2
 expect_launch_exit $launcher 1 below
 expect_contains "the launcher says why" below.err "the elastic job stopped: round 1 lost"
 expect_contains "the survivor says why" below.err "fewer than --min-workers 2"
+
+# --- a worker that dies at start-up, before it joins: the others start without it at once
+started=$SECONDS
+checks=$((checks + 1))
+timeout 60 "$DFLOW" launch -n 3 --elastic -- bash -c \
+  '[[ $DFLOW_ELASTIC_ID == worker:2 ]] && exit 3; exec "$0" "$@"' "$TRAINER" --steps 5 > early.out 2> early.err ||
+  fail "a worker dead at start-up stopped the elastic job: $(cat early.err)"
+checks=$((checks + 1))
+(( SECONDS - started <= 20 )) || fail "the others waited $((SECONDS - started)) s for the dead worker"
+expect_contains "they started without it" early.err "elastic rendezvous: round 1 of 2 worker(s)"
+expect_contains "the launcher names it" early.err "task worker:2"
 
 # --- bad options
 expect_error "--elastic with parameter servers" "--elastic is for ring training" \
