@@ -1,6 +1,7 @@
 // dflow launch -n N [--ps P] [--model-parts G] [--strategy ps|ring] [--base-port PORT]
 //              [--grace S] [--failure-wait S]
-//              [--elastic [--min-workers A] [--max-workers B] [--rendezvous HOST:PORT]] -- PROGRAM ARGS
+//              [--elastic [--min-workers A] [--max-workers B] [--rendezvous HOST:PORT]]
+//              [--max-restarts K] -- PROGRAM ARGS
 // Starts N workers (and P parameter servers, and G model-part tasks per
 // worker: job "part", apps/common/model_split.h) of PROGRAM on this machine, each
 // with DFLOW_CLUSTER describing the cluster on 127.0.0.1 and its own task,
@@ -31,6 +32,7 @@ struct LaunchSettings {
   double interrupt_wait_seconds = 60;
   bool failure_wait_given = false;  // else the strategy's DefaultFailureWaitSeconds
   bool elastic = false;
+  int max_restarts = 0;
   int min_workers = 1;
   int max_workers = 0;  // 0: -n
   std::string rendezvous = "127.0.0.1:0";
@@ -74,6 +76,11 @@ void Validate(LaunchSettings& s) {
                 s.interrupt_wait_seconds);
   if (!s.failure_wait_given) s.failure_wait_seconds = DefaultFailureWaitSeconds(s.strategy);
   if (s.max_workers == 0) s.max_workers = s.workers;
+  DFLOW_REQUIRE(s.max_restarts >= 0 && s.max_restarts <= 1000, "launch: --max-restarts must be 0 to 1000, got ",
+                s.max_restarts);
+  DFLOW_REQUIRE(s.max_restarts == 0 || ((s.elastic || s.strategy == "ps") && s.model_parts == 0),
+                "launch: --max-restarts needs a job that takes a worker back: --strategy ps or --elastic "
+                "(the fixed ring fails with its first lost worker)");
   if (s.elastic) {
     DFLOW_REQUIRE(s.strategy == "ring" && s.model_parts == 0,
                   "launch: --elastic is for ring training (no --ps, no --model-parts)");
@@ -135,7 +142,7 @@ void Launch(LaunchSettings settings) {
   }
   // The launcher sees a worker die first: the rendezvous need not wait for
   // its heartbeats to stop (nor, at start-up, for it to join).
-  LaunchPolicy policy{.elastic = settings.elastic, .on_worker_lost = {}};
+  LaunchPolicy policy{.elastic = settings.elastic, .max_restarts = settings.max_restarts, .on_worker_lost = {}};
   if (rendezvous) policy.on_worker_lost = [&](const std::string& label) { rendezvous->WorkerLost(label); };
   LaunchOutcome outcome = RunTasks(Tasks(settings, rendezvous_address), settings.command, times, policy);
   if (outcome.interrupted_by)
@@ -173,6 +180,9 @@ void AddLaunchCommand(CLI::App& app) {
   cmd->add_flag("--elastic", settings->elastic,
                "Elastic ring training: host a rendezvous; a worker that dies is left out and the others go on, "
                "a worker started later (with DFLOW_ELASTIC set to the rendezvous) joins");
+  cmd->add_option("--max-restarts", settings->max_restarts,
+                  "Start a worker that fails again, up to this many times in all (with --strategy ps or "
+                  "--elastic: the job takes it back; default 0)");
   cmd->add_option("--min-workers", settings->min_workers,
                   "--elastic: the job stops when fewer workers are left (default 1)");
   cmd->add_option("--max-workers", settings->max_workers,

@@ -111,8 +111,9 @@ bool Failed(const RunningTask& task) {
 // Supervision state: which tasks run, and whether we are stopping them.
 class Supervisor {
  public:
-  Supervisor(std::vector<RunningTask> tasks, LaunchTimes times, LaunchPolicy policy)
-      : tasks_(std::move(tasks)), times_(times), policy_(policy) {}
+  Supervisor(std::vector<RunningTask> tasks, const std::vector<std::string>& command, LaunchTimes times,
+             LaunchPolicy policy)
+      : tasks_(std::move(tasks)), command_(command), times_(times), policy_(std::move(policy)) {}
 
   LaunchOutcome Run() {
     while (!AllDone()) {
@@ -184,10 +185,39 @@ class Supervisor {
     failure_wait_deadline_ = Clock::now() + times_.failure_wait;
   }
 
+  bool Restartable(const RunningTask& task) const {
+    return task.launch.is_worker && Failed(task) && restarts_ < policy_.max_restarts && !stop_deadline_ &&
+           !failure_wait_deadline_ && !outcome_.interrupted_by;
+  }
+
+  // Relays what the dead process still had to say, then starts it again.
+  void Restart(RunningTask& task) {
+    ++restarts_;
+    std::cerr << "dflow launch: " << DescribeExit(task) << "; starting it again (restart " << restarts_ << " of "
+              << policy_.max_restarts << ")\n";
+    if (policy_.on_worker_lost) policy_.on_worker_lost(task.launch.label);
+    kill(-task.pid, SIGKILL);  // anything it started
+    for (int i = 0; i < 100 && task.output >= 0; ++i) {
+      pollfd fd{task.output, POLLIN, 0};
+      poll(&fd, 1, 10);
+      RelayOutput(task);
+    }
+    if (task.output >= 0) close(task.output);
+    task.output = -1;
+    task.partial_line.clear();
+    task.exited = false;
+    task.status = 0;
+    Start(task, command_);
+  }
+
   void Reap() {
     for (RunningTask& task : tasks_) {
       if (task.exited || waitpid(task.pid, &task.status, WNOHANG) != task.pid) continue;
       task.exited = true;
+      if (Restartable(task)) {
+        Restart(task);
+        continue;
+      }
       if (policy_.elastic && task.launch.is_worker) {
         if (Failed(task)) {
           last_worker_failure_ = DescribeExit(task);
@@ -223,8 +253,10 @@ class Supervisor {
   }
 
   std::vector<RunningTask> tasks_;
+  const std::vector<std::string>& command_;
   LaunchTimes times_;
   LaunchPolicy policy_;
+  int restarts_ = 0;
   bool worker_finished_ = false;      // elastic: a worker exited 0
   std::string last_worker_failure_;   // elastic: how the last failed worker ended
   std::optional<Clock::time_point> failure_wait_deadline_;  // set by the first failure
@@ -251,7 +283,7 @@ LaunchOutcome RunTasks(const std::vector<TaskLaunch>& tasks,
     running[i].launch = tasks[i];
     Start(running[i], command);
   }
-  return Supervisor(std::move(running), times, policy).Run();
+  return Supervisor(std::move(running), command, times, std::move(policy)).Run();
 }
 
 }  // namespace dflow::cli

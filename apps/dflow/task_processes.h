@@ -35,9 +35,12 @@ struct LaunchTimes {
 
 // With `elastic`, a worker that fails is reported and the others go on
 // (elastic training regroups without it); the job succeeds when a worker
-// finishes.
+// finishes. A worker that fails is started again, up to `max_restarts`
+// times in all (torchrun's --max-restarts), when the job can take it back:
+// parameter servers, or an elastic ring.
 struct LaunchPolicy {
   bool elastic = false;
+  int max_restarts = 0;
   // Elastic: told the label of each worker that failed, as soon as it exits.
   std::function<void(const std::string& label)> on_worker_lost{};
 };

@@ -144,6 +144,7 @@ void RendezvousServer::Join(const Message& request, std::function<void(Message)>
   ParseHostPort(joiner.address, "a joining worker's address");
   std::lock_guard lock(mu_);
   if (failure_) return joiner.respond(Message::ErrorReply(0, Error(Code::kFailedPrecondition, *failure_)));
+  lost_.erase(joiner.id);  // a worker the launcher started again
   // The same worker asking again (its earlier request timed out) replaces itself.
   std::erase_if(waiting_, [&](const Joiner& j) { return j.id == joiner.id; });
   if (waiting_.empty() && round_ == 0) first_join_ = Clock::now();

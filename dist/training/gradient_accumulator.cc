@@ -44,8 +44,6 @@ bool SyncGradientAccumulator::Push(int worker, int64_t local_step, std::vector<T
     ++stats_.dropped_stale;
     return false;
   }
-  DFLOW_REQUIRE(!pending_.count(worker), "SyncGradientAccumulator: worker ", worker,
-                " already pushed gradients for step ", local_step);
   pending_[worker] = std::move(gradients);
   changed_.notify_all();
   return true;

@@ -31,9 +31,11 @@ class SyncGradientAccumulator {
   // Worker `worker`'s gradients (one per variable), computed from the
   // parameters of global step `local_step`. Returns false and drops them when
   // they are stale (local_step < global_step, or the chief already took this
-  // step's mean). Throws on a step from the
-  // future, a second push by one worker for one step, or gradients whose
-  // count, dtype or shape differ from `variables` (naming the variable).
+  // step's mean). A second push by one worker for one step replaces its
+  // first: a worker restarted in the middle of a step computes that step
+  // again, from the same parameters. Throws on a step from the future, or
+  // gradients whose count, dtype or shape differ from `variables` (naming
+  // the variable).
   bool Push(int worker, int64_t local_step, std::vector<Tensor> gradients);
 
   // Waits until at least replicas_to_aggregate pushes for the current step

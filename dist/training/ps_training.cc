@@ -90,14 +90,19 @@ const std::vector<Output>& PsWorker::variables() const { return ops_->variables;
 
 // TensorFlow's SessionManager.wait_for_session: poll until every variable
 // has a value, never initialising anything ourselves.
-void PsWorker::WaitUntilInitialised() {
+std::string PsWorker::UninitialisedVariables() {
   std::vector<TensorName> checks(ops_->initialized.begin(), ops_->initialized.end());
+  std::vector<Tensor> ready = session_->Run(checks);
+  std::string missing;
+  for (size_t i = 0; i < ready.size(); ++i)
+    if (!*ready[i].data<bool>()) missing += (missing.empty() ? "" : ", ") + ops_->variable_names[i];
+  return missing;
+}
+
+void PsWorker::WaitUntilInitialised() {
   auto deadline = Clock::now() + options_.startup_timeout;
   while (true) {
-    std::vector<Tensor> ready = session_->Run(checks);
-    std::string missing;
-    for (size_t i = 0; i < ready.size(); ++i)
-      if (!*ready[i].data<bool>()) missing += (missing.empty() ? "" : ", ") + ops_->variable_names[i];
+    const std::string missing = UninitialisedVariables();
     if (missing.empty()) return;
     if (Clock::now() >= deadline)
       Fail(Code::kUnavailable, "worker ", task_.task.index, ": the chief did not initialise the variables within ",
@@ -125,9 +130,15 @@ void PsWorker::Train(const BatchFn& batches, const std::vector<TensorName>& fetc
   }
 }
 
+// A chief restarted into a running job (the ps tasks hold every variable)
+// joins it as the others do instead of initialising them again.
 void PsWorker::Start() {
-  if (task_.is_chief()) Initialise();
-  else WaitUntilInitialised();
+  if (task_.is_chief() && !UninitialisedVariables().empty()) {
+    Initialise();
+  } else {
+    WaitUntilInitialised();
+    if (task_.is_chief()) std::cerr << "chief: the parameter servers hold every variable: rejoining a running job\n";
+  }
   global_step_ = *session_->Run({ops_->initial_step})[0].data<int64_t>();
   own_steps_ = 0;
   first_step_ = true;

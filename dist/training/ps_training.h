@@ -162,6 +162,8 @@ class PsWorker {
   void StartServer();
   void Initialise();
   void WaitUntilInitialised();
+  // The names of the variables the ps tasks do not hold yet ("" when all).
+  std::string UninitialisedVariables();
   PsStepResult StepSync(FeedList feeds, const std::vector<TensorName>& fetches);
   PsStepResult StepAsync(const FeedList& feeds, const std::vector<TensorName>& fetches);
   void WaitForOtherWorkers();

@@ -5,12 +5,16 @@
 # heartbeat timeout and the two survivors finish with equal variables and a
 # trained model; a worker started later joins at a step boundary; losing two
 # of three with --min-workers 2 stops the job, naming why; a worker that
-# dies at start-up is not waited for. Every process runs
+# dies at start-up is not waited for; with --max-restarts a killed worker
+# is started again and rejoins: the elastic ring, and synchronous parameter
+# servers, where the run (worker or chief killed) ends with the bits of an
+# uninterrupted one. Every process runs
 # under `timeout`, so a hang fails instead of hanging.
-# Usage: test_elastic_processes.sh PATH/TO/dflow PATH/TO/data_parallel_mlp
+# Usage: test_elastic_processes.sh PATH/TO/dflow PATH/TO/data_parallel_mlp PATH/TO/ps_trainer
 set -u
-DFLOW=$(readlink -f "${1:?usage: $0 DFLOW DATA_PARALLEL_MLP}")
-TRAINER=$(readlink -f "${2:?usage: $0 DFLOW DATA_PARALLEL_MLP}")
+DFLOW=$(readlink -f "${1:?usage: $0 DFLOW DATA_PARALLEL_MLP PS_TRAINER}")
+TRAINER=$(readlink -f "${2:?usage: $0 DFLOW DATA_PARALLEL_MLP PS_TRAINER}")
+PS_TRAINER=$(readlink -f "${3:?usage: $0 DFLOW DATA_PARALLEL_MLP PS_TRAINER}")
 source "$(dirname "$(readlink -f "$0")")/../../apps/cli_checks.sh"
 
 expect_same() {
@@ -103,11 +107,56 @@ checks=$((checks + 1))
 expect_contains "they started without it" early.err "elastic rendezvous: round 1 of 2 worker(s)"
 expect_contains "the launcher names it" early.err "task worker:2"
 
+# kill_task LABEL: kill -9 the process dflow launch started as LABEL ("worker:1").
+kill_task() {
+  local job=${1%%:*} index=${1##*:} p
+  for p in $(pgrep -f "$PS_TRAINER|$TRAINER"); do
+    tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null |
+      grep -q "\"task\":{\"type\":\"$job\",\"index\":$index}" && kill -9 "$p"
+  done
+}
+
+# --- elastic ring, --max-restarts 1: worker 1 is killed, started again, and rejoins
+timeout 90 "$DFLOW" launch -n 3 --elastic --max-restarts 1 -- "$TRAINER" --steps 150 --step-sleep-ms 40 \
+  --out restarted > restarted.out 2> restarted.err &
+launcher=$!
+wait_for restarted.out "^\[worker:0\] step 30 of 3"
+kill_task worker:1
+wait_for restarted.out "^\[worker:0\] round [2-9]: rank 0 of 3"
+expect_launch_exit $launcher 0 restarted
+expect_contains "the launcher started it again" restarted.err "starting it again (restart 1 of 1)"
+expect_contains "the rounds say it" restarted.err "worker:1 joined"
+expect_same "all three agree at the end" restarted.0 restarted.2
+
+# --- synchronous parameter servers, --max-restarts 1: a killed worker (then
+# the chief) is started again and rejoins; the run's bits are the
+# uninterrupted run's
+mkdir straight ps-worker ps-chief
+checks=$((checks + 1))
+timeout 90 "$DFLOW" launch -n 2 --ps 1 --strategy ps -- "$PS_TRAINER" --mode sync --steps 120 --out straight \
+  > straight.out 2> straight.err || fail "uninterrupted ps run: $(cat straight.err)"
+for victim in worker:1 worker:0; do
+  out=ps-worker
+  [[ $victim == worker:0 ]] && out=ps-chief
+  timeout 90 "$DFLOW" launch -n 2 --ps 1 --strategy ps --max-restarts 1 -- "$PS_TRAINER" --mode sync --steps 120 \
+    --sleep-ms 40 --out $out > $out.out 2> $out.err &
+  launcher=$!
+  wait_for $out.out "^\[worker:1\] worker 1 own_step 30 "
+  kill_task $victim
+  expect_launch_exit $launcher 0 $out
+  expect_contains "$victim was started again" $out.err "task $victim"
+  expect_contains "$victim was started again" $out.err "starting it again (restart 1 of 1)"
+  for i in 0 1 2 3 4 5; do expect_same "ps, $victim restarted: variable $i" straight/var-$i.npy $out/var-$i.npy; done
+done
+expect_contains "the restarted chief did not initialise again" ps-chief.out "rejoining a running job"
+
 # --- bad options
 expect_error "--elastic with parameter servers" "--elastic is for ring training" \
   launch -n 2 --ps 1 --elastic -- true
 expect_error "--min-workers above -n" "--min-workers (3) <= -n (2)" launch -n 2 --elastic --min-workers 3 -- true
 expect_error "-n above --max-workers" "<= --max-workers (2)" launch -n 3 --max-workers 2 --elastic -- true
+expect_error "--max-restarts with a fixed ring" "--max-restarts needs a job that takes a worker back" \
+  launch -n 2 --max-restarts 1 -- true
 
 echo "recovery after kill -9: ${recovered} s"
 cli_summary
