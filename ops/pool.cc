@@ -130,14 +130,19 @@ void AvgPoolGradShape(InferenceContext& ctx) {
   ctx.set_output(0, x);
 }
 
-OpDefBuilder PoolOp(const char* name) {
+OpDefBuilder PoolOp(const char* name, const std::vector<DType>& types = kFloatTypes) {
   OpDefBuilder b(name);
   b.attr<std::vector<int64_t>>("ksize").attr<std::vector<int64_t>>("strides")
       .attr<std::string>("padding")
       .attr<std::vector<int64_t>>("explicit_paddings", std::vector<int64_t>{})
-      .type_attr("T", kFloatTypes);
+      .type_attr("T", types);
   return b;
 }
+
+// MaxPool also takes uint8: quantization codes (MIN_FIRST) grow with the
+// value they stand for, so the largest code is the code of the largest
+// value, in the same range (an int8 network pools its codes directly).
+const std::vector<DType> kMaxPoolTypes = {DType::kFloat32, DType::kFloat64, DType::kUInt8};
 
 const char* kWindowDoc =
     " ksize and strides are [1, rows, cols, 1]; padding SAME gives out = ceil(in / stride) "
@@ -147,8 +152,9 @@ const char* kWindowDoc =
     "it is never read.";
 
 [[maybe_unused]] const OpRegistrar kPoolOps[] = {
-    PoolOp("MaxPool").input("input", "T").output("output", "T").shape_fn(PoolShape)
-        .doc(std::string("Largest element of each window of an NHWC image.") + kWindowDoc),
+    PoolOp("MaxPool", kMaxPoolTypes).input("input", "T").output("output", "T").shape_fn(PoolShape)
+        .doc(std::string("Largest element of each window of an NHWC image (uint8: of quantization "
+                         "codes, whose range the result keeps).") + kWindowDoc),
     PoolOp("AvgPool").input("value", "T").output("output", "T").shape_fn(PoolShape)
         .doc(std::string("Mean of each window of an NHWC image over the elements inside the "
                          "image (padding is not counted, as TensorFlow).") + kWindowDoc),

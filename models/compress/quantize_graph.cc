@@ -171,13 +171,13 @@ void Replace(Graph& graph, Node* node, const Output& replacement) {
 // Replaces `layer`, whose output an int8 layer reads, by QuantizeV2 (unless
 // its input is already codes) -> the fused int8 conv -> Dequantize, which
 // takes the layer's name; the conv's codes go on to the layers it feeds.
-void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRange& out, bool per_channel,
+// `range` is the output range to freeze (OutputRange of what calibration saw).
+void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRange& range, bool per_channel,
              std::map<Node*, Codes>& codes_of) {
   Node* node = layer.node;
   Scope s = LayerScope(graph, node->name());
   const Codes input = InputCodes(s, layer, in, codes_of);
   const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
-  const TensorRange range = OutputRange(out, layer.activation);
   const std::string op =
       layer.activation == "Relu" ? "QuantizedConv2DWithBiasAndReluAndRequantize" : "QuantizedConv2DWithBiasAndRequantize";
   Node* conv = s.WithOpName("conv").AddOp(
@@ -191,6 +191,71 @@ void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRang
   codes_of[dequantized.node()] = {Output(conv, 0), Output(conv, 1), Output(conv, 2)};
   layer.report.output_min = range.min;
   layer.report.output_max = range.max;
+}
+
+// The ops an int8 network runs on codes as they are, without a range of
+// their own: MaxPool (the largest code is the code of the largest value, in
+// the same range), and a concatenation of int8 convolutions that all write
+// codes of one range (the concatenation's: QuantizeGraph freezes it for
+// each of them, as TFLite does).
+struct PassThrough {
+  Node* node = nullptr;
+  std::vector<size_t> layers;  // a concatenation's inputs, by layer index
+};
+
+// Replaces a pass-through op by the same op on its inputs' codes ->
+// Dequantize, which takes its name; its codes go on.
+void RewritePassThrough(Graph& graph, Node* node, std::map<Node*, Codes>& codes_of) {
+  Scope s = Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(node->name() + "/int8");
+  Codes out;
+  if (node->op() == "MaxPool") {
+    const Codes in = codes_of.at(node->input(0).node);
+    AttrMap attrs;
+    for (const char* attr : {"ksize", "strides", "padding", "explicit_paddings"}) attrs[attr] = node->attrs().at(attr);
+    out = {Output(s.WithOpName("pool").AddOp("MaxPool", {in.codes}, attrs), 0), in.min, in.max};
+  } else {  // ConcatV2: values..., axis
+    std::vector<Input> values;
+    const int n = static_cast<int>(node->num_inputs()) - 1;
+    for (int k = 0; k < n; ++k) values.push_back(codes_of.at(node->input(k).node).codes);
+    const Codes first = codes_of.at(node->input(0).node);
+    const Output axis(node->input(n).node, node->input(n).index);
+    out = {ops::Concat(s.WithOpName("concat"), values, axis), first.min, first.max};
+  }
+  Output dequantized = ops::Dequantize(s.WithOpName("dequantize"), out.codes, out.min, out.max);
+  Replace(graph, node, dequantized);
+  codes_of[dequantized.node()] = out;
+}
+
+// Which nodes of `order` the int8 graph can run on codes: the quantized
+// layers and the pass-through ops whose inputs are codes.
+std::map<Node*, PassThrough> FindPassThroughs(const Graph& graph, const std::vector<Node*>& order,
+                                              const std::vector<Layer>& layers) {
+  std::map<Node*, size_t> layer_of;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].report.quantized) layer_of[layers[i].node] = i;
+  const auto consumers = graph.Consumers();
+  std::map<Node*, PassThrough> found;
+  auto codes = [&](const NodeOut& in) {
+    return in.index == 0 && (layer_of.count(in.node) || found.count(in.node));
+  };
+  for (Node* node : order) {
+    if (node->num_outputs() == 0 || node->output_dtype(0) != DType::kFloat32) continue;
+    if (node->op() == "MaxPool" && codes(node->input(0))) found[node] = {node, {}};
+    if (node->op() != "ConcatV2" || !KnownValue(node->input(node->num_inputs() - 1))) continue;
+    PassThrough concat{node, {}};
+    for (int k = 0; k + 1 < static_cast<int>(node->num_inputs()); ++k) {
+      const NodeOut in = node->input(k);
+      auto layer = layer_of.find(in.node);
+      // A convolution whose codes another reader needs in its own range cannot take the concatenation's.
+      const bool only_here = layer != layer_of.end() && in.index == 0 &&
+                             std::all_of(consumers[in.node->id()].begin(), consumers[in.node->id()].end(),
+                                         [&](const Graph::Consumer& c) { return c.node == node; });
+      if (!only_here) break;
+      concat.layers.push_back(layer->second);
+    }
+    if (static_cast<int>(concat.layers.size()) + 1 == static_cast<int>(node->num_inputs())) found[node] = concat;
+  }
+  return found;
 }
 
 // Tensors side by side along their last axis.
@@ -279,8 +344,12 @@ void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel) {
   layer.report.float_output = true;
 }
 
-// Whether an int8 layer reads `layer`'s output (it then passes codes on).
-bool FeedsInt8(const Layer& layer, const std::vector<Layer>& layers) {
+// Whether an int8 layer or pass-through op reads `layer`'s output (it then
+// passes codes on).
+bool FeedsInt8(const Layer& layer, const std::vector<Layer>& layers, const std::map<Node*, PassThrough>& passes,
+               const std::vector<std::vector<Graph::Consumer>>& consumers) {
+  for (const Graph::Consumer& c : consumers[layer.node->id()])
+    if (passes.count(c.node)) return true;
   return std::any_of(layers.begin(), layers.end(), [&](const Layer& other) {
     return other.report.quantized && other.node->input(0).node == layer.node;
   });
@@ -346,7 +415,10 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
     return Report(prepared, layers, float_session, calibration, targets);
   }
 
-  // Each layer's input and output ranges, from the float graph.
+  // Each layer's input and output ranges, and each concatenation's output
+  // range, from the float graph.
+  const std::vector<Node*> order = prepared->TopologicalOrder();
+  const std::map<Node*, PassThrough> passes = FindPassThroughs(*prepared, order, layers);
   std::vector<std::string> tensors;
   for (const Layer& layer : layers) {
     tensors.push_back(layer.node->input(0).name());
@@ -354,17 +426,39 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   }
   const std::vector<TensorRange> ranges =
       CalibrateRanges(float_session, tensors, calibration, options.calibrator, options.percentile);
+  // The output range each int8 layer freezes; the layers a concatenation
+  // joins share theirs, the union of their own.
+  std::vector<TensorRange> frozen;
+  for (size_t i = 0; i < layers.size(); ++i) frozen.push_back(OutputRange(ranges[2 * i + 1], layers[i].activation));
+  for (const auto& [node, pass] : passes) {
+    if (pass.layers.empty()) continue;
+    TensorRange shared = frozen[pass.layers[0]];
+    for (size_t i : pass.layers) shared = {std::min(shared.min, frozen[i].min), std::max(shared.max, frozen[i].max)};
+    for (size_t i : pass.layers) frozen[i] = shared;
+  }
 
-  // A layer an int8 layer reads passes its codes on; the others return
-  // float, those on one input with one geometry sharing one convolution
-  // (per-channel weight ranges: each keeps its own).
+  // A layer an int8 layer (or pass-through op) reads passes its codes on;
+  // the others return float, those on one input with one geometry sharing
+  // one convolution (per-channel weight ranges: each keeps its own).
+  std::map<Node*, size_t> layer_at;
+  for (size_t i = 0; i < layers.size(); ++i) layer_at[layers[i].node] = i;
+  const auto consumers = prepared->Consumers();
   std::map<Node*, Codes> codes_of;
   std::vector<bool> done(layers.size(), false), feeds_int8;
-  for (const Layer& layer : layers) feeds_int8.push_back(FeedsInt8(layer, layers));  // before any node is replaced
-  for (size_t i = 0; i < layers.size(); ++i) {
+  for (const Layer& layer : layers) feeds_int8.push_back(FeedsInt8(layer, layers, passes, consumers));
+  // In graph order, so every op finds its inputs' codes (`order` keeps the
+  // nodes as they were: a replaced layer is only looked up, never read).
+  for (Node* node : order) {
+    if (passes.count(node)) {
+      RewritePassThrough(*prepared, node, codes_of);
+      continue;
+    }
+    auto at = layer_at.find(node);
+    if (at == layer_at.end()) continue;
+    const size_t i = at->second;
     if (!layers[i].report.quantized || done[i]) continue;
     if (feeds_int8[i]) {
-      Rewrite(*prepared, layers[i], ranges[2 * i], ranges[2 * i + 1], options.per_channel, codes_of);
+      Rewrite(*prepared, layers[i], ranges[2 * i], frozen[i], options.per_channel, codes_of);
       continue;
     }
     std::vector<size_t> members{i};

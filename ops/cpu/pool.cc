@@ -42,7 +42,9 @@ class PoolKernel : public OpKernel {
   static void PoolPixel(const T* x, const PoolGeometry& g, int64_t n, int64_t i, int64_t j,
                         T* out) {
     const int64_t channels = g.channels;
-    const T init = kMax ? -std::numeric_limits<T>::infinity() : T(0);
+    const T init = !kMax ? T(0)
+                   : std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                          : std::numeric_limits<T>::lowest();
     for (int64_t c = 0; c < channels; ++c) out[c] = init;
     for (int64_t h = g.rows.begin(i); h < g.rows.end(i); ++h)
       for (int64_t w = g.cols.begin(j); w < g.cols.end(j); ++w) {
@@ -96,7 +98,7 @@ class MaxPoolGradGradKernel : public OpKernel {
   pool::WindowAttrs window_;
 };
 
-REGISTER_KERNEL_FOR_TYPES("MaxPool", "CPU", MaxPoolKernel, float, double);
+REGISTER_KERNEL_FOR_TYPES("MaxPool", "CPU", MaxPoolKernel, float, double, uint8_t);
 REGISTER_KERNEL_FOR_TYPES("AvgPool", "CPU", AvgPoolKernel, float, double);
 REGISTER_KERNEL_FOR_TYPES("MaxPoolGradGrad", "CPU", MaxPoolGradGradKernel, float, double);
 

@@ -387,3 +387,11 @@ TEST_CASE("pooling kernels check shapes known only at run time", "[pool]") {
               Code::kInvalidArgument, "AvgPool 'avg': EXPLICIT padding needs a non-empty input: "
               "its height is 0, so every window would cover padding only");
 }
+
+TEST_CASE("MaxPool of uint8 quantization codes: the largest code, padding never wins", "[pool]") {
+  // 3x3 codes, 2x2 window, stride 2, SAME: the bottom and right windows
+  // reach into padding, which must not pass for a code (0 is one).
+  PoolCase p{{1, 3, 3, 1}, 2, 2, 2, 2, true};
+  Tensor x = Tensor::FromVector<uint8_t>({0, 7, 255, 3, 1, 2, 0, 0, 0}, {1, 3, 3, 1});
+  ExpectEqual(Run("MaxPool", {x}, p.Attrs()), Tensor::FromVector<uint8_t>({7, 255, 0, 0}, {1, 2, 2, 1}));
+}

@@ -18,6 +18,7 @@
 #include "ops/batch_norm.h"
 #include "ops/conv.h"
 #include "ops/nn.h"
+#include "ops/pool.h"
 #include "ops/state.h"
 
 namespace dflow {
@@ -166,6 +167,72 @@ TEST_CASE("QuantizeGraph: sibling heads share one int8 convolution with a float 
   models::QuantizeResult per_tensor = models::QuantizeGraph(*frozen, {"boxes", "classes"}, batches, {.per_channel = false});
   CHECK(OpCounts(*per_tensor.graph)["QuantizedConv2DWithBiasAndDequantize"] == 2);
   CHECK(per_tensor.layers[2].shares_with.empty());
+}
+
+namespace {
+
+// SqueezeNet's pattern: input [1, 16, 16, 3] -> conv 3x3 (8) + ReLU ->
+// MaxPool 3x3/2 -> squeeze 1x1 (4) + ReLU -> expand 1x1 (6) and expand 3x3
+// (6), each + ReLU, concatenated (12) -> MaxPool 2x2/2 -> head 1x1 (5).
+std::shared_ptr<Graph> FireModule() {
+  Scope s = Scope::NewRootScope();
+  auto conv = [&](const std::string& name, Output x, Shape filter, uint32_t seed, bool relu, float scale = 0.5f) {
+    Output y = ops::BiasAdd(s.WithOpName(name + "_bias"), ops::Conv2D(s.WithOpName(name), x, Random(filter, seed, -scale, scale)),
+                            Random({filter.dim(3)}, seed + 1, -0.1f, 0.2f));
+    return relu ? ops::Relu(s.WithOpName(name + "_relu"), y) : y;
+  };
+  Output x = ops::Placeholder(s.WithOpName("input"), DType::kFloat32, {1, 16, 16, 3});
+  Output y = conv("conv", x, {3, 3, 3, 8}, 1, true);
+  y = ops::MaxPool(s.WithOpName("pool1"), y, {.ksize = {1, 3, 3, 1}, .strides = {1, 2, 2, 1}, .padding = "SAME"});
+  y = conv("squeeze", y, {1, 1, 8, 4}, 3, true);
+  // The 3x3 expand's weights are larger: its outputs span a wider range than the 1x1's.
+  Output wide = conv("expand3", y, {3, 3, 4, 6}, 7, true, 2.0f);
+  y = ops::Concat(s.WithOpName("fire"), {conv("expand1", y, {1, 1, 4, 6}, 5, true), wide}, int32_t{3});
+  y = ops::MaxPool(s.WithOpName("pool2"), y, {.ksize = {1, 2, 2, 1}, .strides = {1, 2, 2, 1}, .padding = "VALID"});
+  ops::Identity(s.WithOpName("logits"), conv("head", y, {1, 1, 12, 5}, 9, false));
+  return s.graph_ptr();
+}
+
+}  // namespace
+
+TEST_CASE("QuantizeGraph: max pooling and a concatenation of int8 convolutions stay in int8", "[quantize]") {
+  std::shared_ptr<Graph> frozen = FireModule();
+  models::QuantizeResult result = models::QuantizeGraph(*frozen, {"logits"}, Batches(16));
+  REQUIRE(result.layers.size() == 5);
+  for (const models::QuantizedLayer& layer : result.layers) {
+    INFO(layer.name);
+    CHECK(layer.quantized);
+    CHECK(layer.input_from_int8 == (layer.name != result.layers[0].name));
+  }
+  // The concatenation's inputs write codes of one range: the union of theirs.
+  const models::QuantizedLayer& expand1 = result.layers[2];
+  const models::QuantizedLayer& expand3 = result.layers[3];
+  CHECK(expand1.output_min == expand3.output_min);
+  CHECK(expand1.output_max == expand3.output_max);
+  std::map<std::string, int> ops = OpCounts(*result.graph);
+  CHECK(ops["QuantizeV2"] == 1);  // the input's: no float island at the pools or the concatenation
+  CHECK(ops["Dequantize"] == 0);
+  CHECK(ops["MaxPool"] == 2);
+  CHECK(ops["ConcatV2"] == 1);
+  for (Node* node : result.graph->nodes())
+    if (node->op() == "MaxPool" || node->op() == "ConcatV2") CHECK(node->output_dtype(0) == DType::kUInt8);
+  const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 999, -1, 1)}};
+  CHECK(RelativeError(Logits(result.graph, held_out), Logits(frozen, held_out)) < 0.05);
+}
+
+// The same graph, but the 1x1 expand's output also feeds a float output of
+// its own: it keeps its range, so the concatenation stays float.
+TEST_CASE("QuantizeGraph: a concatenation whose input another op reads stays float", "[quantize]") {
+  std::shared_ptr<Graph> frozen = FireModule();
+  Scope s = Scope::ForGraph(frozen);
+  ops::Identity(s.WithOpName("side"), Output(&frozen->GetNode("expand1_relu"), 0));
+  models::QuantizeResult result = models::QuantizeGraph(*frozen, {"logits", "side"}, Batches(16));
+  std::map<std::string, int> ops = OpCounts(*result.graph);
+  CHECK(ops["QuantizeV2"] == 2);  // the input's, and the concatenation's output into pool2's int8 reader
+  for (Node* node : result.graph->nodes())
+    if (node->op() == "ConcatV2") CHECK(node->output_dtype(0) == DType::kFloat32);
+  const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 999, -1, 1)}};
+  CHECK(RelativeError(Logits(result.graph, held_out), Logits(frozen, held_out)) < 0.05);
 }
 
 TEST_CASE("QuantizeGraph, dynamic: every conv int8 with its input's range at run time, float between", "[quantize]") {
