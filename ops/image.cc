@@ -54,12 +54,16 @@ void ResizeBilinearGradShape(InferenceContext& ctx) {
                           original.dim(2), original.dim(3) >= 0 ? original.dim(3) : grads.dim(3)});
 }
 
-OpDefBuilder ResizeOp(const char* name) {
+OpDefBuilder ResizeOp(const char* name, const std::vector<DType>& types = kFloatTypes) {
   OpDefBuilder b(name);
   b.attr<bool>("align_corners", false).attr<bool>("half_pixel_centers", true)
-      .type_attr("T", kFloatTypes);
+      .type_attr("T", types);
   return b;
 }
+
+// Nearest-neighbour resizing copies pixels, so it also takes uint8
+// quantization codes (an int8 FPN upsamples its codes, in their range).
+const std::vector<DType> kNearestTypes = {DType::kFloat32, DType::kFloat64, DType::kUInt8};
 
 const char* kCoordinatesDoc =
     " Coordinates: half_pixel_centers (the default here; TensorFlow's raw op defaults to "
@@ -68,7 +72,7 @@ const char* kCoordinatesDoc =
     "the top-left corner. The two cannot both be true.";
 
 [[maybe_unused]] const OpRegistrar kResizeOps[] = {
-    ResizeOp("ResizeNearestNeighbor").input("images", "T").input("size", DType::kInt32)
+    ResizeOp("ResizeNearestNeighbor", kNearestTypes).input("images", "T").input("size", DType::kInt32)
         .output("resized_images", "T").shape_fn(ResizeShape("images"))
         .doc(std::string("Resizes NHWC images to size = (height, width) by copying the nearest "
                          "input pixel.") + kCoordinatesDoc),

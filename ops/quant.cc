@@ -91,7 +91,68 @@ void QuantizedMatMulShape(InferenceContext& ctx) {
   ctx.set_output(2, Shape());
 }
 
+void QuantizedAddShape(InferenceContext& ctx) {
+  const Shape& x = ctx.input_shape(0);
+  const Shape& y = ctx.input_shape(1);
+  if (!x.unknown_rank() && !y.unknown_rank() && x.IsFullyDefined() && y.IsFullyDefined() && x != y)
+    ctx.Fail("x and y must have one shape (no broadcasting), got ", x.ToString(), " and ", y.ToString());
+  for (int i = 2; i < 8; ++i) RequireScalar(ctx, i, "every range input");
+  ctx.set_output(0, x.unknown_rank() ? y : x);
+  ctx.set_output(1, Shape());
+  ctx.set_output(2, Shape());
+}
+
+OpDefBuilder QuantizedAddOp(const char* name) {
+  OpDefBuilder b(name);
+  b.input("x", DType::kUInt8)
+      .input("y", DType::kUInt8)
+      .input("min_x", DType::kFloat32)
+      .input("max_x", DType::kFloat32)
+      .input("min_y", DType::kFloat32)
+      .input("max_y", DType::kFloat32)
+      .input("min_freezed_output", DType::kFloat32)
+      .input("max_freezed_output", DType::kFloat32)
+      .output("z", DType::kUInt8)
+      .output("min_z", DType::kFloat32)
+      .output("max_z", DType::kFloat32)
+      .shape_fn(QuantizedAddShape);
+  return b;
+}
+
+const char* kQuantizedAddDoc =
+    "The int8 residual addition: x and y (one shape) hold MIN_FIRST uint8 codes of [min_x, max_x] "
+    "and [min_y, max_y] (steps sx, sy, zero points zx, zy, as Dequantize reads them); their values' "
+    "sum is requantized to MIN_FIRST codes of the frozen [min_freezed_output, max_freezed_output] "
+    "(step so, zero point zo): z = round((x - zx) sx / so + (y - zy) sy / so + zo) (half away from "
+    "zero), clamped to [0, 255]";
+
+void QuantizedReluShape(InferenceContext& ctx) {
+  RequireScalar(ctx, 1, "min_features");
+  RequireScalar(ctx, 2, "max_features");
+  ctx.set_output(0, ctx.input_shape(0));
+  ctx.set_output(1, Shape());
+  ctx.set_output(2, Shape());
+}
+
 }  // namespace
+
+REGISTER_OP("QuantizedRelu")
+    .input("features", DType::kUInt8)
+    .input("min_features", DType::kFloat32)
+    .input("max_features", DType::kFloat32)
+    .output("activations", DType::kUInt8)
+    .output("min_activations", DType::kFloat32)
+    .output("max_activations", DType::kFloat32)
+    .shape_fn(QuantizedReluShape)
+    .doc("ReLU of MIN_FIRST uint8 codes of [min_features, max_features], in the same range: codes below "
+         "the zero point (the code of 0.0, as Dequantize reads them) become it; min_activations and "
+         "max_activations repeat the range.");
+
+[[maybe_unused]] const OpRegistrar kQuantizedAddOps[] = {
+    QuantizedAddOp("QuantizedAddAndRequantize").doc(std::string(kQuantizedAddDoc) + "; min_z and max_z repeat the frozen range."),
+    QuantizedAddOp("QuantizedAddAndReluAndRequantize")
+        .doc(std::string(kQuantizedAddDoc) + ", and below zo (a ReLU of the sum); min_z and max_z repeat the frozen range."),
+};
 
 REGISTER_OP("QuantizeV2")
     .input("input", DType::kFloat32)

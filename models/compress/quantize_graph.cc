@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -193,26 +194,55 @@ void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRang
   layer.report.output_max = range.max;
 }
 
-// The ops an int8 network runs on codes as they are, without a range of
-// their own: MaxPool (the largest code is the code of the largest value, in
-// the same range), and a concatenation of int8 convolutions that all write
-// codes of one range (the concatenation's: QuantizeGraph freezes it for
-// each of them, as TFLite does).
+// The ops an int8 network runs on codes: MaxPool, nearest-neighbour
+// resizing and ReLU, which keep their input's range (the largest code is the
+// code of the largest value; a copy is a copy; codes below 0.0's become
+// it); a concatenation of int8
+// convolutions that all write codes of one range (the concatenation's:
+// QuantizeGraph freezes it for each of them, as TFLite does); and an
+// addition of two code tensors of one shape (ResNet's residuals, an FPN's
+// top-down path), requantized to its own frozen range, with the ReLU that
+// follows it fused.
 struct PassThrough {
   Node* node = nullptr;
   std::vector<size_t> layers;  // a concatenation's inputs, by layer index
+  Node* relu = nullptr;        // an addition's ReLU, fused into it
+  TensorRange frozen{};        // an addition's output range (QuantizeGraph calibrates it)
+  // The node whose output the rewrite replaces: the ReLU, else the op.
+  Node* last() const { return relu ? relu : node; }
 };
 
 // Replaces a pass-through op by the same op on its inputs' codes ->
 // Dequantize, which takes its name; its codes go on.
-void RewritePassThrough(Graph& graph, Node* node, std::map<Node*, Codes>& codes_of) {
+void RewritePassThrough(Graph& graph, const PassThrough& pass, std::map<Node*, Codes>& codes_of) {
+  Node* node = pass.node;
   Scope s = Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(node->name() + "/int8");
   Codes out;
+  auto attrs_of = [&](std::initializer_list<const char*> names) {
+    AttrMap attrs;
+    for (const char* attr : names) attrs[attr] = node->attrs().at(attr);
+    return attrs;
+  };
   if (node->op() == "MaxPool") {
     const Codes in = codes_of.at(node->input(0).node);
-    AttrMap attrs;
-    for (const char* attr : {"ksize", "strides", "padding", "explicit_paddings"}) attrs[attr] = node->attrs().at(attr);
+    AttrMap attrs = attrs_of({"ksize", "strides", "padding", "explicit_paddings"});
     out = {Output(s.WithOpName("pool").AddOp("MaxPool", {in.codes}, attrs), 0), in.min, in.max};
+  } else if (node->op() == "ResizeNearestNeighbor") {
+    const Codes in = codes_of.at(node->input(0).node);
+    const Output size(node->input(1).node, node->input(1).index);
+    AttrMap attrs = attrs_of({"align_corners", "half_pixel_centers"});
+    out = {Output(s.WithOpName("resize").AddOp("ResizeNearestNeighbor", {in.codes, size}, attrs), 0), in.min, in.max};
+  } else if (node->op() == "Relu") {
+    const Codes in = codes_of.at(node->input(0).node);
+    Node* relu = s.WithOpName("relu").AddOp("QuantizedRelu", {in.codes, in.min, in.max});
+    out = {Output(relu, 0), Output(relu, 1), Output(relu, 2)};
+  } else if (node->op() == "Add" || node->op() == "AddV2") {
+    const Codes x = codes_of.at(node->input(0).node), y = codes_of.at(node->input(1).node);
+    Node* add = s.WithOpName("add").AddOp(
+        pass.relu ? "QuantizedAddAndReluAndRequantize" : "QuantizedAddAndRequantize",
+        {x.codes, y.codes, x.min, x.max, y.min, y.max, Scalar(s, "output_min", pass.frozen.min),
+         Scalar(s, "output_max", pass.frozen.max)});
+    out = {Output(add, 0), Output(add, 1), Output(add, 2)};
   } else {  // ConcatV2: values..., axis
     std::vector<Input> values;
     const int n = static_cast<int>(node->num_inputs()) - 1;
@@ -222,7 +252,8 @@ void RewritePassThrough(Graph& graph, Node* node, std::map<Node*, Codes>& codes_
     out = {ops::Concat(s.WithOpName("concat"), values, axis), first.min, first.max};
   }
   Output dequantized = ops::Dequantize(s.WithOpName("dequantize"), out.codes, out.min, out.max);
-  Replace(graph, node, dequantized);
+  Replace(graph, pass.last(), dequantized);
+  if (pass.relu) graph.RemoveNode(node);  // its ReLU was its only reader
   codes_of[dequantized.node()] = out;
 }
 
@@ -235,12 +266,27 @@ std::map<Node*, PassThrough> FindPassThroughs(const Graph& graph, const std::vec
     if (layers[i].report.quantized) layer_of[layers[i].node] = i;
   const auto consumers = graph.Consumers();
   std::map<Node*, PassThrough> found;
-  auto codes = [&](const NodeOut& in) {
-    return in.index == 0 && (layer_of.count(in.node) || found.count(in.node));
+  std::set<Node*> carriers;  // nodes whose output the int8 graph has as codes
+  for (const auto& [node, i] : layer_of) carriers.insert(node);
+  auto codes = [&](const NodeOut& in) { return in.index == 0 && carriers.count(in.node) > 0; };
+  auto add = [&](PassThrough pass) {
+    carriers.insert(pass.last());
+    found[pass.node] = pass;
   };
   for (Node* node : order) {
     if (node->num_outputs() == 0 || node->output_dtype(0) != DType::kFloat32) continue;
-    if (node->op() == "MaxPool" && codes(node->input(0))) found[node] = {node, {}};
+    if (node->op() == "MaxPool" && codes(node->input(0))) add({node, {}});
+    if (node->op() == "ResizeNearestNeighbor" && codes(node->input(0))) add({node, {}});
+    if (node->op() == "Relu" && codes(node->input(0))) add({node, {}});
+    if ((node->op() == "Add" || node->op() == "AddV2") && codes(node->input(0)) && codes(node->input(1))) {
+      const Shape& x = node->input(0).node->output_shape(0);
+      const Shape& y = node->input(1).node->output_shape(0);
+      // One shape (a batch dim may be unknown on both): no broadcasting, which stays float.
+      if (x.unknown_rank() || x != y) continue;
+      const auto& readers = consumers[node->id()];
+      Node* relu = readers.size() == 1 && readers[0].node->op() == "Relu" ? readers[0].node : nullptr;
+      add({node, {}, relu});
+    }
     if (node->op() != "ConcatV2" || !KnownValue(node->input(node->num_inputs() - 1))) continue;
     PassThrough concat{node, {}};
     for (int k = 0; k + 1 < static_cast<int>(node->num_inputs()); ++k) {
@@ -253,7 +299,7 @@ std::map<Node*, PassThrough> FindPassThroughs(const Graph& graph, const std::vec
       if (!only_here) break;
       concat.layers.push_back(layer->second);
     }
-    if (static_cast<int>(concat.layers.size()) + 1 == static_cast<int>(node->num_inputs())) found[node] = concat;
+    if (static_cast<int>(concat.layers.size()) + 1 == static_cast<int>(node->num_inputs())) add(concat);
   }
   return found;
 }
@@ -418,14 +464,22 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   // Each layer's input and output ranges, and each concatenation's output
   // range, from the float graph.
   const std::vector<Node*> order = prepared->TopologicalOrder();
-  const std::map<Node*, PassThrough> passes = FindPassThroughs(*prepared, order, layers);
+  std::map<Node*, PassThrough> passes = FindPassThroughs(*prepared, order, layers);
   std::vector<std::string> tensors;
   for (const Layer& layer : layers) {
     tensors.push_back(layer.node->input(0).name());
     tensors.push_back(layer.node->name() + ":0");
   }
+  std::vector<PassThrough*> additions;
+  for (auto& [node, pass] : passes)
+    if (node->op() == "Add" || node->op() == "AddV2") {
+      additions.push_back(&pass);
+      tensors.push_back(pass.last()->name() + ":0");
+    }
   const std::vector<TensorRange> ranges =
       CalibrateRanges(float_session, tensors, calibration, options.calibrator, options.percentile);
+  for (size_t k = 0; k < additions.size(); ++k)
+    additions[k]->frozen = OutputRange(ranges[2 * layers.size() + k], additions[k]->relu ? "Relu" : "");
   // The output range each int8 layer freezes; the layers a concatenation
   // joins share theirs, the union of their own.
   std::vector<TensorRange> frozen;
@@ -449,8 +503,8 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   // In graph order, so every op finds its inputs' codes (`order` keeps the
   // nodes as they were: a replaced layer is only looked up, never read).
   for (Node* node : order) {
-    if (passes.count(node)) {
-      RewritePassThrough(*prepared, node, codes_of);
+    if (auto pass = passes.find(node); pass != passes.end()) {
+      RewritePassThrough(*prepared, pass->second, codes_of);
       continue;
     }
     auto at = layer_at.find(node);

@@ -75,7 +75,7 @@ class ResizeBilinearKernel : public OpKernel {
   resize::Coordinates coords_;
 };
 
-REGISTER_KERNEL_FOR_TYPES("ResizeNearestNeighbor", "CPU", ResizeNearestKernel, float, double);
+REGISTER_KERNEL_FOR_TYPES("ResizeNearestNeighbor", "CPU", ResizeNearestKernel, float, double, uint8_t);
 REGISTER_KERNEL_FOR_TYPES("ResizeBilinear", "CPU", ResizeBilinearKernel, float, double);
 
 }  // namespace

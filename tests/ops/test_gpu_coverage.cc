@@ -33,6 +33,7 @@ const std::set<std::string> kNoGpuKernel = {
     "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize",
     "QuantizedConv2DWithBiasAndReluAndRequantize", "QuantizedDepthwiseConv2DWithBiasAndRequantize",
     "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "QuantizedConv2DWithBiasAndDequantize",
+    "QuantizedAddAndRequantize", "QuantizedAddAndReluAndRequantize", "QuantizedRelu",
     "QuantizedConv2DWithBiasAndReluAndDequantize", "QuantizedDepthwiseConv2DWithBiasAndDequantize",
     "QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize",
 };

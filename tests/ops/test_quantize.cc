@@ -204,3 +204,46 @@ TEST_CASE("QuantizedMatMulWithBiasAndRequantize names what it cannot take", "[qu
   ExpectError([&] { run({}, F({0, 0, 0, 0}), 1, 1); }, Code::kInvalidArgument,
               "the range of the output must have min < max, got [1, 1]");
 }
+
+TEST_CASE("QuantizedAdd[AndRelu]AndRequantize: the codes of the sum, within one step of the float one", "[quant]") {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> ux(-1.5f, 2.0f), uy(-0.3f, 0.9f);
+  std::vector<float> xs(300), ys(300);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = ux(rng), ys[i] = uy(rng);
+  auto qx = Quantize(F(xs, {3, 10, 10}), Scalar(-1.5f), Scalar(2.0f), DType::kUInt8, {});
+  auto qy = Quantize(F(ys, {3, 10, 10}), Scalar(-0.3f), Scalar(0.9f), DType::kUInt8, {});
+  for (bool relu : {false, true}) {
+    const float out_min = -1.0f, out_max = 2.5f;  // the sum spans -1.8 .. 2.9: both ends clamp
+    auto z = RunOp({.op = relu ? "QuantizedAddAndReluAndRequantize" : "QuantizedAddAndRequantize",
+                    .inputs = {qx[0], qy[0], qx[1], qx[2], qy[1], qy[2], Scalar(out_min), Scalar(out_max)}});
+    CHECK(z[1].scalar<float>() == out_min);
+    CHECK(z[2].scalar<float>() == out_max);
+    const Tensor got = Dequantize(z[0], z[1], z[2], {});
+    const Tensor dx = Dequantize(qx[0], qx[1], qx[2], {}), dy = Dequantize(qy[0], qy[1], qy[2], {});
+    const float step = (out_max - out_min) / 255;
+    for (int64_t i = 0; i < got.NumElements(); ++i) {
+      float want = std::clamp(dx.data<float>()[i] + dy.data<float>()[i], out_min, out_max);
+      if (relu) want = std::max(want, 0.0f);
+      INFO("element " << i << (relu ? " (relu)" : ""));
+      CHECK(std::fabs(got.data<float>()[i] - want) <= 0.5f * step + 1e-5f);
+    }
+  }
+  ExpectError([&] {
+    RunOp({.op = "QuantizedAddAndRequantize",
+           .inputs = {qx[0], Tensor::Zeros(DType::kUInt8, {3, 10, 9}), qx[1], qx[2], qy[1], qy[2], Scalar(0), Scalar(1)}});
+  }, Code::kInvalidArgument, "x and y must have one shape");
+  ExpectError([&] {
+    RunOp({.op = "QuantizedAddAndRequantize",
+           .inputs = {qx[0], qy[0], qx[1], qx[2], qy[1], qy[2], Scalar(1), Scalar(1)}});
+  }, Code::kInvalidArgument, "the range of the output must have min < max");
+}
+
+TEST_CASE("QuantizedRelu: codes below the zero point become it, in the same range", "[quant]") {
+  auto q = Quantize(F({-1, -0.2f, 0, 0.3f, 3}), Scalar(-1), Scalar(3), DType::kUInt8, {});
+  auto r = RunOp({.op = "QuantizedRelu", .inputs = {q[0], q[1], q[2]}});
+  CHECK(r[1].scalar<float>() == q[1].scalar<float>());
+  CHECK(r[2].scalar<float>() == q[2].scalar<float>());
+  const Tensor got = Dequantize(r[0], r[1], r[2], {});
+  const Tensor before = Dequantize(q[0], q[1], q[2], {});
+  for (int64_t i = 0; i < got.NumElements(); ++i) CHECK(got.data<float>()[i] == std::max(before.data<float>()[i], 0.0f));
+}

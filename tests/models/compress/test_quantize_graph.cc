@@ -18,6 +18,8 @@
 #include "ops/batch_norm.h"
 #include "ops/conv.h"
 #include "ops/nn.h"
+#include "ops/image.h"
+#include "ops/math.h"
 #include "ops/pool.h"
 #include "ops/state.h"
 
@@ -233,6 +235,61 @@ TEST_CASE("QuantizeGraph: a concatenation whose input another op reads stays flo
     if (node->op() == "ConcatV2") CHECK(node->output_dtype(0) == DType::kFloat32);
   const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 999, -1, 1)}};
   CHECK(RelativeError(Logits(result.graph, held_out), Logits(frozen, held_out)) < 0.05);
+}
+
+namespace {
+
+// ResNet's and an FPN's patterns: input [1, 16, 16, 3] -> stem 3x3 (8) +
+// ReLU -> residual block (3x3 + bias, added to the stem, ReLU) -> down 3x3/2
+// (8) + ReLU -> lateral 1x1 of each level, the coarse one upsampled (nearest)
+// and added to the fine one -> head 1x1 (5) "logits", and a ReLU of the sum
+// -> 1x1 (3) "extra" (RetinaNet's P6 -> ReLU -> P7).
+std::shared_ptr<Graph> ResidualFpn() {
+  Scope s = Scope::NewRootScope();
+  auto conv = [&](const std::string& name, Output x, Shape filter, uint32_t seed, bool relu, int stride = 1) {
+    Output y = ops::BiasAdd(s.WithOpName(name + "_bias"),
+                            ops::Conv2D(s.WithOpName(name), x, Random(filter, seed, -0.4f, 0.4f),
+                                        {.strides = {1, stride, stride, 1}}),
+                            Random({filter.dim(3)}, seed + 1, -0.1f, 0.2f));
+    return relu ? ops::Relu(s.WithOpName(name + "_relu"), y) : y;
+  };
+  Output x = ops::Placeholder(s.WithOpName("input"), DType::kFloat32, {1, 16, 16, 3});
+  Output stem = conv("stem", x, {3, 3, 3, 8}, 1, true);
+  Output block = ops::Relu(s.WithOpName("block_relu"),
+                           ops::Add(s.WithOpName("residual"), conv("block", stem, {3, 3, 8, 8}, 3, false), stem));
+  Output down = conv("down", block, {3, 3, 8, 8}, 5, true, 2);
+  Output up = ops::ResizeNearestNeighbor(s.WithOpName("upsample"), conv("lateral_coarse", down, {1, 1, 8, 8}, 7, false),
+                                         Tensor::FromVector<int32_t>({16, 16}));
+  Output p = ops::Add(s.WithOpName("top_down"), conv("lateral_fine", block, {1, 1, 8, 8}, 9, false), up);
+  ops::Identity(s.WithOpName("logits"), conv("head", p, {1, 1, 8, 5}, 11, false));
+  ops::Identity(s.WithOpName("extra"), conv("p7", ops::Relu(s.WithOpName("p_relu"), p), {1, 1, 8, 3}, 13, false));
+  return s.graph_ptr();
+}
+
+}  // namespace
+
+TEST_CASE("QuantizeGraph: residual additions, nearest upsampling and ReLUs stay in int8", "[quantize]") {
+  std::shared_ptr<Graph> frozen = ResidualFpn();
+  models::QuantizeResult result = models::QuantizeGraph(*frozen, {"logits", "extra"}, Batches(16));
+  std::map<std::string, int> ops = OpCounts(*result.graph);
+  CHECK(ops["QuantizeV2"] == 1);  // the input's
+  CHECK(ops["Dequantize"] == 0);
+  CHECK(ops["QuantizedAddAndReluAndRequantize"] == 1);  // the residual, its ReLU fused
+  CHECK(ops["QuantizedAddAndRequantize"] == 1);         // the top-down sum
+  CHECK(ops["QuantizedRelu"] == 1);
+  CHECK(ops["Add"] + ops["AddV2"] + ops["Relu"] == 0);
+  for (Node* node : result.graph->nodes())
+    if (node->op() == "ResizeNearestNeighbor") CHECK(node->output_dtype(0) == DType::kUInt8);
+  for (const models::QuantizedLayer& layer : result.layers) {
+    INFO(layer.name);
+    CHECK(layer.input_from_int8 == (layer.name != "stem_relu"));
+  }
+  const FeedList held_out = {{std::string("input"), Random({1, 16, 16, 3}, 999, -1, 1)}};
+  Session float_session(frozen, {.num_threads = 1});
+  Session int8_session(result.graph, {.num_threads = 1});
+  const std::vector<TensorName> names{std::string("logits"), std::string("extra")};
+  std::vector<Tensor> want = float_session.Run(held_out, names), got = int8_session.Run(held_out, names);
+  for (size_t k = 0; k < 2; ++k) CHECK(RelativeError(got[k], want[k]) < 0.05);
 }
 
 TEST_CASE("QuantizeGraph, dynamic: every conv int8 with its input's range at run time, float between", "[quantize]") {
