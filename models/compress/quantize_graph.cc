@@ -116,6 +116,23 @@ IntFilter QuantizeFilter(const Tensor& filter, bool per_channel) {
   return {codes, Tensor::FromVector(min), Tensor::FromVector(max_abs)};
 }
 
+// An int8 filter's constants. Layers that read one float filter (RetinaNet's
+// heads, shared by every pyramid level) share one int8 copy of it.
+struct FilterConsts {
+  Output codes, min, max;
+};
+using FilterCache = std::map<std::pair<const Node*, int>, FilterConsts>;
+
+FilterConsts IntFilterOf(const Scope& s, const Layer& layer, bool per_channel, FilterCache& cache) {
+  const NodeOut source = layer.node->input(1);
+  const auto key = std::make_pair(static_cast<const Node*>(source.node), source.index);
+  if (auto found = cache.find(key); found != cache.end()) return found->second;
+  const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
+  return cache[key] = {ops::Const(s.WithOpName("filter"), filter.codes),
+                       ops::Const(s.WithOpName("filter_min"), filter.min),
+                       ops::Const(s.WithOpName("filter_max"), filter.max)};
+}
+
 // The frozen output range: holds 0.0 (the next layer pads with its code), is
 // [0, 6] at most after a ReLU6 and starts at 0 after a ReLU.
 TensorRange OutputRange(TensorRange seen, const std::string& activation) {
@@ -174,17 +191,16 @@ void Replace(Graph& graph, Node* node, const Output& replacement) {
 // takes the layer's name; the conv's codes go on to the layers it feeds.
 // `range` is the output range to freeze (OutputRange of what calibration saw).
 void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRange& range, bool per_channel,
-             std::map<Node*, Codes>& codes_of) {
+             std::map<Node*, Codes>& codes_of, FilterCache& filters) {
   Node* node = layer.node;
   Scope s = LayerScope(graph, node->name());
   const Codes input = InputCodes(s, layer, in, codes_of);
-  const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
+  const FilterConsts filter = IntFilterOf(s, layer, per_channel, filters);
   const std::string op =
       layer.activation == "Relu" ? "QuantizedConv2DWithBiasAndReluAndRequantize" : "QuantizedConv2DWithBiasAndRequantize";
   Node* conv = s.WithOpName("conv").AddOp(
-      op, {input.codes, ops::Const(s.WithOpName("filter"), filter.codes), ops::Const(s.WithOpName("bias"), layer.bias),
-           input.min, input.max, ops::Const(s.WithOpName("filter_min"), filter.min),
-           ops::Const(s.WithOpName("filter_max"), filter.max), Scalar(s, "output_min", range.min),
+      op, {input.codes, filter.codes, ops::Const(s.WithOpName("bias"), layer.bias), input.min, input.max, filter.min,
+           filter.max, Scalar(s, "output_min", range.min),
            Scalar(s, "output_max", range.max)},
       ConvAttrs(*node));
   Output dequantized = ops::Dequantize(s.WithOpName("dequantize"), Output(conv, 0), Output(conv, 1), Output(conv, 2));
@@ -328,22 +344,28 @@ Tensor ConcatLastAxis(const std::vector<const Tensor*>& parts) {
 // (...AndDequantize: no output range to freeze, no requantization); each
 // layer's channels are a Slice of it that takes the layer's name.
 void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRange& in, bool per_channel,
-                        const std::map<Node*, Codes>& codes_of) {
+                        const std::map<Node*, Codes>& codes_of, FilterCache& filters) {
   Layer& first = *group[0];
   Scope s = LayerScope(graph, first.node->name());
   const Codes input = InputCodes(s, first, in, codes_of);
-  std::vector<const Tensor*> filters, biases;
+  std::vector<const Tensor*> weights, biases;
   for (Layer* layer : group) {
-    filters.push_back(&layer->filter);
+    weights.push_back(&layer->filter);
     biases.push_back(&layer->bias);
   }
-  const IntFilter filter = QuantizeFilter(ConcatLastAxis(filters), per_channel);
+  FilterConsts filter;
+  if (group.size() == 1) {
+    filter = IntFilterOf(s, first, per_channel, filters);
+  } else {
+    const IntFilter joined = QuantizeFilter(ConcatLastAxis(weights), per_channel);
+    filter = {ops::Const(s.WithOpName("filter"), joined.codes), ops::Const(s.WithOpName("filter_min"), joined.min),
+              ops::Const(s.WithOpName("filter_max"), joined.max)};
+  }
   const std::string op = first.activation.empty() ? "QuantizedConv2DWithBiasAndDequantize"
                                                   : "QuantizedConv2DWithBiasAndReluAndDequantize";
   Output y(s.WithOpName("conv").AddOp(
-               op, {input.codes, ops::Const(s.WithOpName("filter"), filter.codes),
-                    ops::Const(s.WithOpName("bias"), ConcatLastAxis(biases)), input.min, input.max,
-                    ops::Const(s.WithOpName("filter_min"), filter.min), ops::Const(s.WithOpName("filter_max"), filter.max)},
+               op, {input.codes, filter.codes, ops::Const(s.WithOpName("bias"), ConcatLastAxis(biases)), input.min,
+                    input.max, filter.min, filter.max},
                ConvAttrs(*first.node)),
            0);
   int64_t channel = 0;
@@ -368,20 +390,19 @@ void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRan
 // (minimum and maximum over the whole tensor) -> QuantizeV2 -> the int8
 // product with a float output (bias and ReLU fused; a ReLU6 clamps after),
 // which takes the layer's name.
-void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel) {
+void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel, FilterCache& filters) {
   Node* node = layer.node;
   Scope s = LayerScope(graph, node->name());
   const Output x(node->input(0).node, node->input(0).index);
   const Input all({0, 1, 2, 3});  // NHWC
   ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), x, ops::Min(s.WithOpName("input_min"), x, all),
                                      ops::Max(s.WithOpName("input_max"), x, all), DType::kUInt8);
-  const IntFilter filter = QuantizeFilter(layer.filter, per_channel);
+  const FilterConsts filter = IntFilterOf(s, layer, per_channel, filters);
   const std::string op = layer.activation.empty() ? "QuantizedConv2DWithBiasAndDequantize"
                                                   : "QuantizedConv2DWithBiasAndReluAndDequantize";
   Output y(s.WithOpName("conv").AddOp(
-               op, {q.output, ops::Const(s.WithOpName("filter"), filter.codes), ops::Const(s.WithOpName("bias"), layer.bias),
-                    q.output_min, q.output_max, ops::Const(s.WithOpName("filter_min"), filter.min),
-                    ops::Const(s.WithOpName("filter_max"), filter.max)},
+               op, {q.output, filter.codes, ops::Const(s.WithOpName("bias"), layer.bias), q.output_min, q.output_max,
+                    filter.min, filter.max},
                ConvAttrs(*node)),
            0);
   if (layer.activation == "Relu6") y = ops::Minimum(s.WithOpName("relu6"), y, 6.0f);
@@ -455,9 +476,10 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   std::shared_ptr<Graph> prepared = Prepared(graph, targets);
   std::vector<Layer> layers = FindLayers(*prepared, options.skip);
   Session float_session(Copy(*prepared), {.num_threads = 1});
+  FilterCache filters;
   if (options.dynamic) {
     for (Layer& layer : layers)
-      if (layer.report.quantized) RewriteDynamic(*prepared, layer, options.per_channel);
+      if (layer.report.quantized) RewriteDynamic(*prepared, layer, options.per_channel, filters);
     return Report(prepared, layers, float_session, calibration, targets);
   }
 
@@ -512,7 +534,7 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
     const size_t i = at->second;
     if (!layers[i].report.quantized || done[i]) continue;
     if (feeds_int8[i]) {
-      Rewrite(*prepared, layers[i], ranges[2 * i], frozen[i], options.per_channel, codes_of);
+      Rewrite(*prepared, layers[i], ranges[2 * i], frozen[i], options.per_channel, codes_of, filters);
       continue;
     }
     std::vector<size_t> members{i};
@@ -527,7 +549,7 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
       layers[j].report.output_min = ranges[2 * j + 1].min;  // as calibration saw it: nothing is frozen
       layers[j].report.output_max = ranges[2 * j + 1].max;
     }
-    RewriteFloatOutput(*prepared, group, ranges[2 * i], options.per_channel, codes_of);
+    RewriteFloatOutput(*prepared, group, ranges[2 * i], options.per_channel, codes_of, filters);
   }
   return Report(prepared, layers, float_session, calibration, targets);
 }

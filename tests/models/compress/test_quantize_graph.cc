@@ -410,3 +410,29 @@ TEST_CASE("QuantizeGraph names what it cannot take", "[quantize]") {
 }
 
 }  // namespace dflow
+
+namespace dflow {
+
+// RetinaNet's heads: one filter read by the convolution of every pyramid
+// level. The int8 graph keeps one int8 copy of it, not one per level.
+TEST_CASE("QuantizeGraph: convolutions that share a float filter share its int8 codes", "[quantize]") {
+  Scope s = Scope::NewRootScope();
+  Output shared = ops::Const(s.WithOpName("head_filter"), Random({3, 3, 4, 6}, 1, -0.5f, 0.5f));
+  for (int level : {0, 1}) {
+    const int64_t size = 8 >> level;
+    Output x = ops::Placeholder(s.WithOpName(StrCat("level", level)), DType::kFloat32, {1, size, size, 4});
+    ops::Identity(s.WithOpName(StrCat("out", level)), ops::Conv2D(s.WithOpName(StrCat("head", level)), x, shared));
+  }
+  std::vector<FeedList> batches;
+  for (int i = 0; i < 3; ++i)
+    batches.push_back({{std::string("level0"), Random({1, 8, 8, 4}, 10 + i, -1, 1)},
+                       {std::string("level1"), Random({1, 4, 4, 4}, 20 + i, -1, 1)}});
+  models::QuantizeResult result = models::QuantizeGraph(*s.graph_ptr(), {"out0", "out1"}, batches);
+  int int8_filters = 0;
+  for (Node* node : result.graph->nodes())
+    if (node->op() == "Const" && node->output_dtype(0) == DType::kInt8) ++int8_filters;
+  CHECK(int8_filters == 1);
+  CHECK(OpCounts(*result.graph)["QuantizedConv2DWithBiasAndDequantize"] == 2);
+}
+
+}  // namespace dflow
