@@ -11,6 +11,7 @@
 
 #include "apps/common/model_split.h"
 #include "apps/common/progress.h"
+#include "apps/common/training_loop.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
 #include "apps/detect/detector.h"
@@ -74,42 +75,30 @@ struct TrainLoop {
 
   // Returns whether a stop request ended the run early, and its seconds.
   std::pair<bool, double> Run(int64_t start) {
-    std::unique_ptr<models::DetectionPipeline> pipeline = input(start);
     apps::Progress progress(start, settings.total_steps, 20);
     if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
-    auto loop_start = std::chrono::steady_clock::now();
-    double waiting = 0;
-    int64_t step = start;
-    bool stopped = false;
-    for (;;) {
-      try {
-        while (step < settings.total_steps && !(stopped = StopRequested())) {
-          auto wait_start = std::chrono::steady_clock::now();
-          std::optional<models::DetectionBatch> batch = pipeline->Next();
-          waiting += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-          std::vector<Tensor> out = Step(*batch);
-          ++step;
-          progress.Update(step, batch->images.shape().dim(0), LossMetrics(graph, out),
-                          {{"lr", out.back().scalar<float>()}});
-          if (step % settings.checkpoint_every == 0 && step < settings.total_steps) Checkpoint(step);
-          if (step == start + 1) {  // the first step builds the executor: time the steady state
-            loop_start = std::chrono::steady_clock::now();
-            waiting = 0;
-          }
-        }
-        if (strategy) strategy->Finish();
-        break;
-      } catch (const dist::MembershipChanged& change) {  // an elastic job: go on in the next round
-        step = apps::Regroup(*strategy, session, saver, graph.global_step, step, change.message());
-        pipeline = input(step);
-      }
-    }
+    apps::TrainingLoop<models::DetectionPipeline> loop{
+        .total_steps = settings.total_steps,
+        .checkpoint_every = settings.checkpoint_every,
+        .strategy = strategy,
+        .stop_requested = [&] { return StopRequested(); },
+        .input = input,
+        .run_step =
+            [&](int64_t step, const models::DetectionBatch& batch) {
+              std::vector<Tensor> out = Step(batch);
+              progress.Update(step, batch.images.shape().dim(0), LossMetrics(graph, out),
+                              {{"lr", out.back().scalar<float>()}});
+            },
+        .checkpoint = [&](int64_t step) { Checkpoint(step); },
+        .regroup = [&](int64_t step, const std::string& why) {
+          return apps::Regroup(*strategy, session, saver, graph.global_step, step, why);
+        }};
+    const apps::TrainingLoopResult r = loop.Run(start);
     progress.Finish();
-    std::string path = Checkpoint(step);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-    apps::PrintSummary(stopped, step, progress, seconds > 0 ? waiting / seconds : 0,
+    std::string path = Checkpoint(r.step);
+    apps::PrintSummary(r.stopped, r.step, progress, r.input_wait_fraction,
                        chief() ? std::optional<std::string>(path) : std::nullopt);
-    return {stopped, seconds};
+    return {r.stopped, r.seconds};
   }
 };
 

@@ -1,0 +1,78 @@
+// The step loop both apps train with (dflow-count, dflow-detect): steps
+// start+1 .. total, a periodic checkpoint, a stop request on any worker
+// stopping every worker at one step, and, in an elastic job, a regroup when
+// the workers change (dist/training/elastic.h): every worker takes rank 0's
+// variables and reads its new rank's share of the data from the step they go
+// on from. It times the steady state (from the second step on: the first
+// builds the executor) and the share of it spent waiting for input.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "dist/training/data_parallel.h"
+#include "dist/training/elastic.h"
+
+namespace dflow::apps {
+
+struct TrainingLoopResult {
+  int64_t step = 0;      // the last step done
+  bool stopped = false;  // a stop request ended the run early
+  double seconds = 0;    // of the steady state
+  double input_wait_fraction = 0;
+};
+
+// `Pipeline::Next()` returns an optional batch.
+template <typename Pipeline>
+struct TrainingLoop {
+  using Batch = typename std::decay_t<decltype(*std::declval<Pipeline&>().Next())>;
+  int64_t total_steps = 0, checkpoint_every = 0;
+  dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
+  std::function<bool()> stop_requested;           // with workers: agreed by all (AnyWorker)
+  // The input from a step on, for the strategy's current rank and workers.
+  std::function<std::unique_ptr<Pipeline>(int64_t start)> input;
+  // Runs `batch` as step `step` (1-based) and reports its progress.
+  std::function<void(int64_t step, const Batch& batch)> run_step;
+  std::function<void(int64_t step)> checkpoint;
+  // After a dist::MembershipChanged: joins the next round and returns the
+  // step to go on after (apps::Regroup).
+  std::function<int64_t(int64_t completed_step, const std::string& why)> regroup;
+
+  TrainingLoopResult Run(int64_t start) const {
+    using Clock = std::chrono::steady_clock;
+    std::unique_ptr<Pipeline> pipeline = input(start);
+    TrainingLoopResult r{.step = start};
+    auto loop_start = Clock::now();
+    double waiting = 0;
+    for (;;) {
+      try {
+        while (r.step < total_steps && !(r.stopped = stop_requested())) {
+          auto wait_start = Clock::now();
+          std::optional<Batch> batch = pipeline->Next();
+          waiting += std::chrono::duration<double>(Clock::now() - wait_start).count();
+          run_step(++r.step, *batch);
+          if (r.step % checkpoint_every == 0 && r.step < total_steps) checkpoint(r.step);
+          if (r.step == start + 1) {  // the first step builds the executor: time the steady state
+            loop_start = Clock::now();
+            waiting = 0;
+          }
+        }
+        if (strategy) strategy->Finish();
+        break;
+      } catch (const dist::MembershipChanged& change) {  // an elastic job: go on in the next round
+        r.step = regroup(r.step, change.message());
+        pipeline = input(r.step);
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
+    r.input_wait_fraction = r.seconds > 0 ? waiting / r.seconds : 0;
+    return r;
+  }
+};
+
+}  // namespace dflow::apps
