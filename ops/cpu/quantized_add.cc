@@ -49,8 +49,11 @@ class QuantizedAddKernel : public OpKernel {
     // Plain arithmetic the compiler vectorises; a pool task per 64 Ki elements.
     constexpr int64_t kBlock = 1 << 16;
     const int64_t n = x.NumElements();
-    ctx.pool().ParallelFor((n + kBlock - 1) / kBlock, kBlock, [&](int64_t first, int64_t last) {
-      for (int64_t i = first * kBlock; i < std::min(n, last * kBlock); ++i) {
+    // The constants by value: a store through uint8_t* may alias anything,
+    // so values read through references would be reloaded every element.
+    ctx.pool().ParallelFor((n + kBlock - 1) / kBlock, kBlock, [=](int64_t first, int64_t last) {
+      const int64_t end = std::min(n, last * kBlock);
+      for (int64_t i = first * kBlock; i < end; ++i) {
         float v = static_cast<float>(px[i]) * a + static_cast<float>(py[i]) * b + c;
         v = v < lowest ? lowest : v;
         v = v > 255.0f ? 255.0f : v;
