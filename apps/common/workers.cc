@@ -149,15 +149,44 @@ std::unique_ptr<dist::DataParallelStrategy> MakeElasticStrategy(const DataParall
   return strategy;
 }
 
-int64_t Regroup(dist::DataParallelStrategy& strategy, Session& session, const Saver& saver, const Output& global_step,
-                int64_t completed_step, const std::string& why) {
+namespace {
+
+// Every worker's variables become the chief's, without a fallback.
+void BroadcastVariables(Session& session, const Saver& saver, dist::DataParallelStrategy& strategy) {
+  std::vector<Tensor> values = saver.Values(session);
+  const std::vector<std::string> names = saver.variable_names();
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = values[i].Clone();  // the broadcast writes into it
+    strategy.BroadcastFromChief(names[i], values[i]);
+  }
+  saver.Assign(session, values);  // only once every value came: a broken broadcast leaves them as they were
+}
+
+// Joins the next round and takes its rank 0's variables, again while the
+// workers keep changing (one may die during the broadcast).
+void RegroupAndSynchronize(dist::DataParallelStrategy& strategy, Session& session, const Saver& saver,
+                           int64_t completed_step, std::string why) {
   auto* elastic = dynamic_cast<dist::ElasticRingStrategy*>(&strategy);
   DFLOW_REQUIRE(elastic, "train: a membership change in a job that is not elastic: ", why);
-  std::cout << "\nat step " << completed_step << ": " << why << std::endl;
-  elastic->Regroup(completed_step);
-  SynchronizeVariables(session, saver, strategy);
+  for (;;) {
+    std::cout << "\nafter step " << completed_step << ": " << why << std::endl;
+    try {
+      elastic->Regroup(completed_step);
+      BroadcastVariables(session, saver, strategy);
+      return;
+    } catch (const dist::MembershipChanged& again) {
+      why = again.message();
+    }
+  }
+}
+
+}  // namespace
+
+int64_t Regroup(dist::DataParallelStrategy& strategy, Session& session, const Saver& saver, const Output& global_step,
+                int64_t completed_step, const std::string& why) {
+  RegroupAndSynchronize(strategy, session, saver, completed_step, why);
   const int64_t step = session.Run({global_step})[0].scalar<int64_t>();
-  const dist::Round& round = elastic->round();
+  const dist::Round& round = dynamic_cast<dist::ElasticRingStrategy&>(strategy).round();
   std::cout << "elastic round " << round.number << " (" << round.change << "): rank " << round.rank << " of "
             << round.ids.size() << ", going on after step " << step << std::endl;
   return step;
@@ -216,13 +245,11 @@ std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSetti
 }
 
 void SynchronizeVariables(Session& session, const Saver& saver, dist::DataParallelStrategy& strategy) {
-  std::vector<Tensor> values = saver.Values(session);
-  const std::vector<std::string> names = saver.variable_names();
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = values[i].Clone();  // the broadcast writes into it
-    strategy.BroadcastFromChief(names[i], values[i]);
+  try {
+    BroadcastVariables(session, saver, strategy);
+  } catch (const dist::MembershipChanged& change) {  // an elastic job changed while starting
+    RegroupAndSynchronize(strategy, session, saver, 0, change.message());
   }
-  saver.Assign(session, values);
 }
 
 dist::ReplicatedStep InBackpropOrder(dist::ReplicatedStep step) {

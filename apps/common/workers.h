@@ -81,8 +81,9 @@ std::unique_ptr<dist::DataParallelStrategy> MakeElasticStrategy(const DataParall
                                                                 const dist::ElasticWorker& worker,
                                                                 const std::vector<Output>& variables);
 // After a dist::MembershipChanged: joins the next round (`completed_step`
-// steps done here), takes its rank 0's variables and returns the global
-// step to go on from. Prints the change.
+// steps done here), takes its rank 0's variables (again in a later round
+// when a worker dies meanwhile) and returns the global step to go on from.
+// Prints the change.
 int64_t Regroup(dist::DataParallelStrategy& strategy, Session& session, const Saver& saver, const Output& global_step,
                 int64_t completed_step, const std::string& why);
 
@@ -95,7 +96,8 @@ std::unique_ptr<dist::DataParallelStrategy> MakeStrategy(const DataParallelSetti
 // Every worker's variables (all that `saver` saves: optimizer slots,
 // batch-norm statistics and the global step included) become the chief's,
 // read and assigned through `session`, wherever it keeps them (this
-// process, or model-part tasks).
+// process, or model-part tasks). In an elastic job whose workers change
+// meanwhile, the chief of the next round.
 void SynchronizeVariables(Session& session, const Saver& saver, dist::DataParallelStrategy& strategy);
 
 // `step` with its gradients and gradient feeds (given in the variables'

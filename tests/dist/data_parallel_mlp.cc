@@ -112,8 +112,15 @@ void TrainElastic(const Settings& settings, dist::ElasticRingStrategy& strategy)
       break;
     } catch (const dist::MembershipChanged& change) {
       std::cout << "at step " << global_step() << ": " << change.message() << std::endl;
-      strategy.Regroup(global_step());
-      strategy.SynchronizeVariables(session, variables);
+      for (bool synchronized = false; !synchronized;) {  // again if a worker dies during the broadcast
+        try {
+          strategy.Regroup(global_step());
+          strategy.SynchronizeVariables(session, variables);
+          synchronized = true;
+        } catch (const dist::MembershipChanged& again) {
+          std::cout << "at step " << global_step() << ": " << again.message() << std::endl;
+        }
+      }
       std::cout << "round " << strategy.round().number << ": rank " << strategy.worker() << " of "
                 << strategy.num_workers() << " at step " << global_step() << " (" << strategy.round().change << ")"
                 << std::endl;
