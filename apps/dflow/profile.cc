@@ -3,7 +3,8 @@
 // and prints the slowest nodes and the time per op, each node's time being
 // its mean over the traced steps (the step time is the median). --trace
 // writes that mean step as a Chrome trace: a measured profile for
-// `dflow place --profile`.
+// `dflow place --profile`. --remote profiles the graph on the cluster of a
+// `dflow server`, one process track per task on one timeline.
 #include <iostream>
 #include <memory>
 
@@ -24,6 +25,7 @@ struct ProfileArgs {
   int top = 15;
   int threads = 0;
   std::string trace;
+  std::string remote;  // zmq://HOST:PORT, or "" for this process
 };
 
 void Profile(const ProfileArgs& args) {
@@ -33,6 +35,7 @@ void Profile(const ProfileArgs& args) {
   FeedList feeds = ReadFeeds(args.feeds);
   SessionOptions options;
   options.num_threads = args.threads;
+  options.target = args.remote;
   Session session(graph, options);
   if (!args.init.empty()) session.Run({}, {}, {args.init});
   std::vector<TensorName> fetches(args.fetches.begin(), args.fetches.end());
@@ -68,6 +71,9 @@ void AddProfileCommand(CLI::App& app) {
   cmd->add_option("--top", args->top, "Slowest nodes to list.")->check(apps::IntegerRange(0, 100000));
   cmd->add_option("--threads", args->threads, "Worker threads (default: one per core).")
       ->check(apps::ThreadCount(/*zero_means_default=*/true));
+  cmd->add_option("--remote", args->remote,
+                  "zmq://HOST:PORT: profile on the cluster of the `dflow server` listening there "
+                  "(nodes ask for its tasks' devices, e.g. /job:worker/task:1).");
   cmd->add_option("--trace", args->trace,
                   "Write the mean step as a Chrome trace (a profile for dflow place --profile).");
   cmd->callback([args] { Profile(*args); });

@@ -61,6 +61,10 @@ expect_contains "remote trace" t.json "/job:worker/replica:0/task:0/device:CPU:0
 checks=$((checks + 1))
 /usr/bin/python3 -c 'import numpy, sys; sys.exit(0 if (numpy.load("o/y.npy") == [2, 4, 6]).all() else 1)' ||
   fail "run --remote wrote the wrong o/y.npy"
+expect_ok "profile --remote" profile g.json --remote "zmq://127.0.0.1:$port" --feed x=x.npy --fetch y --steps 3 \
+  --trace p.json
+expect_contains "remote profile" out.txt "mean of 3 traced steps"
+expect_contains "remote profile's trace" p.json "/job:worker/replica:0/task:0/device:CPU:0"
 expect_error "local, node on a task it lacks" "requests device '/job:worker/task:0' but this session has only" \
   run g.json --feed x=x.npy --fetch y
 expect_ok "local with soft placement" run g.json --feed x=x.npy --fetch y --soft-placement
