@@ -9,8 +9,9 @@
 namespace dflow::dist {
 namespace {
 
-// Every member of a round is alive and listening when the round forms, so a
-// peer that does not answer the ring's hello within this long has died since.
+// Every member of a round was heard by the rendezvous when the round formed
+// and binds its link as soon as it learns the round, so a peer that does not
+// answer the ring's hello within this long has died since.
 constexpr std::chrono::milliseconds kRoundConnectTimeout{10000};
 
 // Errors that mean a peer (or the ring) is gone rather than a mistake in
