@@ -12,6 +12,7 @@
 #include "graph/passes.h"
 #include "graph/thread_pool.h"
 #include "models/compress/calibration.h"
+#include "models/compress/quantize_pass_through.h"
 #include "ops/math.h"
 #include "ops/array.h"
 #include "ops/quant.h"
@@ -20,6 +21,12 @@
 
 namespace dflow::models {
 namespace {
+
+using int8::Codes;
+using int8::Int8Scope;
+using int8::PassThrough;
+using int8::ReplaceNode;
+using int8::ScalarConst;
 
 // A convolution to quantize: a _FusedConv2D, or a Conv2D, of float32 with a
 // constant filter (and bias).
@@ -143,19 +150,6 @@ TensorRange OutputRange(TensorRange seen, const std::string& activation) {
   return r;
 }
 
-Output Scalar(const Scope& s, const std::string& name, float v) {
-  return ops::Const(s.WithOpName(name), Tensor::Scalar(v));
-}
-
-// The codes of an int8 layer's output, for the layers it feeds.
-struct Codes {
-  Output codes, min, max;
-};
-
-Scope LayerScope(Graph& graph, const std::string& name) {
-  return Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(name + "/int8");
-}
-
 AttrMap ConvAttrs(const Node& node) {
   AttrMap attrs;
   for (const char* attr : {"strides", "dilations", "padding", "explicit_paddings"}) attrs[attr] = node.attrs().at(attr);
@@ -174,16 +168,8 @@ Codes InputCodes(const Scope& s, Layer& layer, const TensorRange& in, const std:
     return found->second;
   }
   ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), Output(node->input(0).node, node->input(0).index),
-                                     Scalar(s, "input_min", in.min), Scalar(s, "input_max", in.max), DType::kUInt8);
+                                     ScalarConst(s, "input_min", in.min), ScalarConst(s, "input_max", in.max), DType::kUInt8);
   return {q.output, q.output_min, q.output_max};
-}
-
-// `node`'s uses go to `replacement`, which takes its name.
-void Replace(Graph& graph, Node* node, const Output& replacement) {
-  const std::string name = node->name();
-  graph.ReplaceUses(node, replacement.node(), graph.Consumers()[node->id()]);
-  graph.RemoveNode(node);
-  graph.RenameNode(replacement.node(), name);
 }
 
 // Replaces `layer`, whose output an int8 layer reads, by QuantizeV2 (unless
@@ -193,131 +179,21 @@ void Replace(Graph& graph, Node* node, const Output& replacement) {
 void Rewrite(Graph& graph, Layer& layer, const TensorRange& in, const TensorRange& range, bool per_channel,
              std::map<Node*, Codes>& codes_of, FilterCache& filters) {
   Node* node = layer.node;
-  Scope s = LayerScope(graph, node->name());
+  Scope s = Int8Scope(graph, node->name());
   const Codes input = InputCodes(s, layer, in, codes_of);
   const FilterConsts filter = IntFilterOf(s, layer, per_channel, filters);
   const std::string op =
       layer.activation == "Relu" ? "QuantizedConv2DWithBiasAndReluAndRequantize" : "QuantizedConv2DWithBiasAndRequantize";
   Node* conv = s.WithOpName("conv").AddOp(
       op, {input.codes, filter.codes, ops::Const(s.WithOpName("bias"), layer.bias), input.min, input.max, filter.min,
-           filter.max, Scalar(s, "output_min", range.min),
-           Scalar(s, "output_max", range.max)},
+           filter.max, ScalarConst(s, "output_min", range.min),
+           ScalarConst(s, "output_max", range.max)},
       ConvAttrs(*node));
   Output dequantized = ops::Dequantize(s.WithOpName("dequantize"), Output(conv, 0), Output(conv, 1), Output(conv, 2));
-  Replace(graph, node, dequantized);
+  ReplaceNode(graph, node, dequantized);
   codes_of[dequantized.node()] = {Output(conv, 0), Output(conv, 1), Output(conv, 2)};
   layer.report.output_min = range.min;
   layer.report.output_max = range.max;
-}
-
-// The ops an int8 network runs on codes: MaxPool, nearest-neighbour
-// resizing and ReLU, which keep their input's range (the largest code is the
-// code of the largest value; a copy is a copy; codes below 0.0's become
-// it); a concatenation of int8
-// convolutions that all write codes of one range (the concatenation's:
-// QuantizeGraph freezes it for each of them, as TFLite does); and an
-// addition of two code tensors of one shape (ResNet's residuals, an FPN's
-// top-down path), requantized to its own frozen range, with the ReLU that
-// follows it fused.
-struct PassThrough {
-  Node* node = nullptr;
-  std::vector<size_t> layers;  // a concatenation's inputs, by layer index
-  Node* relu = nullptr;        // an addition's ReLU, fused into it
-  TensorRange frozen{};        // an addition's output range (QuantizeGraph calibrates it)
-  // The node whose output the rewrite replaces: the ReLU, else the op.
-  Node* last() const { return relu ? relu : node; }
-};
-
-// Replaces a pass-through op by the same op on its inputs' codes ->
-// Dequantize, which takes its name; its codes go on.
-void RewritePassThrough(Graph& graph, const PassThrough& pass, std::map<Node*, Codes>& codes_of) {
-  Node* node = pass.node;
-  Scope s = Scope::ForGraph(std::shared_ptr<Graph>(std::shared_ptr<Graph>{}, &graph)).NewSubScope(node->name() + "/int8");
-  Codes out;
-  auto attrs_of = [&](std::initializer_list<const char*> names) {
-    AttrMap attrs;
-    for (const char* attr : names) attrs[attr] = node->attrs().at(attr);
-    return attrs;
-  };
-  if (node->op() == "MaxPool") {
-    const Codes in = codes_of.at(node->input(0).node);
-    AttrMap attrs = attrs_of({"ksize", "strides", "padding", "explicit_paddings"});
-    out = {Output(s.WithOpName("pool").AddOp("MaxPool", {in.codes}, attrs), 0), in.min, in.max};
-  } else if (node->op() == "ResizeNearestNeighbor") {
-    const Codes in = codes_of.at(node->input(0).node);
-    const Output size(node->input(1).node, node->input(1).index);
-    AttrMap attrs = attrs_of({"align_corners", "half_pixel_centers"});
-    out = {Output(s.WithOpName("resize").AddOp("ResizeNearestNeighbor", {in.codes, size}, attrs), 0), in.min, in.max};
-  } else if (node->op() == "Relu") {
-    const Codes in = codes_of.at(node->input(0).node);
-    Node* relu = s.WithOpName("relu").AddOp("QuantizedRelu", {in.codes, in.min, in.max});
-    out = {Output(relu, 0), Output(relu, 1), Output(relu, 2)};
-  } else if (node->op() == "Add" || node->op() == "AddV2") {
-    const Codes x = codes_of.at(node->input(0).node), y = codes_of.at(node->input(1).node);
-    Node* add = s.WithOpName("add").AddOp(
-        pass.relu ? "QuantizedAddAndReluAndRequantize" : "QuantizedAddAndRequantize",
-        {x.codes, y.codes, x.min, x.max, y.min, y.max, Scalar(s, "output_min", pass.frozen.min),
-         Scalar(s, "output_max", pass.frozen.max)});
-    out = {Output(add, 0), Output(add, 1), Output(add, 2)};
-  } else {  // ConcatV2: values..., axis
-    std::vector<Input> values;
-    const int n = static_cast<int>(node->num_inputs()) - 1;
-    for (int k = 0; k < n; ++k) values.push_back(codes_of.at(node->input(k).node).codes);
-    const Codes first = codes_of.at(node->input(0).node);
-    const Output axis(node->input(n).node, node->input(n).index);
-    out = {ops::Concat(s.WithOpName("concat"), values, axis), first.min, first.max};
-  }
-  Output dequantized = ops::Dequantize(s.WithOpName("dequantize"), out.codes, out.min, out.max);
-  Replace(graph, pass.last(), dequantized);
-  if (pass.relu) graph.RemoveNode(node);  // its ReLU was its only reader
-  codes_of[dequantized.node()] = out;
-}
-
-// Which nodes of `order` the int8 graph can run on codes: the quantized
-// layers and the pass-through ops whose inputs are codes.
-std::map<Node*, PassThrough> FindPassThroughs(const Graph& graph, const std::vector<Node*>& order,
-                                              const std::vector<Layer>& layers) {
-  std::map<Node*, size_t> layer_of;
-  for (size_t i = 0; i < layers.size(); ++i)
-    if (layers[i].report.quantized) layer_of[layers[i].node] = i;
-  const auto consumers = graph.Consumers();
-  std::map<Node*, PassThrough> found;
-  std::set<Node*> carriers;  // nodes whose output the int8 graph has as codes
-  for (const auto& [node, i] : layer_of) carriers.insert(node);
-  auto codes = [&](const NodeOut& in) { return in.index == 0 && carriers.count(in.node) > 0; };
-  auto add = [&](PassThrough pass) {
-    carriers.insert(pass.last());
-    found[pass.node] = pass;
-  };
-  for (Node* node : order) {
-    if (node->num_outputs() == 0 || node->output_dtype(0) != DType::kFloat32) continue;
-    if (node->op() == "MaxPool" && codes(node->input(0))) add({node, {}});
-    if (node->op() == "ResizeNearestNeighbor" && codes(node->input(0))) add({node, {}});
-    if (node->op() == "Relu" && codes(node->input(0))) add({node, {}});
-    if ((node->op() == "Add" || node->op() == "AddV2") && codes(node->input(0)) && codes(node->input(1))) {
-      const Shape& x = node->input(0).node->output_shape(0);
-      const Shape& y = node->input(1).node->output_shape(0);
-      // One shape (a batch dim may be unknown on both): no broadcasting, which stays float.
-      if (x.unknown_rank() || x != y) continue;
-      const auto& readers = consumers[node->id()];
-      Node* relu = readers.size() == 1 && readers[0].node->op() == "Relu" ? readers[0].node : nullptr;
-      add({node, {}, relu});
-    }
-    if (node->op() != "ConcatV2" || !KnownValue(node->input(node->num_inputs() - 1))) continue;
-    PassThrough concat{node, {}};
-    for (int k = 0; k + 1 < static_cast<int>(node->num_inputs()); ++k) {
-      const NodeOut in = node->input(k);
-      auto layer = layer_of.find(in.node);
-      // A convolution whose codes another reader needs in its own range cannot take the concatenation's.
-      const bool only_here = layer != layer_of.end() && in.index == 0 &&
-                             std::all_of(consumers[in.node->id()].begin(), consumers[in.node->id()].end(),
-                                         [&](const Graph::Consumer& c) { return c.node == node; });
-      if (!only_here) break;
-      concat.layers.push_back(layer->second);
-    }
-    if (static_cast<int>(concat.layers.size()) + 1 == static_cast<int>(node->num_inputs())) add(concat);
-  }
-  return found;
 }
 
 // Tensors side by side along their last axis.
@@ -346,7 +222,7 @@ Tensor ConcatLastAxis(const std::vector<const Tensor*>& parts) {
 void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRange& in, bool per_channel,
                         const std::map<Node*, Codes>& codes_of, FilterCache& filters) {
   Layer& first = *group[0];
-  Scope s = LayerScope(graph, first.node->name());
+  Scope s = Int8Scope(graph, first.node->name());
   const Codes input = InputCodes(s, first, in, codes_of);
   std::vector<const Tensor*> weights, biases;
   for (Layer* layer : group) {
@@ -371,7 +247,7 @@ void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRan
   int64_t channel = 0;
   for (Layer* layer : group) {
     const int64_t width = layer->filter.dim(3);
-    Scope part = LayerScope(graph, layer->node->name());
+    Scope part = Int8Scope(graph, layer->node->name());
     Output out = group.size() == 1 ? y
                                    : ops::Slice(part.WithOpName("channels"), y, {int64_t{0}, int64_t{0}, int64_t{0}, channel},
                                                 {int64_t{-1}, int64_t{-1}, int64_t{-1}, width});
@@ -382,7 +258,7 @@ void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRan
     layer->report.input_from_int8 = first.report.input_from_int8;
     layer->report.float_output = true;
     if (layer != &first) layer->report.shares_with = first.report.name;
-    Replace(graph, layer->node, out);
+    ReplaceNode(graph, layer->node, out);
   }
 }
 
@@ -392,7 +268,7 @@ void RewriteFloatOutput(Graph& graph, std::vector<Layer*> group, const TensorRan
 // which takes the layer's name.
 void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel, FilterCache& filters) {
   Node* node = layer.node;
-  Scope s = LayerScope(graph, node->name());
+  Scope s = Int8Scope(graph, node->name());
   const Output x(node->input(0).node, node->input(0).index);
   const Input all({0, 1, 2, 3});  // NHWC
   ops::Quantized q = ops::QuantizeV2(s.WithOpName("quantize"), x, ops::Min(s.WithOpName("input_min"), x, all),
@@ -406,7 +282,7 @@ void RewriteDynamic(Graph& graph, Layer& layer, bool per_channel, FilterCache& f
                ConvAttrs(*node)),
            0);
   if (layer.activation == "Relu6") y = ops::Minimum(s.WithOpName("relu6"), y, 6.0f);
-  Replace(graph, node, y);
+  ReplaceNode(graph, node, y);
   layer.report.dynamic = true;
   layer.report.float_output = true;
 }
@@ -486,7 +362,10 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   // Each layer's input and output ranges, and each concatenation's output
   // range, from the float graph.
   const std::vector<Node*> order = prepared->TopologicalOrder();
-  std::map<Node*, PassThrough> passes = FindPassThroughs(*prepared, order, layers);
+  std::map<Node*, size_t> quantized;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].report.quantized) quantized[layers[i].node] = i;
+  std::map<Node*, PassThrough> passes = int8::FindPassThroughs(*prepared, order, quantized);
   std::vector<std::string> tensors;
   for (const Layer& layer : layers) {
     tensors.push_back(layer.node->input(0).name());
@@ -526,7 +405,7 @@ QuantizeResult QuantizeGraph(const Graph& graph, const std::vector<std::string>&
   // nodes as they were: a replaced layer is only looked up, never read).
   for (Node* node : order) {
     if (auto pass = passes.find(node); pass != passes.end()) {
-      RewritePassThrough(*prepared, pass->second, codes_of);
+      int8::RewritePassThrough(*prepared, pass->second, codes_of);
       continue;
     }
     auto at = layer_at.find(node);
