@@ -57,8 +57,10 @@ class PsRun {
   PsRun(int workers, int ps) : workers_(workers) {
     char pattern[] = "/tmp/dflow-ps-XXXXXX";
     dir_ = mkdtemp(pattern);
-    for (int i = 0; i < workers; ++i) addresses_["worker"].push_back(StrCat("\"127.0.0.1:", testing::FreeLoopbackPort(), "\""));
-    for (int i = 0; i < ps; ++i) addresses_["ps"].push_back(StrCat("\"127.0.0.1:", testing::FreeLoopbackPort(), "\""));
+    // One block of distinct ports: free ports picked one at a time may repeat.
+    int port = testing::FreeLoopbackPorts(workers + ps);
+    for (int i = 0; i < workers; ++i) addresses_["worker"].push_back(StrCat("\"127.0.0.1:", port++, "\""));
+    for (int i = 0; i < ps; ++i) addresses_["ps"].push_back(StrCat("\"127.0.0.1:", port++, "\""));
   }
   ~PsRun() {
     processes_.clear();
