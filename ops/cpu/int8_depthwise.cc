@@ -74,6 +74,48 @@ void PixelVnni(const uint8_t* const* src, int64_t groups, int64_t channels, int6
   }
 }
 
+// acc[ow][c] for channels [0, end) (a multiple of 16): per output column,
+// k_h products of expanded rows (taps interleaved) with the packed filter rows.
+void RowVnni(const uint8_t* const* expanded, int64_t k_h, int64_t out_w, int64_t channels, int64_t end,
+             const int8_t* packed, const int32_t* correction, int32_t* acc) {
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    const int64_t at = ow * channels * 4;
+    int32_t* out = acc + ow * channels;
+    int64_t ch = 0;
+    for (; ch + 32 <= end; ch += 32) {
+      __m512i low = _mm512_sub_epi32(_mm512_setzero_si512(), Load(correction + ch));
+      __m512i high = _mm512_sub_epi32(_mm512_setzero_si512(), Load(correction + ch + 16));
+      for (int64_t kh = 0; kh < k_h; ++kh) {
+        const uint8_t* x = expanded[kh] + at + ch * 4;
+        const int8_t* w = packed + (kh * channels + ch) * 4;
+        low = _mm512_dpbusd_epi32(low, Load(x), Load(w));
+        high = _mm512_dpbusd_epi32(high, Load(x + 64), Load(w + 64));
+      }
+      _mm512_storeu_si512(out + ch, low);
+      _mm512_storeu_si512(out + ch + 16, high);
+    }
+    for (; ch + 16 <= end; ch += 16) {
+      __m512i sum = _mm512_sub_epi32(_mm512_setzero_si512(), Load(correction + ch));
+      for (int64_t kh = 0; kh < k_h; ++kh)
+        sum = _mm512_dpbusd_epi32(sum, Load(expanded[kh] + at + ch * 4), Load(packed + (kh * channels + ch) * 4));
+      _mm512_storeu_si512(out + ch, sum);
+    }
+  }
+}
+
+// One output column's four tap rows, interleaved into `out` for channels
+// [0, end) (a multiple of 16).
+void InterleaveTaps(const uint8_t* const* taps, int64_t end, uint8_t* out) {
+  int64_t ch = 0;
+  for (; ch + 32 <= end; ch += 32) {
+    __m512i low, high;
+    Interleave32(taps, ch, low, high);
+    _mm512_storeu_si512(out + ch * 4, low);
+    _mm512_storeu_si512(out + ch * 4 + 64, high);
+  }
+  for (; ch + 16 <= end; ch += 16) _mm512_storeu_si512(out + ch * 4, Interleave16(taps, ch));
+}
+
 #pragma GCC pop_options
 #endif  // __x86_64__
 
@@ -103,6 +145,58 @@ void DepthwiseVnni::Pixel(const uint8_t* const* src, int32_t* acc) const {
     for (int64_t t = 0; t < taps_; ++t) sum += (int32_t{src[t][c]} - zero_) * w_[t * channels_ + c];
     acc[c] = sum;
   }
+}
+
+bool DepthwiseRowsVnni::Fits(const ConvGeometry& g) { return DepthwiseVnni::Available() && g.k_w <= 4; }
+
+DepthwiseRowsVnni::DepthwiseRowsVnni(const int8_t* w, const ConvGeometry& g, uint8_t zero)
+    : g_(g), zero_(zero), packed_(g.k_h * g.in_c * 4, 0), correction_(g.in_c, 0), zero_row_(g.in_c, zero) {
+  const int64_t c = g.in_c;
+  for (int64_t kh = 0; kh < g.k_h; ++kh)
+    for (int64_t kw = 0; kw < g.k_w; ++kw)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int8_t weight = w[(kh * g.k_w + kw) * c + ch];
+        packed_[(kh * c + ch) * 4 + kw] = weight;
+        correction_[ch] += int32_t{zero} * weight;
+      }
+}
+
+void DepthwiseRowsVnni::ExpandRow(const uint8_t* in, uint8_t* expanded) const {
+  const int64_t c = g_.in_c;
+  const uint8_t* taps[4];
+  for (int64_t ow = 0; ow < g_.out_w; ++ow) {
+    for (int64_t kw = 0; kw < 4; ++kw) {
+      const int64_t iw = ow * g_.stride_w - g_.pad_left + kw * g_.dilation_w;
+      taps[kw] = in && kw < g_.k_w && iw >= 0 && iw < g_.in_w ? in + iw * c : zero_row_.data();
+    }
+    uint8_t* out = expanded + ow * c * 4;
+#if defined(__x86_64__)
+    const int64_t vector_end = c / 16 * 16;
+    InterleaveTaps(taps, vector_end, out);
+#else
+    const int64_t vector_end = 0;
+#endif
+    for (int64_t ch = vector_end; ch < c; ++ch)
+      for (int64_t kw = 0; kw < 4; ++kw) out[ch * 4 + kw] = taps[kw][ch];
+  }
+}
+
+void DepthwiseRowsVnni::Row(const uint8_t* const* expanded, int32_t* acc) const {
+  const int64_t c = g_.in_c;
+#if defined(__x86_64__)
+  const int64_t vector_end = c / 16 * 16;
+  RowVnni(expanded, g_.k_h, g_.out_w, c, vector_end, packed_.data(), correction_.data(), acc);
+#else
+  const int64_t vector_end = 0;
+#endif
+  for (int64_t ow = 0; ow < g_.out_w; ++ow)
+    for (int64_t ch = vector_end; ch < c; ++ch) {
+      int32_t sum = -correction_[ch];
+      for (int64_t kh = 0; kh < g_.k_h; ++kh)
+        for (int64_t t = 0; t < 4; ++t)
+          sum += int32_t{expanded[kh][(ow * c + ch) * 4 + t]} * packed_[(kh * c + ch) * 4 + t];
+      acc[ow * c + ch] = sum;
+    }
 }
 
 }  // namespace dflow::cpu

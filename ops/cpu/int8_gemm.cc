@@ -6,7 +6,9 @@
 // two vectors. A tile of a's rows is packed the same way, its group for one
 // row as one int32, which the kernel broadcasts. Padding is zero on both
 // sides, so it adds nothing. The kernel keeps a tile of c (rows x two
-// vectors) in registers over the whole of k.
+// vectors) in registers over the whole of k. With groups of four and k a
+// multiple of 4, a row's groups are already adjacent int32s, and the kernel
+// reads them in place.
 #include "ops/cpu/int8_gemm.h"
 
 #include <algorithm>
@@ -45,15 +47,24 @@ void PackRows(const uint8_t* a, int64_t k, int rows, int tile_rows, int64_t grou
     for (int64_t g = 0; g < groups; ++g) packed[g * tile_rows + r] = 0;
 }
 
+// Where a tile's int32 groups of a lie: group g of row r at
+// base + g * group_stride + r * row_stride bytes (a packed tile, or the rows
+// of a themselves).
+struct TileRows {
+  const char* base;
+  int64_t group_stride, row_stride;
+};
+
 // c[rows, cols] from a tile computed `width` wide.
 void StoreEdge(const int32_t* tile, int64_t width, int rows, int64_t cols, int32_t* c, int64_t ldc) {
   for (int r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * width, cols * sizeof(int32_t));
 }
 
-void MultiplyGeneric(const int8_t* b, int64_t k, int64_t n, const uint8_t* a, int64_t m, int32_t* c) {
+void MultiplyGeneric(const int8_t* b, int64_t k, int64_t n, const uint8_t* a, int64_t m, const int32_t* init,
+                     int32_t* c) {
   std::vector<int32_t> row(n);
   for (int64_t i = 0; i < m; ++i) {
-    std::fill(row.begin(), row.end(), 0);
+    std::copy_n(init, n, row.begin());
     for (int64_t p = 0; p < k; ++p) {
       const int32_t x = a[i * k + p];
       const int8_t* bp = b + p * n;
@@ -145,23 +156,24 @@ Int8Rhs::Int8Rhs(const int8_t* b, int64_t k, int64_t n) : k_(k), n_(n), isa_(Act
 void Int8Rhs::Multiply(const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const {
   if (m == 0 || n_ == 0) return;
   const int64_t npad = (n_ + 2 * lanes_ - 1) / (2 * lanes_) * (2 * lanes_);
+  // The zero point's share, -a_zero * (column sums of b), is where the sums start.
+  std::vector<int32_t> init(npad, 0);
+  for (int64_t j = 0; j < n_; ++j) init[j] = -a_zero * column_sums_[j];
   switch (isa_) {
 #if defined(__x86_64__)
     case CpuIsa::kAvx512Vnni:
-      avx512_vnni::MultiplyPacked(reinterpret_cast<const char*>(packed8_.data()), 4, npad, a, m, k_, n_, c);
+      avx512_vnni::MultiplyPacked(reinterpret_cast<const char*>(packed8_.data()), 4, npad, a, m, k_, n_, init.data(), c);
       break;
     case CpuIsa::kAvxVnni:
-      avx_vnni::MultiplyPacked(reinterpret_cast<const char*>(packed8_.data()), 4, npad, a, m, k_, n_, c);
+      avx_vnni::MultiplyPacked(reinterpret_cast<const char*>(packed8_.data()), 4, npad, a, m, k_, n_, init.data(), c);
       break;
     case CpuIsa::kAvx2:
     case CpuIsa::kAvx512:
-      avx2::MultiplyPacked(reinterpret_cast<const char*>(packed16_.data()), 2, npad, a, m, k_, n_, c);
+      avx2::MultiplyPacked(reinterpret_cast<const char*>(packed16_.data()), 2, npad, a, m, k_, n_, init.data(), c);
       break;
 #endif
-    default: MultiplyGeneric(packed8_.data(), k_, n_, a, m, c);
+    default: MultiplyGeneric(packed8_.data(), k_, n_, a, m, init.data(), c);
   }
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n_; ++j) c[i * n_ + j] -= a_zero * column_sums_[j];
 }
 
 void Int8Rhs::Multiply(ThreadPool* pool, const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const {

@@ -14,7 +14,8 @@
 //                           int32 lane, 16 (zmm) or 8 (ymm) columns at a time;
 //   avx2 (and avx512)       VPMADDWD on 16-bit pairs: two products per lane;
 //   generic                 plain loops, which the compiler vectorises.
-// The zero point is taken out at the end: c = a b - a_zero * (column sums of b).
+// The zero point's share comes first: the sums start at -a_zero * (column
+// sums of b), then add a b.
 #pragma once
 
 #include <cstdint>

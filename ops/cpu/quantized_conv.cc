@@ -10,7 +10,9 @@
 // - Depthwise (one input channel per group): direct loops over each output
 //   pixel's taps, the sums of 16 channels at a time in registers when the
 //   multiplier is 1; taps in the padding add (zero point - zero point) * w = 0,
-//   so they are skipped.
+//   so they are skipped. With AVX512-VNNI and a filter at most 4 wide, a
+//   row of output pixels at a time over input rows whose taps are
+//   interleaved once (int8_depthwise.h).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -142,11 +144,59 @@ void DepthwisePerPixelVnni(ThreadPool& pool, const ConvGeometry& g, const uint8_
   });
 }
 
+// Depthwise with multiplier 1, AVX512-VNNI and a filter at most 4 wide
+// (int8_depthwise.h): each block of output rows keeps the expanded input
+// rows it reads, each made once (rows past the image's edge read one
+// expanded row of the padding).
+template <typename Stage>
+void DepthwiseByRowsVnni(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
+                         const Stage& rq, typename Stage::Out* y) {
+  const int64_t c = g.in_c, rows = g.batch * g.out_h;
+  const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;
+  const cpu::DepthwiseRowsVnni kernel(w, g, zero);
+  std::vector<uint8_t> padding(kernel.expanded_size());
+  kernel.ExpandRow(nullptr, padding.data());
+  cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
+                 [&](int64_t, int64_t begin, int64_t end, ThreadPool*) {
+    // k_h slots, each the expanded row of input row `held` (image * in_h +
+    // ih; -2: none yet, as -1 stands for the padding); a row not held goes
+    // to a slot that the output row does not read.
+    std::vector<std::vector<uint8_t>> slots(g.k_h, std::vector<uint8_t>(kernel.expanded_size()));
+    std::vector<int64_t> held(g.k_h, -2), wanted(g.k_h);
+    std::vector<const uint8_t*> taps(g.k_h);
+    std::vector<int32_t> acc(g.out_w * c);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t n = r / g.out_h, oh = r % g.out_h;
+      for (int64_t kh = 0; kh < g.k_h; ++kh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        wanted[kh] = ih >= 0 && ih < g.in_h ? n * g.in_h + ih : -1;
+      }
+      for (int64_t kh = 0; kh < g.k_h; ++kh) {
+        if (wanted[kh] < 0) {
+          taps[kh] = padding.data();
+          continue;
+        }
+        auto slot = std::find(held.begin(), held.end(), wanted[kh]);
+        if (slot == held.end()) {
+          slot = std::find_if(held.begin(), held.end(),
+                              [&](int64_t row) { return std::find(wanted.begin(), wanted.end(), row) == wanted.end(); });
+          kernel.ExpandRow(x + wanted[kh] * g.in_w * c, slots[slot - held.begin()].data());
+          *slot = wanted[kh];
+        }
+        taps[kh] = slots[slot - held.begin()].data();
+      }
+      kernel.Row(taps.data(), acc.data());
+      RequantizeBlock(rq, acc.data(), g.out_w, c, 0, c, y + r * g.out_w * c);
+    }
+  });
+}
+
 // Depthwise with multiplier 1 (MobileNet's): per output pixel, its in-bounds
 // taps, then the channels 16 at a time (the rest one at a time).
 template <typename Stage>
 void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
                        const Stage& rq, typename Stage::Out* y) {
+  if (cpu::DepthwiseRowsVnni::Fits(g)) return DepthwiseByRowsVnni(pool, g, x, w, zero, rq, y);
   if (cpu::DepthwiseVnni::Available()) return DepthwisePerPixelVnni(pool, g, x, w, zero, rq, y);
   constexpr int64_t kBlock = 16;
   const int64_t c = g.in_c, rows = g.batch * g.out_h;

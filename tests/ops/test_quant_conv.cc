@@ -202,6 +202,17 @@ TEST_CASE("Quantized depthwise Conv2D: exact to its arithmetic, near the float c
   SECTION("multiplier 1, 56 channels: a block of 32, one of 16 and 8 single ones") {
     CheckCase({.input = {1, 6, 5, 56}, .filter = {3, 3, 56, 1}, .depthwise = true, .relu = true}, 11);
   }
+  SECTION("multiplier 1, two images, 4 taps wide, dilation 2, stride 2 across (rows of taps interleaved once)") {
+    CheckCase({.input = {2, 9, 10, 40},
+               .filter = {2, 4, 40, 1},
+               .strides = {1, 1, 2, 1},
+               .dilations = {1, 2, 2, 1},
+               .depthwise = true},
+              12);
+  }
+  SECTION("multiplier 1, two images, 5x5 (wider than four taps: each pixel's taps interleaved)") {
+    CheckCase({.input = {2, 8, 9, 48}, .filter = {5, 5, 48, 1}, .depthwise = true, .relu = true}, 13);
+  }
   SECTION("multiplier 2, VALID") {
     CheckCase({.input = {1, 6, 7, 3}, .filter = {3, 3, 3, 2}, .padding = "VALID", .depthwise = true}, 9);
   }
