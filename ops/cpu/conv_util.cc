@@ -95,8 +95,8 @@ void ForEachTap(const ConvGeometry& g, T* x, int64_t group, int64_t begin, int64
 // per tap only where the span hangs over the left or right edge. For few
 // channels (a 9x9 filter on 3 channels) this is 9 copies per pixel, not 81.
 template <typename T, typename Visit>
-void ForEachSpan(const ConvGeometry& g, T* x, int64_t begin, int64_t end, Visit visit) {
-  const int64_t c = g.in_c, span = g.k_w * c, k = PatchSize(g);
+void ForEachSpan(const ConvGeometry& g, T* x, int64_t begin, int64_t end, int64_t col_stride, Visit visit) {
+  const int64_t c = g.in_c, span = g.k_w * c, k = col_stride;
   for (int64_t r = begin; r < end; ++r) {
     int64_t n = r / g.out_h, oh = r % g.out_h;
     T* image = x + n * g.in_h * g.in_w * c;
@@ -129,16 +129,18 @@ bool HasSpans(const ConvGeometry& g) { return g.groups == 1 && g.dilation_w == 1
 }  // namespace
 
 template <typename T>
-void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols, T padding) {
+void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols, T padding,
+            int64_t row_stride) {
+  if (row_stride == 0) row_stride = PatchSize(g);
   if (HasSpans(g)) {
-    ForEachSpan(g, x, begin, end, [&](int64_t col, const T* src, int64_t length) {
+    ForEachSpan(g, x, begin, end, row_stride, [&](int64_t col, const T* src, int64_t length) {
       if (src) std::copy_n(src, length, cols + col);
       else std::fill_n(cols + col, length, padding);
     });
     return;
   }
   const int64_t cg = g.filter_c;
-  ForEachTap(g, x, group, begin, end, PatchSize(g), [&](int64_t col, const T* src) {
+  ForEachTap(g, x, group, begin, end, row_stride, [&](int64_t col, const T* src) {
     if (src) std::copy_n(src, cg, cols + col);
     else std::fill_n(cols + col, cg, padding);
   });
@@ -148,7 +150,7 @@ template <typename T>
 void Col2Im(const ConvGeometry& g, const T* cols, int64_t group, int64_t begin, int64_t end,
             T* dx) {
   if (HasSpans(g)) {
-    ForEachSpan(g, dx, begin, end, [&](int64_t col, T* dst, int64_t length) {
+    ForEachSpan(g, dx, begin, end, PatchSize(g), [&](int64_t col, T* dst, int64_t length) {
       if (dst)
         for (int64_t i = 0; i < length; ++i) dst[i] += cols[col + i];
     });
@@ -208,7 +210,7 @@ std::vector<FixedRhsGemm<T>> FilterProducts(const ConvGeometry& g, const T* filt
 }
 
 #define DFLOW_CONV_UTIL_INSTANTIATE(T)                                                          \
-  template void Im2Col<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*, T);    \
+  template void Im2Col<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*, T, int64_t); \
   template void Col2Im<T>(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, T*);       \
   template void GatherColumns<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*);           \
   template void ScatterColumns<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*, bool);    \
@@ -217,7 +219,8 @@ std::vector<FixedRhsGemm<T>> FilterProducts(const ConvGeometry& g, const T* filt
       const ConvGeometry&, const T*, const std::vector<std::vector<T>>&, bool);
 DFLOW_CONV_UTIL_INSTANTIATE(float)
 DFLOW_CONV_UTIL_INSTANTIATE(double)
-template void Im2Col<uint8_t>(const ConvGeometry&, const uint8_t*, int64_t, int64_t, int64_t, uint8_t*, uint8_t);
+template void Im2Col<uint8_t>(const ConvGeometry&, const uint8_t*, int64_t, int64_t, int64_t, uint8_t*, uint8_t,
+                              int64_t);
 template std::vector<std::vector<int8_t>> GroupFilters<int8_t>(const ConvGeometry&, const int8_t*);
 
 }  // namespace dflow::cpu

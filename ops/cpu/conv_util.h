@@ -70,10 +70,12 @@ void ForEachOutputTap(const ConvGeometry& g, int64_t begin, int64_t end, Visit v
 
 // The im2col matrix of output rows [begin, end) and group `group` (see top),
 // with `padding` outside x (quantized inputs pad with their zero point, the
-// code of 0.0). Instantiated for float, double and uint8_t.
+// code of 0.0), its rows `row_stride` apart (0: PatchSize(g), no gap; the
+// entries in a gap are left as they are). Instantiated for float, double
+// and uint8_t.
 template <typename T>
 void Im2Col(const ConvGeometry& g, const T* x, int64_t group, int64_t begin, int64_t end, T* cols,
-            T padding = T(0));
+            T padding = T(0), int64_t row_stride = 0);
 // The adjoint of Im2Col: dx[...] += cols[...] for every in-bounds entry.
 template <typename T>
 void Col2Im(const ConvGeometry& g, const T* cols, int64_t group, int64_t begin, int64_t end,

@@ -24,13 +24,13 @@
 namespace dflow::cpu {
 namespace {
 
-// The a tile of `rows` rows (row stride k) from row i, packed as
+// The a tile of `rows` rows (row stride lda) from row i, packed as
 // packed[g * tile_rows + r]: `group` codes of row r (little-endian, zero past
 // k), widened to 16 bits each for groups of 2; rows past `rows` are zero.
-void PackRows(const uint8_t* a, int64_t k, int rows, int tile_rows, int64_t group, int32_t* packed) {
+void PackRows(const uint8_t* a, int64_t lda, int64_t k, int rows, int tile_rows, int64_t group, int32_t* packed) {
   const int64_t groups = (k + group - 1) / group, whole = k / group;
   for (int r = 0; r < rows; ++r) {
-    const uint8_t* row = a + r * k;
+    const uint8_t* row = a + r * lda;
     for (int64_t g = 0; g < whole; ++g) {
       int32_t word;
       if (group == 4) std::memcpy(&word, row + 4 * g, 4);
@@ -60,17 +60,16 @@ void StoreEdge(const int32_t* tile, int64_t width, int rows, int64_t cols, int32
   for (int r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * width, cols * sizeof(int32_t));
 }
 
-void MultiplyGeneric(const int8_t* b, int64_t k, int64_t n, const uint8_t* a, int64_t m, const int32_t* init,
-                     int32_t* c) {
-  std::vector<int32_t> row(n);
+void MultiplyGeneric(const int8_t* b, int64_t k, int64_t n, const uint8_t* a, int64_t lda, int64_t m,
+                     const int32_t* init, int64_t first, int64_t cols, int32_t* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
-    std::copy_n(init, n, row.begin());
+    int32_t* row = c + i * ldc;
+    std::copy_n(init + first, cols, row);
     for (int64_t p = 0; p < k; ++p) {
-      const int32_t x = a[i * k + p];
-      const int8_t* bp = b + p * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += x * bp[j];
+      const int32_t x = a[i * lda + p];
+      const int8_t* bp = b + p * n + first;
+      for (int64_t j = 0; j < cols; ++j) row[j] += x * bp[j];
     }
-    std::copy(row.begin(), row.end(), c + i * n);
   }
 }
 
@@ -153,38 +152,47 @@ Int8Rhs::Int8Rhs(const int8_t* b, int64_t k, int64_t n) : k_(k), n_(n), isa_(Act
     }
 }
 
-void Int8Rhs::Multiply(const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const {
-  if (m == 0 || n_ == 0) return;
+void Int8Rhs::MultiplyColumns(const uint8_t* a, int64_t lda, int64_t m, int32_t a_zero, int64_t first, int64_t cols,
+                              int32_t* c, int64_t ldc) const {
+  if (m == 0 || cols == 0) return;
+  DFLOW_REQUIRE(lda >= k_ && first % panel_width() == 0 && first >= 0 && cols >= 0 && first + cols <= n_,
+                "Int8Rhs: columns [", first, ", ", first + cols, ") with row stride ", lda, " do not fit k=", k_, " n=", n_,
+                " in panels of ", panel_width());
   const int64_t npad = (n_ + 2 * lanes_ - 1) / (2 * lanes_) * (2 * lanes_);
   // The zero point's share, -a_zero * (column sums of b), is where the sums start.
   std::vector<int32_t> init(npad, 0);
   for (int64_t j = 0; j < n_; ++j) init[j] = -a_zero * column_sums_[j];
+  const auto* b8 = reinterpret_cast<const char*>(packed8_.data());
   switch (isa_) {
 #if defined(__x86_64__)
     case CpuIsa::kAvx512Vnni:
-      avx512_vnni::MultiplyPacked(reinterpret_cast<const char*>(packed8_.data()), 4, npad, a, m, k_, n_, init.data(), c);
+      avx512_vnni::MultiplyPacked(b8, 4, npad, a, lda, m, k_, init.data(), first, cols, c, ldc);
       break;
-    case CpuIsa::kAvxVnni:
-      avx_vnni::MultiplyPacked(reinterpret_cast<const char*>(packed8_.data()), 4, npad, a, m, k_, n_, init.data(), c);
-      break;
+    case CpuIsa::kAvxVnni: avx_vnni::MultiplyPacked(b8, 4, npad, a, lda, m, k_, init.data(), first, cols, c, ldc); break;
     case CpuIsa::kAvx2:
     case CpuIsa::kAvx512:
-      avx2::MultiplyPacked(reinterpret_cast<const char*>(packed16_.data()), 2, npad, a, m, k_, n_, init.data(), c);
+      avx2::MultiplyPacked(reinterpret_cast<const char*>(packed16_.data()), 2, npad, a, lda, m, k_, init.data(), first,
+                           cols, c, ldc);
       break;
 #endif
-    default: MultiplyGeneric(packed8_.data(), k_, n_, a, m, init.data(), c);
+    default: MultiplyGeneric(packed8_.data(), k_, n_, a, lda, m, init.data(), first, cols, c, ldc);
   }
 }
 
-void Int8Rhs::Multiply(ThreadPool* pool, const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const {
+void Int8Rhs::Multiply(const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const {
+  MultiplyColumns(a, k_, m, a_zero, 0, n_, c, n_);
+}
+
+void Int8Rhs::Multiply(ThreadPool* pool, const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c, int64_t lda) const {
+  if (lda == 0) lda = k_;
   const int64_t work = m * k_ * n_;
   int64_t blocks = pool ? pool->num_threads() : 1;
   blocks = std::max<int64_t>(1, std::min({blocks, m / 12, work / (int64_t{1} << 18)}));
-  if (blocks == 1) return Multiply(a, m, a_zero, c);
+  if (blocks == 1) return MultiplyColumns(a, lda, m, a_zero, 0, n_, c, n_);
   pool->ParallelFor(blocks, work / blocks, [&](int64_t first, int64_t last) {
     for (int64_t block = first; block < last; ++block) {
       const int64_t begin = m * block / blocks, end = m * (block + 1) / blocks;
-      Multiply(a + begin * k_, end - begin, a_zero, c + begin * n_);
+      MultiplyColumns(a + begin * lda, lda, end - begin, a_zero, 0, n_, c + begin * n_, n_);
     }
   });
 }

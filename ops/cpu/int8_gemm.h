@@ -38,10 +38,21 @@ class Int8Rhs {
   int64_t n() const { return n_; }
   CpuIsa isa() const { return isa_; }
 
+  // Columns are computed in panels of this many (16 or 32; the plain loops
+  // have no panels, and take 32).
+  int64_t panel_width() const { return group_ == 1 ? 32 : 2 * lanes_; }
+
   // c[m, n] = (a - a_zero) * b for a [m, k] uint8 (row stride k), on this thread.
   void Multiply(const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const;
-  // The same with the rows split over the pool (null: this thread).
-  void Multiply(ThreadPool* pool, const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c) const;
+  // The same with the rows split over the pool (null: this thread), for a
+  // of row stride lda (0: k; the codes past k in a row are multiplied by
+  // nothing, so a row can be padded to whole groups of four).
+  void Multiply(ThreadPool* pool, const uint8_t* a, int64_t m, int32_t a_zero, int32_t* c, int64_t lda = 0) const;
+  // c[m, cols] (row stride ldc) = the columns [first, first + cols) of
+  // (a - a_zero) * b, a of row stride lda >= k, first a multiple of
+  // panel_width(): a part of the columns, for threads that split them.
+  void MultiplyColumns(const uint8_t* a, int64_t lda, int64_t m, int32_t a_zero, int64_t first, int64_t cols,
+                       int32_t* c, int64_t ldc) const;
 
  private:
   int64_t k_, n_;

@@ -22,6 +22,7 @@
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/int8_depthwise.h"
 #include "ops/cpu/int8_gemm.h"
+#include "ops/cpu/matmul.h"
 #include "ops/cpu/quantized_inputs.h"
 
 namespace dflow {
@@ -45,11 +46,50 @@ cpu::Int8RhsCache::Packed PackFilters(const ConvGeometry& g, const int8_t* w) {
   return filters;
 }
 
+// im2col rows padded to whole groups of four codes, which the int8 product
+// then reads in place (a 3x3 stem over 3 channels has k = 27).
+int64_t Im2ColStride(const ConvGeometry& g) { return (cpu::PatchSize(g) + 3) / 4 * 4; }
+
+// Few output pixels (the small maps at the end of a detector): the threads
+// share the output channels instead of the rows, so that each reads its part
+// of the filter, not all of it, and every thread gets whole tiles of rows.
+template <typename Stage>
+void DenseConvByColumns(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const cpu::Int8Rhs& filter,
+                        uint8_t zero, const Stage& rq, typename Stage::Out* y) {
+  const int64_t k = cpu::PatchSize(g), pixels = g.batch * g.out_h * g.out_w, panel = filter.panel_width();
+  const bool pointwise = cpu::IsPointwise(g);
+  const int64_t lda = pointwise ? k : Im2ColStride(g);
+  std::vector<uint8_t> cols(pointwise ? 0 : pixels * lda);
+  if (!pointwise) cpu::Im2Col(g, x, 0, 0, g.batch * g.out_h, cols.data(), zero, lda);
+  const uint8_t* a = pointwise ? x : cols.data();
+  const int64_t panels = (g.out_c + panel - 1) / panel;
+  const int64_t blocks = std::min<int64_t>(pool.num_threads(), panels);
+  pool.ParallelFor(blocks, pixels * k * g.out_c / blocks, [&](int64_t first, int64_t last) {
+    for (int64_t block = first; block < last; ++block) {
+      const int64_t begin = panels * block / blocks * panel;
+      const int64_t end = std::min(g.out_c, panels * (block + 1) / blocks * panel), width = end - begin;
+      std::vector<int32_t> acc(pixels * width);
+      filter.MultiplyColumns(a, lda, pixels, zero, begin, width, acc.data(), width);
+      RequantizeBlock(rq, acc.data(), pixels, width, begin, g.out_c, y);
+    }
+  });
+}
+
+// Whether DenseConvByColumns suits g: one group, fewer than four tiles of
+// rows per thread, and at least a panel of channels for each thread.
+bool FewPixels(ThreadPool& pool, const ConvGeometry& g, int64_t panel) {
+  const int64_t threads = pool.num_threads(), pixels = g.batch * g.out_h * g.out_w;
+  return threads > 1 && g.groups == 1 && pixels < 48 * threads && g.out_c >= panel * threads &&
+         pixels * cpu::PatchSize(g) * g.out_c >= cpu::kMinGemmWorkPerThread;
+}
+
 template <typename Stage>
 void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const cpu::Int8RhsCache::Packed& filters,
                uint8_t zero, const Stage& rq, typename Stage::Out* y) {
+  if (FewPixels(pool, g, filters[0].panel_width())) return DenseConvByColumns(pool, g, x, filters[0], zero, rq, y);
   const int64_t k = cpu::PatchSize(g), og = g.group_out_c(), rows = g.batch * g.out_h;
   const bool pointwise = cpu::IsPointwise(g);
+  const int64_t lda = pointwise ? g.in_c : Im2ColStride(g);
   // Chunks of output rows small enough that their int32 sums (written by
   // the product, then read by the requantization) stay in L2: 64K sums.
   const int64_t sums_per_row = std::max<int64_t>(1, g.out_w * og);
@@ -58,17 +98,17 @@ void DenseConv(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const 
   cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
                  [&](int64_t, int64_t begin, int64_t end, ThreadPool* gemm_pool) {
     const int64_t max_pixels = std::min(chunk, end - begin) * g.out_w;
-    std::vector<uint8_t> cols(pointwise ? 0 : max_pixels * k);
+    std::vector<uint8_t> cols(pointwise ? 0 : max_pixels * lda);
     std::vector<int32_t> acc(max_pixels * og);
     for (int64_t r = begin; r < end; r += chunk) {
       const int64_t r_end = std::min(end, r + chunk), pixels = (r_end - r) * g.out_w;
       for (int64_t group = 0; group < g.groups; ++group) {
         const uint8_t* a = x + r * g.out_w * g.in_c;  // pointwise: the input rows are the output rows
         if (!pointwise) {
-          cpu::Im2Col(g, x, group, r, r_end, cols.data(), zero);
+          cpu::Im2Col(g, x, group, r, r_end, cols.data(), zero, lda);
           a = cols.data();
         }
-        filters[group].Multiply(gemm_pool, a, pixels, zero, acc.data());
+        filters[group].Multiply(gemm_pool, a, pixels, zero, acc.data(), lda);
         RequantizeBlock(rq, acc.data(), pixels, og, group * og, g.out_c, y + r * g.out_w * g.out_c);
       }
     }

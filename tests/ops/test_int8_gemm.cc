@@ -4,6 +4,7 @@
 // the groups of 2 and 4), extreme codes, zero points, one to three threads.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <random>
 
 #include "ops/cpu/int8_gemm.h"
@@ -61,6 +62,30 @@ TEST_CASE("Int8Rhs gives the exact integer product on every instruction set", "[
         for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three})
           CheckProduct(o, s[0], s[1], s[2], a_zero, pool);
       }
+  });
+}
+
+TEST_CASE("Int8Rhs: a part of the columns, from rows with a gap past k, into a wider c", "[int8]") {
+  ForEachCpuIsa([&] {
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{25, 27, 80}, {13, 64, 96}, {40, 9, 33}}) {
+      const Operands o = RandomOperands(m, k, n, 90 + k);
+      const std::vector<int32_t> exact = Exact(o, m, k, n, 7);
+      cpu::Int8Rhs rhs(o.b.data(), k, n);
+      const int64_t lda = (k + 3) / 4 * 4 + 4, ldc = n + 5, panel = rhs.panel_width();
+      std::vector<uint8_t> a(m * lda, 0xAB);  // the gap's codes must not count
+      for (int64_t i = 0; i < m; ++i) std::copy_n(o.a.begin() + i * k, k, a.begin() + i * lda);
+      for (int64_t first = 0; first < n; first += panel)
+        for (int64_t cols : {std::min(panel, n - first), n - first}) {
+          INFO("m=" << m << " k=" << k << " n=" << n << " columns " << first << " + " << cols);
+          std::vector<int32_t> c(m * ldc, -7);
+          rhs.MultiplyColumns(a.data(), lda, m, 7, first, cols, c.data(), ldc);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < ldc; ++j)
+              CHECK(c[i * ldc + j] == (j < cols ? exact[i * n + first + j] : -7));
+        }
+      ExpectError([&] { rhs.MultiplyColumns(a.data(), lda, m, 7, 1, 2, nullptr, 2); }, Code::kInvalidArgument,
+                  "do not fit");
+    }
   });
 }
 

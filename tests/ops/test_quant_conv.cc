@@ -190,6 +190,10 @@ TEST_CASE("Quantized Conv2D: exact to its arithmetic, near the float convolution
   SECTION("pointwise") { CheckCase({.input = {2, 5, 7, 16}, .filter = {1, 1, 16, 24}}, 4); }
   SECTION("grouped: 3 groups of 2 channels") { CheckCase({.input = {1, 6, 6, 6}, .filter = {3, 3, 2, 9}}, 5); }
   SECTION("long k: 3x3 over 96 channels") { CheckCase({.input = {1, 5, 5, 96}, .filter = {3, 3, 96, 40}}, 6); }
+  SECTION("few pixels, many channels: threads share the channels") {
+    CheckCase({.input = {1, 5, 5, 64}, .filter = {3, 3, 64, 80}}, 14);
+    CheckCase({.input = {1, 4, 4, 96}, .filter = {1, 1, 96, 112}, .relu = true}, 15);
+  }
 }
 
 TEST_CASE("Quantized depthwise Conv2D: exact to its arithmetic, near the float convolution", "[quant]") {
