@@ -6,9 +6,9 @@
 // two vectors. A tile of a's rows is packed the same way, its group for one
 // row as one int32, which the kernel broadcasts. Padding is zero on both
 // sides, so it adds nothing. The kernel keeps a tile of c (rows x two
-// vectors) in registers over the whole of k. With groups of four and k a
-// multiple of 4, a row's groups are already adjacent int32s, and the kernel
-// reads them in place.
+// vectors) in registers over the whole of k. With groups of four and rows
+// of whole groups (k a multiple of 4, or rows padded to one: lda), a row's
+// groups are already adjacent int32s, and the kernel reads them in place.
 #include "ops/cpu/int8_gemm.h"
 
 #include <algorithm>

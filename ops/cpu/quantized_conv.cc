@@ -75,8 +75,9 @@ void DenseConvByColumns(ThreadPool& pool, const ConvGeometry& g, const uint8_t* 
   });
 }
 
-// Whether DenseConvByColumns suits g: one group, fewer than four tiles of
-// rows per thread, and at least a panel of channels for each thread.
+// Whether DenseConvByColumns suits g: one group, fewer than 48 output
+// pixels (four tiles of rows) per thread, a panel of channels for each
+// thread, and enough work to split at all.
 bool FewPixels(ThreadPool& pool, const ConvGeometry& g, int64_t panel) {
   const int64_t threads = pool.num_threads(), pixels = g.batch * g.out_h * g.out_w;
   return threads > 1 && g.groups == 1 && pixels < 48 * threads && g.out_c >= panel * threads &&
