@@ -61,8 +61,18 @@ images=(--images "$TMP/data" --gt "$TMP/data/annotations.json" --threads 1 --csv
 "$EXE" bench --graph "$TMP/model.json" "${images[@]}" > "$TMP/fp32.txt" || { cat "$TMP/fp32.txt"; fail "bench graph"; }
 "$EXE" bench --graph "$TMP/model-int8.json" "${images[@]}" --save "$TMP/drawn" > "$TMP/int8.txt" ||
   { cat "$TMP/int8.txt"; fail "bench int8 graph"; }
-[[ $(field "$TMP/ckpt.txt" map_50) == $(field "$TMP/fp32.txt" map_50) ]] ||
-  fail "the float graph's mAP $(field "$TMP/fp32.txt" map_50) differs from the checkpoint's $(field "$TMP/ckpt.txt" map_50)"
+# The same mAP up to float rounding: in the graph file the batch norms are
+# constants, folded into the filters when it loads, while the checkpoint
+# runs them as ops on its variables. On this barely trained detector,
+# scores tie closely, so a rounding can swap two and move AP by ~1e-5 (a
+# wrong export moves it by far more).
+close() {
+  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-3)" "$1" "$2"
+}
+for metric in map_50 map_50_95; do
+  close "$(field "$TMP/ckpt.txt" $metric)" "$(field "$TMP/fp32.txt" $metric)" ||
+    fail "the float graph's $metric $(field "$TMP/fp32.txt" $metric) differs from the checkpoint's $(field "$TMP/ckpt.txt" $metric)"
+done
 [[ $(field "$TMP/int8.txt" precision) == int8 && $(field "$TMP/fp32.txt" precision) == fp32 ]] || fail "precision"
 # --limit N is evaluated on the N images that ran: as on ground truth of those alone.
 python3 - "$TMP/data/annotations.json" "$TMP/first4.json" << 'EOF'
