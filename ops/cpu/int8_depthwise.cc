@@ -1,4 +1,4 @@
-// DepthwiseVnni; see int8_depthwise.h.
+// DepthwiseRowsVnni; see int8_depthwise.h.
 #include "ops/cpu/int8_depthwise.h"
 
 #include "ops/cpu/cpu_isa.h"
@@ -50,34 +50,11 @@ inline __m512i Interleave16(const uint8_t* const* rows, int64_t ch) {
 
 inline __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
 
-// The sums of channels [0, blocks16 * 16): 32 at a time, then 16.
-void PixelVnni(const uint8_t* const* src, int64_t groups, int64_t channels, int64_t end, const int8_t* packed,
-               const int32_t* correction, int32_t* acc) {
-  int64_t ch = 0;
-  for (; ch + 32 <= end; ch += 32) {
-    __m512i sum_low = _mm512_setzero_si512(), sum_high = _mm512_setzero_si512();
-    for (int64_t g = 0; g < groups; ++g) {
-      __m512i low, high;
-      Interleave32(src + 4 * g, ch, low, high);
-      const int8_t* w = packed + (g * channels + ch) * 4;
-      sum_low = _mm512_dpbusd_epi32(sum_low, low, Load(w));
-      sum_high = _mm512_dpbusd_epi32(sum_high, high, Load(w + 64));
-    }
-    _mm512_storeu_si512(acc + ch, _mm512_sub_epi32(sum_low, Load(correction + ch)));
-    _mm512_storeu_si512(acc + ch + 16, _mm512_sub_epi32(sum_high, Load(correction + ch + 16)));
-  }
-  for (; ch + 16 <= end; ch += 16) {
-    __m512i sum = _mm512_setzero_si512();
-    for (int64_t g = 0; g < groups; ++g)
-      sum = _mm512_dpbusd_epi32(sum, Interleave16(src + 4 * g, ch), Load(packed + (g * channels + ch) * 4));
-    _mm512_storeu_si512(acc + ch, _mm512_sub_epi32(sum, Load(correction + ch)));
-  }
-}
-
 // acc[ow][c] for channels [0, end) (a multiple of 16): per output column,
-// k_h products of expanded rows (taps interleaved) with the packed filter rows.
-void RowVnni(const uint8_t* const* expanded, int64_t k_h, int64_t out_w, int64_t channels, int64_t end,
-             const int8_t* packed, const int32_t* correction, int32_t* acc) {
+// k_h * groups products of expanded rows (taps interleaved, one segment per
+// group) with the packed filter rows.
+void RowVnni(const uint8_t* const* expanded, int64_t k_h, int64_t groups, int64_t segment, int64_t out_w,
+             int64_t channels, int64_t end, const int8_t* packed, const int32_t* correction, int32_t* acc) {
   for (int64_t ow = 0; ow < out_w; ++ow) {
     const int64_t at = ow * channels * 4;
     int32_t* out = acc + ow * channels;
@@ -85,19 +62,22 @@ void RowVnni(const uint8_t* const* expanded, int64_t k_h, int64_t out_w, int64_t
     for (; ch + 32 <= end; ch += 32) {
       __m512i low = _mm512_sub_epi32(_mm512_setzero_si512(), Load(correction + ch));
       __m512i high = _mm512_sub_epi32(_mm512_setzero_si512(), Load(correction + ch + 16));
-      for (int64_t kh = 0; kh < k_h; ++kh) {
-        const uint8_t* x = expanded[kh] + at + ch * 4;
-        const int8_t* w = packed + (kh * channels + ch) * 4;
-        low = _mm512_dpbusd_epi32(low, Load(x), Load(w));
-        high = _mm512_dpbusd_epi32(high, Load(x + 64), Load(w + 64));
-      }
+      for (int64_t kh = 0; kh < k_h; ++kh)
+        for (int64_t g = 0; g < groups; ++g) {
+          const uint8_t* x = expanded[kh] + g * segment + at + ch * 4;
+          const int8_t* w = packed + ((kh * groups + g) * channels + ch) * 4;
+          low = _mm512_dpbusd_epi32(low, Load(x), Load(w));
+          high = _mm512_dpbusd_epi32(high, Load(x + 64), Load(w + 64));
+        }
       _mm512_storeu_si512(out + ch, low);
       _mm512_storeu_si512(out + ch + 16, high);
     }
     for (; ch + 16 <= end; ch += 16) {
       __m512i sum = _mm512_sub_epi32(_mm512_setzero_si512(), Load(correction + ch));
       for (int64_t kh = 0; kh < k_h; ++kh)
-        sum = _mm512_dpbusd_epi32(sum, Load(expanded[kh] + at + ch * 4), Load(packed + (kh * channels + ch) * 4));
+        for (int64_t g = 0; g < groups; ++g)
+          sum = _mm512_dpbusd_epi32(sum, Load(expanded[kh] + g * segment + at + ch * 4),
+                                    Load(packed + ((kh * groups + g) * channels + ch) * 4));
       _mm512_storeu_si512(out + ch, sum);
     }
   }
@@ -121,42 +101,17 @@ void InterleaveTaps(const uint8_t* const* taps, int64_t end, uint8_t* out) {
 
 }  // namespace
 
-bool DepthwiseVnni::Available() { return ActiveCpuIsa() == CpuIsa::kAvx512Vnni; }
-
-DepthwiseVnni::DepthwiseVnni(const int8_t* w, int64_t taps, int64_t channels, uint8_t zero)
-    : taps_(taps), groups_((taps + 3) / 4), channels_(channels), zero_(zero), w_(w, w + taps * channels),
-      packed_(groups_ * channels * 4, 0), correction_(channels, 0), zero_row_(channels, zero) {
-  for (int64_t t = 0; t < taps; ++t)
-    for (int64_t c = 0; c < channels; ++c) {
-      packed_[((t / 4) * channels + c) * 4 + t % 4] = w[t * channels + c];
-      correction_[c] += int32_t{zero} * w[t * channels + c];
-    }
-}
-
-void DepthwiseVnni::Pixel(const uint8_t* const* src, int32_t* acc) const {
-#if defined(__x86_64__)
-  const int64_t vector_end = channels_ / 16 * 16;
-  PixelVnni(src, groups_, channels_, vector_end, packed_.data(), correction_.data(), acc);
-#else
-  const int64_t vector_end = 0;
-#endif
-  for (int64_t c = vector_end; c < channels_; ++c) {
-    int32_t sum = 0;
-    for (int64_t t = 0; t < taps_; ++t) sum += (int32_t{src[t][c]} - zero_) * w_[t * channels_ + c];
-    acc[c] = sum;
-  }
-}
-
-bool DepthwiseRowsVnni::Fits(const ConvGeometry& g) { return DepthwiseVnni::Available() && g.k_w <= 4; }
+bool DepthwiseRowsVnni::Available() { return ActiveCpuIsa() == CpuIsa::kAvx512Vnni; }
 
 DepthwiseRowsVnni::DepthwiseRowsVnni(const int8_t* w, const ConvGeometry& g, uint8_t zero)
-    : g_(g), zero_(zero), packed_(g.k_h * g.in_c * 4, 0), correction_(g.in_c, 0), zero_row_(g.in_c, zero) {
+    : g_(g), groups_((g.k_w + 3) / 4), packed_(g.k_h * groups_ * g.in_c * 4, 0), correction_(g.in_c, 0),
+      zero_row_(g.in_c, zero) {
   const int64_t c = g.in_c;
   for (int64_t kh = 0; kh < g.k_h; ++kh)
     for (int64_t kw = 0; kw < g.k_w; ++kw)
       for (int64_t ch = 0; ch < c; ++ch) {
         const int8_t weight = w[(kh * g.k_w + kw) * c + ch];
-        packed_[(kh * c + ch) * 4 + kw] = weight;
+        packed_[((kh * groups_ + kw / 4) * c + ch) * 4 + kw % 4] = weight;
         correction_[ch] += int32_t{zero} * weight;
       }
 }
@@ -164,28 +119,29 @@ DepthwiseRowsVnni::DepthwiseRowsVnni(const int8_t* w, const ConvGeometry& g, uin
 void DepthwiseRowsVnni::ExpandRow(const uint8_t* in, uint8_t* expanded) const {
   const int64_t c = g_.in_c;
   const uint8_t* taps[4];
-  for (int64_t ow = 0; ow < g_.out_w; ++ow) {
-    for (int64_t kw = 0; kw < 4; ++kw) {
-      const int64_t iw = ow * g_.stride_w - g_.pad_left + kw * g_.dilation_w;
-      taps[kw] = in && kw < g_.k_w && iw >= 0 && iw < g_.in_w ? in + iw * c : zero_row_.data();
-    }
-    uint8_t* out = expanded + ow * c * 4;
+  for (int64_t group = 0; group < groups_; ++group)
+    for (int64_t ow = 0; ow < g_.out_w; ++ow) {
+      for (int64_t t = 0; t < 4; ++t) {
+        const int64_t kw = group * 4 + t, iw = ow * g_.stride_w - g_.pad_left + kw * g_.dilation_w;
+        taps[t] = in && kw < g_.k_w && iw >= 0 && iw < g_.in_w ? in + iw * c : zero_row_.data();
+      }
+      uint8_t* out = expanded + group * segment() + ow * c * 4;
 #if defined(__x86_64__)
-    const int64_t vector_end = c / 16 * 16;
-    InterleaveTaps(taps, vector_end, out);
+      const int64_t vector_end = c / 16 * 16;
+      InterleaveTaps(taps, vector_end, out);
 #else
-    const int64_t vector_end = 0;
+      const int64_t vector_end = 0;
 #endif
-    for (int64_t ch = vector_end; ch < c; ++ch)
-      for (int64_t kw = 0; kw < 4; ++kw) out[ch * 4 + kw] = taps[kw][ch];
-  }
+      for (int64_t ch = vector_end; ch < c; ++ch)
+        for (int64_t t = 0; t < 4; ++t) out[ch * 4 + t] = taps[t][ch];
+    }
 }
 
 void DepthwiseRowsVnni::Row(const uint8_t* const* expanded, int32_t* acc) const {
   const int64_t c = g_.in_c;
 #if defined(__x86_64__)
   const int64_t vector_end = c / 16 * 16;
-  RowVnni(expanded, g_.k_h, g_.out_w, c, vector_end, packed_.data(), correction_.data(), acc);
+  RowVnni(expanded, g_.k_h, groups_, segment(), g_.out_w, c, vector_end, packed_.data(), correction_.data(), acc);
 #else
   const int64_t vector_end = 0;
 #endif
@@ -193,8 +149,10 @@ void DepthwiseRowsVnni::Row(const uint8_t* const* expanded, int32_t* acc) const 
     for (int64_t ch = vector_end; ch < c; ++ch) {
       int32_t sum = -correction_[ch];
       for (int64_t kh = 0; kh < g_.k_h; ++kh)
-        for (int64_t t = 0; t < 4; ++t)
-          sum += int32_t{expanded[kh][(ow * c + ch) * 4 + t]} * packed_[(kh * c + ch) * 4 + t];
+        for (int64_t group = 0; group < groups_; ++group)
+          for (int64_t t = 0; t < 4; ++t)
+            sum += int32_t{expanded[kh][group * segment() + (ow * c + ch) * 4 + t]} *
+                   packed_[((kh * groups_ + group) * c + ch) * 4 + t];
       acc[ow * c + ch] = sum;
     }
 }

@@ -10,9 +10,8 @@
 // - Depthwise (one input channel per group): direct loops over each output
 //   pixel's taps, the sums of 16 channels at a time in registers when the
 //   multiplier is 1; taps in the padding add (zero point - zero point) * w = 0,
-//   so they are skipped. With AVX512-VNNI and a filter at most 4 wide, a
-//   row of output pixels at a time over input rows whose taps are
-//   interleaved once (int8_depthwise.h).
+//   so they are skipped. With AVX512-VNNI, a row of output pixels at a time
+//   over input rows whose taps are interleaved once (int8_depthwise.h).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -155,38 +154,7 @@ void DepthwisePixelBlock(const uint8_t* const* src, const int8_t* const* taps, i
   std::copy_n(sums, kWidth, acc);
 }
 
-// Depthwise with multiplier 1 and AVX512-VNNI (int8_depthwise.h): every
-// tap of each output pixel, those in the padding reading zero points.
-template <typename Stage>
-void DepthwisePerPixelVnni(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
-                           const Stage& rq, typename Stage::Out* y) {
-  const int64_t c = g.in_c, rows = g.batch * g.out_h;
-  const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;
-  const cpu::DepthwiseVnni vnni(w, g.k_h * g.k_w, c, zero);
-  cpu::ForBlocks(pool, cpu::NumBlocks(pool, rows, cost_per_row), rows, cost_per_row,
-                 [&](int64_t, int64_t begin, int64_t end, ThreadPool*) {
-    std::vector<const uint8_t*> src(vnni.padded_taps(), vnni.zero_row());
-    std::vector<int32_t> acc(c);
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t n = r / g.out_h, oh = r % g.out_h;
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        for (int64_t kh = 0; kh < g.k_h; ++kh) {
-          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-          for (int64_t kw = 0; kw < g.k_w; ++kw) {
-            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-            const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
-            src[kh * g.k_w + kw] = inside ? x + ((n * g.in_h + ih) * g.in_w + iw) * c : vnni.zero_row();
-          }
-        }
-        vnni.Pixel(src.data(), acc.data());
-        rq.Row(acc.data(), c, 0, y + (r * g.out_w + ow) * c);
-      }
-    }
-  });
-}
-
-// Depthwise with multiplier 1, AVX512-VNNI and a filter at most 4 wide
-// (int8_depthwise.h): each block of output rows keeps the expanded input
+// Depthwise with multiplier 1 and AVX512-VNNI (int8_depthwise.h): each block of output rows keeps the expanded input
 // rows it reads, each made once (rows past the image's edge read one
 // expanded row of the padding).
 template <typename Stage>
@@ -237,8 +205,7 @@ void DepthwiseByRowsVnni(ThreadPool& pool, const ConvGeometry& g, const uint8_t*
 template <typename Stage>
 void DepthwisePerPixel(ThreadPool& pool, const ConvGeometry& g, const uint8_t* x, const int8_t* w, uint8_t zero,
                        const Stage& rq, typename Stage::Out* y) {
-  if (cpu::DepthwiseRowsVnni::Fits(g)) return DepthwiseByRowsVnni(pool, g, x, w, zero, rq, y);
-  if (cpu::DepthwiseVnni::Available()) return DepthwisePerPixelVnni(pool, g, x, w, zero, rq, y);
+  if (cpu::DepthwiseRowsVnni::Available()) return DepthwiseByRowsVnni(pool, g, x, w, zero, rq, y);
   constexpr int64_t kBlock = 16;
   const int64_t c = g.in_c, rows = g.batch * g.out_h;
   const int64_t cost_per_row = g.out_w * g.k_h * g.k_w * c;

@@ -214,7 +214,7 @@ TEST_CASE("Quantized depthwise Conv2D: exact to its arithmetic, near the float c
                .depthwise = true},
               12);
   }
-  SECTION("multiplier 1, two images, 5x5 (wider than four taps: each pixel's taps interleaved)") {
+  SECTION("multiplier 1, two images, 5x5 (wider than four taps: two groups of taps per filter row)") {
     CheckCase({.input = {2, 8, 9, 48}, .filter = {5, 5, 48, 1}, .depthwise = true, .relu = true}, 13);
   }
   SECTION("multiplier 2, VALID") {
