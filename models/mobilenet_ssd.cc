@@ -93,16 +93,6 @@ int64_t Channels(const MobileNetSsdOptions& options, const std::string& layer, i
   return it != options.channels.end() ? it->second : Thinned(base, options.width_multiplier);
 }
 
-// The slices of a layer's own variables: filter (last axis) and batch
-// norm, or filter and bias.
-std::vector<ChannelSlice> OwnSlices(const std::string& layer, bool batch_norm) {
-  std::vector<ChannelSlice> slices{{layer + "/filter", 3}};
-  for (const char* v : {"gamma", "beta", "moving_mean", "moving_variance"})
-    if (batch_norm) slices.push_back({layer + "/" + v, 0});
-  if (!batch_norm) slices.push_back({layer + "/bias", 0});
-  return slices;
-}
-
 // The input axis of the filters of a head.
 void AddHead(std::vector<ChannelSlice>& slices, int head) {
   slices.push_back({Head(head) + "/boxes/filter", 2});
@@ -115,7 +105,7 @@ std::vector<ChannelSlice> ConsumerSlices(size_t layer) {
   if (layer <= 13) {  // the stem or a block: the next block, a head, the extras
     const int block = static_cast<int>(layer) - 1;  // -1: the stem
     if (block + 1 < 13) {
-      std::vector<ChannelSlice> depthwise = OwnSlices(Block(block + 1) + "/depthwise", true);
+      std::vector<ChannelSlice> depthwise = OwnChannelSlices(Block(block + 1) + "/depthwise", true);
       slices.insert(slices.end(), depthwise.begin(), depthwise.end());
       slices.push_back({Block(block + 1) + "/pointwise/filter", 2});
     } else {
@@ -182,7 +172,7 @@ std::vector<ChannelGroup> MobileNetSsdChannelGroups(const MobileNetSsdOptions& o
     ChannelGroup g{.layer = l.name,
                    .channels = Channels(options, l.name, l.base),
                    .importance = l.batch_norm ? ChannelSlice{l.name + "/gamma", 0} : ChannelSlice{l.name + "/filter", 3},
-                   .slices = OwnSlices(l.name, l.batch_norm)};
+                   .slices = OwnChannelSlices(l.name, l.batch_norm)};
     std::vector<ChannelSlice> consumers = ConsumerSlices(i);
     g.slices.insert(g.slices.end(), consumers.begin(), consumers.end());
     groups.push_back(std::move(g));

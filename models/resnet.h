@@ -23,15 +23,23 @@
 // (i = 1..4, j from 0, k = 1..2 or 1..3.)
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/scope.h"
+#include "models/compress/pruning.h"
 
 namespace dflow::models {
 
 struct ResNetOptions {
   int depth = 50;        // 18 or 50
   bool training = true;  // batch-norm mode: batch statistics and moving-average updates
+  // Output channels of the convolutions inside a block (a channel-pruned
+  // network), overriding the layer's width: "layer<i>/block<j>/conv1" (and
+  // ".../conv2" in a Bottleneck). A block's output joins the residual sum
+  // and keeps its channels.
+  std::map<std::string, int64_t> channels{};
 };
 
 struct ResNet {
@@ -43,5 +51,12 @@ struct ResNet {
 // The backbone over NHWC float32 images (normalised by the caller, e.g. with
 // ImageNet's mean and standard deviation as torchvision's weights expect).
 ResNet BuildResNet(const Scope& scope, const Output& images, ResNetOptions options = {});
+
+// The layers whose output channels can be pruned: the convolutions inside
+// the blocks, each with its filter and batch norm and the input axis of the
+// next convolution of its block; variables named "<prefix>resnet/..." with
+// `prefix` the scope BuildResNet was given (and its trailing '/'), layers
+// as ResNetOptions::channels names them.
+std::vector<ChannelGroup> ResNetChannelGroups(const ResNetOptions& options, const std::string& prefix);
 
 }  // namespace dflow::models

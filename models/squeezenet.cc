@@ -1,13 +1,48 @@
 // SqueezeNet 1.1; see squeezenet.h.
 #include "models/squeezenet.h"
 
+#include <algorithm>
 #include <string>
 
+#include "graph/status.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
 namespace dflow::models {
 namespace {
+
+// fire2..fire9: {squeeze, expand} channels (each expand, 1x1 and 3x3, has
+// `expand`); a pool before fire2, fire4 and fire6.
+constexpr int64_t kFires[8][2] = {{16, 64}, {16, 64}, {32, 128}, {32, 128},
+                                  {48, 192}, {48, 192}, {64, 256}, {64, 256}};
+constexpr int64_t kStem = 64;
+
+std::string FireName(int i) { return "fire" + std::to_string(i + 2); }
+
+// The layers whose channels may be set, with their published counts.
+std::vector<std::pair<std::string, int64_t>> ChannelLayers() {
+  std::vector<std::pair<std::string, int64_t>> layers{{"conv1", kStem}};
+  for (int i = 0; i < 8; ++i)
+    for (const char* part : {"/squeeze", "/expand1x1", "/expand3x3"})
+      layers.push_back({FireName(i) + part, part == std::string("/squeeze") ? kFires[i][0] : kFires[i][1]});
+  return layers;
+}
+
+// The output channels of `layer`: the options' count, or the published one.
+int64_t Channels(const SqueezeNetOptions& options, const std::string& layer, int64_t published) {
+  auto it = options.channels.find(layer);
+  return it != options.channels.end() ? it->second : published;
+}
+
+// Refuses channel counts for layers the network does not have, or below 1.
+void CheckChannels(const SqueezeNetOptions& options) {
+  const auto layers = ChannelLayers();
+  for (const auto& [name, count] : options.channels) {
+    DFLOW_REQUIRE(std::any_of(layers.begin(), layers.end(), [&](const auto& l) { return l.first == name; }),
+                  "SqueezeNet: no layer \"", name, "\" whose channels can be set");
+    DFLOW_REQUIRE(count >= 1, "SqueezeNet: the layer \"", name, "\" needs at least 1 channel, got ", count);
+  }
+}
 
 class Builder {
  public:
@@ -25,11 +60,15 @@ class Builder {
     net_.variables.insert(net_.variables.end(), {l.filter, l.bias});
     return l.output;
   }
-  // squeeze to `squeeze` channels, then 1x1 and 3x3 expands side by side.
-  Output Fire(const Scope& s, const Output& x, int64_t squeeze, int64_t expand) {
-    Output h = Conv(s.NewSubScope("squeeze"), x, squeeze, 1, 1, 0);
-    Output e1 = Conv(s.NewSubScope("expand1x1"), h, expand, 1, 1, 0);
-    Output e3 = Conv(s.NewSubScope("expand3x3"), h, expand, 3, 1, 1);
+  // fire i: squeeze, then 1x1 and 3x3 expands side by side.
+  Output Fire(const Scope& scope, const Output& x, int i) {
+    const Scope s = scope.NewSubScope(FireName(i));
+    auto channels = [&](const char* part, int64_t published) {
+      return Channels(options_, FireName(i) + "/" + part, published);
+    };
+    Output h = Conv(s.NewSubScope("squeeze"), x, channels("squeeze", kFires[i][0]), 1, 1, 0);
+    Output e1 = Conv(s.NewSubScope("expand1x1"), h, channels("expand1x1", kFires[i][1]), 1, 1, 0);
+    Output e3 = Conv(s.NewSubScope("expand3x3"), h, channels("expand3x3", kFires[i][1]), 3, 1, 1);
     return ops::Concat(s.WithOpName("concat"), {e1, e3}, 3);
   }
 
@@ -51,16 +90,14 @@ Output CeilMaxPool(const Scope& s, const Output& x) {
 }  // namespace
 
 SqueezeNet BuildSqueezeNet(const Scope& scope, const Output& images, SqueezeNetOptions options) {
+  CheckChannels(options);
   SqueezeNet net;
   Builder b(net, options);
-  Output x = b.Conv(scope.NewSubScope("conv1"), images, 64, 3, 2, 0);
-  // fire2..fire9 (squeeze, expand); a pool before fire2, fire4 and fire6.
-  const int64_t fires[][2] = {{16, 64},  {16, 64},  {32, 128}, {32, 128},
-                              {48, 192}, {48, 192}, {64, 256}, {64, 256}};
+  Output x = b.Conv(scope.NewSubScope("conv1"), images, Channels(options, "conv1", kStem), 3, 2, 0);
   for (int i = 0; i < 8; ++i) {
     if (i % 2 == 0 && i < 6)
       x = CeilMaxPool(scope.WithOpName("pool" + std::to_string(i / 2 + 1)), x);
-    x = b.Fire(scope.NewSubScope("fire" + std::to_string(i + 2)), x, fires[i][0], fires[i][1]);
+    x = b.Fire(scope, x, i);
     if (i == 6) net.fire8 = x;
   }
   net.fire9 = x;
@@ -71,6 +108,44 @@ int64_t SqueezeNetFeatureSize(int64_t image_size) {
   int64_t cells = (image_size - 1) / 2;                    // the stem: (S - 3) / 2 + 1
   for (int pool = 0; pool < 3; ++pool) cells = cells / 2;  // ceil((n - 3) / 2) + 1 = n / 2
   return cells;
+}
+
+std::vector<ChannelGroup> SqueezeNetChannelGroups(const SqueezeNetOptions& options, const std::string& prefix,
+                                                  const std::vector<ChannelSlice>& fire8_readers,
+                                                  const std::vector<ChannelSlice>& fire9_readers) {
+  CheckChannels(options);
+  const bool bn = options.batch_norm;
+  auto group = [&](const std::string& layer, int64_t published) {
+    return ChannelGroup{.layer = layer,
+                        .channels = Channels(options, layer, published),
+                        .importance = bn ? ChannelSlice{prefix + layer + "/gamma", 0}
+                                         : ChannelSlice{prefix + layer + "/filter", 3},
+                        .slices = OwnChannelSlices(prefix + layer, bn)};
+  };
+  auto input_of = [&](const std::string& layer, int64_t offset = 0) {
+    return ChannelSlice{prefix + layer + "/filter", 2, offset};
+  };
+  std::vector<ChannelGroup> groups{group("conv1", kStem)};
+  groups.back().slices.push_back(input_of(FireName(0) + "/squeeze"));  // through the pool
+  for (int i = 0; i < 8; ++i) {
+    ChannelGroup squeeze = group(FireName(i) + "/squeeze", kFires[i][0]);
+    squeeze.slices.push_back(input_of(FireName(i) + "/expand1x1"));
+    squeeze.slices.push_back(input_of(FireName(i) + "/expand3x3"));
+    ChannelGroup e1 = group(FireName(i) + "/expand1x1", kFires[i][1]);
+    ChannelGroup e3 = group(FireName(i) + "/expand3x3", kFires[i][1]);
+    // What reads the concatenation [e1, e3]: the next squeeze, and past
+    // fire8 and fire9 what the caller names.
+    std::vector<ChannelSlice> readers = i == 7 ? fire9_readers : std::vector<ChannelSlice>{};
+    if (i < 7) readers.push_back(input_of(FireName(i + 1) + "/squeeze"));
+    if (i == 6) readers.insert(readers.end(), fire8_readers.begin(), fire8_readers.end());
+    for (ChannelSlice reader : readers) {
+      e1.slices.push_back(reader);
+      reader.offset += e1.channels;
+      e3.slices.push_back(reader);
+    }
+    groups.insert(groups.end(), {std::move(squeeze), std::move(e1), std::move(e3)});
+  }
+  return groups;
 }
 
 }  // namespace dflow::models

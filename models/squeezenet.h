@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/scope.h"
+#include "models/compress/pruning.h"
 
 namespace dflow::models {
 
@@ -19,6 +22,10 @@ struct SqueezeNetOptions {
   // 1e-2, which needs batch norm after every convolution (then without the
   // convolution's bias). false builds the published network.
   bool batch_norm = true;
+  // Output channels of single layers, overriding the published ones (a
+  // channel-pruned network): "conv1", "fire2/squeeze", "fire2/expand1x1",
+  // "fire2/expand3x3" .. "fire9/expand3x3".
+  std::map<std::string, int64_t> channels{};
 };
 
 struct SqueezeNet {
@@ -34,5 +41,17 @@ SqueezeNet BuildSqueezeNet(const Scope& scope, const Output& images,
 // The side of fire8's and fire9's maps for an S x S input: the stem has no
 // padding and the pools round up (PyTorch's ceil_mode), so 300 gives 18.
 int64_t SqueezeNetFeatureSize(int64_t image_size);
+
+// The layers whose output channels can be pruned (every convolution), each
+// with the variables its channels index, named under `prefix` (the scope
+// BuildSqueezeNet was given, with its trailing '/'): its filter and batch
+// norm (or bias), and the input axis of the layers reading it. A fire's
+// squeeze is read by its two expands; its expands by the next fire's squeeze
+// at their places in the concatenation (expand 3x3 after expand 1x1). Past
+// the backbone the network's user says what reads fire8 and fire9: slices
+// over their whole concatenated output (offset 0), which this cuts in two.
+std::vector<ChannelGroup> SqueezeNetChannelGroups(const SqueezeNetOptions& options, const std::string& prefix,
+                                                  const std::vector<ChannelSlice>& fire8_readers,
+                                                  const std::vector<ChannelSlice>& fire9_readers);
 
 }  // namespace dflow::models

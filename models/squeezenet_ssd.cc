@@ -1,9 +1,11 @@
 // SqueezeNet-SSD; see squeezenet_ssd.h.
 #include "models/squeezenet_ssd.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 
+#include "graph/status.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
@@ -18,6 +20,51 @@ struct ExtraBlock {
 };
 constexpr ExtraBlock kExtras[] = {
     {256, 512, 2}, {256, 512, 1}, {128, 256, 1}, {128, 256, 1}, {128, 256, 1}};
+
+constexpr size_t kHeads = std::size(kExtras) + 1;
+constexpr char kBackbone[] = "squeezenet/";
+
+std::string Extra(size_t i) { return "extra" + std::to_string(i + 1); }
+std::string HeadName(size_t i) { return "head" + std::to_string(i + 1); }
+
+// Splits the options' channel counts: the backbone's go to its options
+// (without the "squeezenet/" prefix); the extras' must be known layers.
+SqueezeNetOptions BackboneOptions(const SqueezeNetSsdOptions& options) {
+  SqueezeNetOptions backbone = options.backbone;
+  for (const auto& [name, count] : options.channels) {
+    if (name.starts_with(kBackbone)) {
+      backbone.channels[name.substr(std::size(kBackbone) - 1)] = count;
+      continue;
+    }
+    bool known = false;
+    for (size_t i = 0; i < std::size(kExtras); ++i) known |= name == Extra(i) + "/reduce" || name == Extra(i) + "/expand";
+    DFLOW_REQUIRE(known, "SqueezeNet-SSD: no layer \"", name, "\" whose channels can be set");
+    DFLOW_REQUIRE(count >= 1, "SqueezeNet-SSD: the layer \"", name, "\" needs at least 1 channel, got ", count);
+  }
+  return backbone;
+}
+
+int64_t Channels(const SqueezeNetSsdOptions& options, const std::string& layer, int64_t published) {
+  auto it = options.channels.find(layer);
+  return it != options.channels.end() ? it->second : published;
+}
+
+// What reads feature map `map`: both heads' first layers (a separable
+// head's depthwise and pointwise, or the last head's 1x1).
+std::vector<ChannelSlice> HeadReaders(size_t map) {
+  std::vector<ChannelSlice> slices;
+  for (const char* kind : {"/boxes", "/classes"}) {
+    const std::string head = HeadName(map) + kind;
+    if (map + 1 == kHeads) {
+      slices.push_back({head + "/filter", 2});
+      continue;
+    }
+    std::vector<ChannelSlice> depthwise = OwnChannelSlices(head + "/depthwise", false);
+    slices.insert(slices.end(), depthwise.begin(), depthwise.end());
+    slices.push_back({head + "/pointwise/filter", 2});
+  }
+  return slices;
+}
 
 class Builder {
  public:
@@ -53,26 +100,28 @@ class Builder {
 
 SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
                                  SqueezeNetSsdOptions options) {
+  const SqueezeNetOptions backbone_options = BackboneOptions(options);
   SqueezeNetSsd net;
   const Scope extra_layers = OnDevice(scope, options.devices.extras);
   const Scope heads = OnDevice(scope, options.devices.heads);
   SqueezeNet backbone = BuildSqueezeNet(OnDevice(scope, options.devices.backbone).NewSubScope("squeezenet"),
-                                        images, options.backbone);
+                                        images, backbone_options);
   net.variables = net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   net.features.push_back(backbone.fire8);
   Builder b(net);
   Output x = backbone.fire9;
   for (size_t i = 0; i < std::size(kExtras); ++i) {
-    Scope s = extra_layers.NewSubScope("extra" + std::to_string(i + 1));
-    x = b.Conv(s.NewSubScope("reduce"), x, kExtras[i].reduce, 1,
+    Scope s = extra_layers.NewSubScope(Extra(i));
+    x = b.Conv(s.NewSubScope("reduce"), x, Channels(options, Extra(i) + "/reduce", kExtras[i].reduce), 1,
                {.padding = 0, .activation = Activation::kRelu});
-    x = b.Separable(s.NewSubScope("expand"), x, kExtras[i].expand, 2, kExtras[i].padding);
+    x = b.Separable(s.NewSubScope("expand"), x, Channels(options, Extra(i) + "/expand", kExtras[i].expand), 2,
+                    kExtras[i].padding);
     net.features.push_back(x);
   }
   std::vector<Input> boxes, classes;
   for (size_t i = 0; i < net.features.size(); ++i) {
-    Scope s = heads.NewSubScope("head" + std::to_string(i + 1));
+    Scope s = heads.NewSubScope(HeadName(i));
     const bool last = i + 1 == net.features.size();
     const Output& f = net.features[i];
     boxes.push_back(FlattenPerExample(s, b.Head(s.NewSubScope("boxes"), f, 6 * 4, last)));
@@ -82,6 +131,34 @@ SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
   net.boxes = ops::Concat(heads.WithOpName("boxes"), boxes, 1);
   net.classes = ops::Concat(heads.WithOpName("classes"), classes, 1);
   return net;
+}
+
+std::vector<ChannelGroup> SqueezeNetSsdChannelGroups(const SqueezeNetSsdOptions& options) {
+  const SqueezeNetOptions backbone_options = BackboneOptions(options);
+  std::vector<ChannelGroup> groups =
+      SqueezeNetChannelGroups(backbone_options, kBackbone, HeadReaders(0), {{Extra(0) + "/reduce/filter", 2}});
+  for (ChannelGroup& g : groups) g.layer = kBackbone + g.layer;
+  for (size_t i = 0; i < std::size(kExtras); ++i) {
+    // reduce (1x1, ReLU) -> the expand's depthwise and pointwise
+    const std::string reduce = Extra(i) + "/reduce", expand = Extra(i) + "/expand";
+    ChannelGroup r{.layer = reduce,
+                   .channels = Channels(options, reduce, kExtras[i].reduce),
+                   .importance = {reduce + "/filter", 3},
+                   .slices = OwnChannelSlices(reduce, false)};
+    std::vector<ChannelSlice> depthwise = OwnChannelSlices(expand + "/depthwise", false);
+    r.slices.insert(r.slices.end(), depthwise.begin(), depthwise.end());
+    r.slices.push_back({expand + "/pointwise/filter", 2});
+    // expand's pointwise -> the next extra and feature map i + 1's heads
+    ChannelGroup e{.layer = expand,
+                   .channels = Channels(options, expand, kExtras[i].expand),
+                   .importance = {expand + "/pointwise/filter", 3},
+                   .slices = OwnChannelSlices(expand + "/pointwise", false)};
+    if (i + 1 < std::size(kExtras)) e.slices.push_back({Extra(i + 1) + "/reduce/filter", 2});
+    std::vector<ChannelSlice> heads = HeadReaders(i + 1);
+    e.slices.insert(e.slices.end(), heads.begin(), heads.end());
+    groups.insert(groups.end(), {std::move(r), std::move(e)});
+  }
+  return groups;
 }
 
 std::vector<int64_t> SqueezeNetSsdMapSizes(int64_t image_size) {

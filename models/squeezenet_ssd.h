@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/scope.h"
@@ -27,11 +29,24 @@ struct SqueezeNetSsd {
 struct SqueezeNetSsdOptions {
   int64_t num_classes = 9;
   SqueezeNetOptions backbone{};
+  // Output channels of single layers (a channel-pruned network): the
+  // backbone's as "squeezenet/<layer>" (SqueezeNetOptions::channels), the
+  // extras' "extra1/reduce", "extra1/expand" .. "extra5/expand". A
+  // depthwise layer has its input's channels.
+  std::map<std::string, int64_t> channels{};
   ModelPartDevices devices{};  // SqueezeNet, extras, heads (and the joined outputs)
 };
 
 SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
                                  SqueezeNetSsdOptions options = {});
+
+// The layers whose output channels can be pruned, each with the variables
+// its channels index (names relative to the scope BuildSqueezeNetSsd was
+// given): the backbone's (SqueezeNetChannelGroups), and each extra's 1x1
+// reduce and separable expand with the depthwise and pointwise layers
+// reading them (the next extra, the heads). The heads' outputs are the boxes
+// and classes: not pruned.
+std::vector<ChannelGroup> SqueezeNetSsdChannelGroups(const SqueezeNetSsdOptions& options);
 
 // The six maps' sides for an S x S input, without building the network.
 std::vector<int64_t> SqueezeNetSsdMapSizes(int64_t image_size);

@@ -66,6 +66,7 @@ detection::RetinaNetOptions RetinaNetOptionsFor(const TrainSettings& s, bool tra
           .image_size = s.size,
           .depth = ResNetDepth(s.model),
           .training = training,
+          .channels = s.channels,
           .devices = devices};
 }
 
@@ -240,9 +241,7 @@ std::vector<Output> PrunableWeights(const DetectorNetwork& net) {
 }
 
 std::vector<models::ChannelGroup> ChannelGroups(const TrainSettings& s) {
-  DFLOW_REQUIRE(s.model == kSsdMobileNet, "channel pruning is for ssd-mobilenet, not ", s.model,
-                " (ResNet's residual additions and SqueezeNet's concatenations tie channels across layers); "
-                "prune it with --mode l1-unstructured or l1-global");
+  if (IsRetinaNet(s.model)) return detection::RetinaNetChannelGroups(RetinaNetOptionsFor(s, false));
   return detection::SsdChannelGroups(SsdOptionsFor(s, false));
 }
 

@@ -88,8 +88,9 @@ std::vector<Output> PrunableWeights(const DetectorNetwork& net);
 inline constexpr const char* kPruneMaskSuffix = "/prune_mask";
 
 // The layers whose channels the model can lose, its variables by their
-// graph names (models/compress/pruning.h). kInvalidArgument for a model
-// without them (only ssd-mobilenet has them).
+// graph names (models/compress/pruning.h): SSD's SsdChannelGroups (every
+// layer of MobileNet or SqueezeNet and the extras), RetinaNet's
+// RetinaNetChannelGroups (the ResNet's inner convolutions and the subnets).
 std::vector<models::ChannelGroup> ChannelGroups(const TrainSettings& settings);
 
 // The model's default boxes (anchors), without building its graph.

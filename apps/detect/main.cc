@@ -146,7 +146,8 @@ void AddPrune(CLI::App& app, PruneSettings& s) {
       ->required();
   app.add_option("--mode", s.mode,
                  "l1-unstructured: the smallest weights of each layer, zeroed; l1-global: of the whole "
-                 "network; channels: the least important channels of each layer, removed (ssd-mobilenet)")
+                 "network; channels: the least important channels of each layer, removed (for RetinaNet those inside "
+                 "its ResNet's blocks and its subnets)")
       ->check(CLI::IsMember({"l1-unstructured", "l1-global", "channels"}))
       ->capture_default_str();
   app.add_option("--sparsity", s.sparsity, "Share of the weights or of each layer's channels pruned")

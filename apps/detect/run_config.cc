@@ -102,8 +102,6 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                 ": \"distillation\" must be output, feature or both, got \"", s.distillation, "\"");
   DFLOW_REQUIRE(s.sparsity >= 0 && s.sparsity <= 1, source, ": \"sparsity\" must be within [0, 1], got ",
                 s.sparsity);
-  DFLOW_REQUIRE(s.channels.empty() || s.model == kSsdMobileNet, source,
-                ": \"channels\" (a channel-pruned network) is for ssd-mobilenet, not ", s.model);
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",
                 s.class_names.size(), " class_names but ", s.category_ids.size(), " category_ids");
   return s;

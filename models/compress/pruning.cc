@@ -80,11 +80,27 @@ const Tensor& Find(const TensorsByName& variables, const std::string& name, cons
   return it->second;
 }
 
+// The importance slice spans its layer's whole axis.
 void CheckAxis(const Tensor& t, const ChannelSlice& slice, const ChannelGroup& group) {
   DFLOW_REQUIRE(slice.axis >= 0 && slice.axis < t.shape().rank() && t.shape().dim(slice.axis) == group.channels,
                 "channel pruning: the layer \"", group.layer, "\" has ", group.channels, " channels but \"",
                 slice.variable, "\" is ", t.shape().ToString(), " (axis ", slice.axis, ")");
 }
+
+// A pruned slice lies inside its axis: offset + channels <= the axis' size.
+void CheckSlice(const Tensor& t, const ChannelSlice& slice, const ChannelGroup& group) {
+  DFLOW_REQUIRE(slice.axis >= 0 && slice.axis < t.shape().rank() && slice.offset >= 0 &&
+                    slice.offset + group.channels <= t.shape().dim(slice.axis),
+                "channel pruning: the layer \"", group.layer, "\" has ", group.channels, " channels (from index ",
+                slice.offset, ") but \"", slice.variable, "\" is ", t.shape().ToString(), " (axis ", slice.axis, ")");
+}
+
+// One axis of one variable: which of its indices survive, and which
+// group's slice each belongs to (the slices of an axis must tile it).
+struct AxisCut {
+  std::vector<bool> keep;
+  std::vector<bool> owned;
+};
 
 }  // namespace
 
@@ -126,6 +142,21 @@ Tensor ApplyMask(const Tensor& weights, const Tensor& mask) {
   const float* m = mask.data<float>();
   for (int64_t i = 0; i < out.NumElements(); ++i) w[i] *= m[i];
   return out;
+}
+
+std::vector<ChannelSlice> OwnChannelSlices(const std::string& layer, bool batch_norm) {
+  std::vector<ChannelSlice> slices{{layer + "/filter", 3}};
+  if (!batch_norm) slices.push_back({layer + "/bias", 0});
+  for (const char* v : {"gamma", "beta", "moving_mean", "moving_variance"})
+    if (batch_norm) slices.push_back({layer + "/" + v, 0});
+  return slices;
+}
+
+void PrefixVariables(std::vector<ChannelGroup>& groups, const std::string& prefix) {
+  for (ChannelGroup& g : groups) {
+    g.importance.variable = prefix + g.importance.variable;
+    for (ChannelSlice& slice : g.slices) slice.variable = prefix + slice.variable;
+  }
 }
 
 std::map<std::string, std::vector<int64_t>> ChooseChannels(const std::vector<ChannelGroup>& groups,
@@ -174,17 +205,43 @@ Tensor KeepChannels(const Tensor& t, int axis, std::span<const int64_t> kept) {
 
 TensorsByName PruneChannels(const std::vector<ChannelGroup>& groups,
                             const std::map<std::string, std::vector<int64_t>>& kept, TensorsByName variables) {
-  // Check every slice against the unpruned shapes first: a variable may be
-  // cut along several axes (a pointwise filter: its inputs and outputs).
+  // Every cut is decided on the unpruned shapes, then applied once per axis:
+  // a variable may be cut along several axes (a pointwise filter: its inputs
+  // and outputs) and one axis by several groups (a concatenation's parts).
   for (const ChannelGroup& g : groups)
-    for (const ChannelSlice& slice : g.slices) CheckAxis(Find(variables, slice.variable, g.layer), slice, g);
+    for (const ChannelSlice& slice : g.slices) CheckSlice(Find(variables, slice.variable, g.layer), slice, g);
+  std::map<std::pair<std::string, int>, AxisCut> cuts;
   for (const ChannelGroup& g : groups) {
     auto k = kept.find(g.layer);
     DFLOW_REQUIRE(k != kept.end(), "channel pruning: no channels chosen for the layer \"", g.layer, "\"");
     for (const ChannelSlice& slice : g.slices) {
-      Tensor& t = variables.at(slice.variable);
-      t = KeepChannels(t, slice.axis, k->second);
+      const Tensor& t = variables.at(slice.variable);
+      AxisCut& cut = cuts[{slice.variable, slice.axis}];
+      const auto size = static_cast<size_t>(t.shape().dim(slice.axis));
+      if (cut.keep.empty()) cut = {std::vector<bool>(size, true), std::vector<bool>(size, false)};
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const auto index = static_cast<size_t>(slice.offset + c);
+        DFLOW_REQUIRE(!cut.owned[index], "channel pruning: index ", index, " of axis ", slice.axis, " of \"",
+                      slice.variable, "\" belongs to two layers' channels (\"", g.layer, "\" and another)");
+        cut.owned[index] = true;
+        cut.keep[index] = false;
+      }
+      for (int64_t c : k->second) {
+        DFLOW_REQUIRE(c >= 0 && c < g.channels, "channel pruning: the layer \"", g.layer, "\" keeps channel ", c,
+                      " of ", g.channels);
+        cut.keep[static_cast<size_t>(slice.offset + c)] = true;
+      }
     }
+  }
+  for (const auto& [where, cut] : cuts) {
+    const int64_t owned = std::count(cut.owned.begin(), cut.owned.end(), true);
+    DFLOW_REQUIRE(owned == static_cast<int64_t>(cut.owned.size()), "channel pruning: axis ", where.second, " of \"",
+                  where.first, "\" has ", cut.owned.size(), " indices but the layers cutting it own ", owned);
+    std::vector<int64_t> indices;
+    for (size_t i = 0; i < cut.keep.size(); ++i)
+      if (cut.keep[i]) indices.push_back(static_cast<int64_t>(i));
+    Tensor& t = variables.at(where.first);
+    t = KeepChannels(t, where.second, indices);
   }
   return variables;
 }

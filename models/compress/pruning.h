@@ -36,10 +36,14 @@ TensorsByName L1UnstructuredMasks(const TensorsByName& weights, double sparsity,
 // Weights times their masks (the pruned weights set to 0).
 Tensor ApplyMask(const Tensor& weights, const Tensor& mask);
 
-// One axis of one variable that is indexed by a layer's output channels.
+// One axis of one variable that is indexed by a layer's output channels:
+// channel c is index offset + c along `axis`. The offset places a layer
+// whose output is concatenated with others' (SqueezeNet's expand 3x3 after
+// its expand 1x1) in the input axis of the layers reading the concatenation.
 struct ChannelSlice {
   std::string variable;
   int axis = 0;
+  int64_t offset = 0;
 };
 
 // The output channels of one layer and every variable they index: the
@@ -58,6 +62,16 @@ struct ChannelGroup {
   std::vector<ChannelSlice> slices;  // the layer's own variables and its consumers'
 };
 
+// The slices of a layer's own variables, named "<layer>/<variable>" as
+// models/layers.h's ConvBn and Conv2D name them: its filter's output axis
+// (the last) and the batch norm's gamma, beta and moving statistics, or the
+// bias.
+std::vector<ChannelSlice> OwnChannelSlices(const std::string& layer, bool batch_norm);
+
+// Puts `prefix` before every variable the groups name (a network built
+// under a scope of its own).
+void PrefixVariables(std::vector<ChannelGroup>& groups, const std::string& prefix);
+
 // The channels each group keeps: the round((1 - sparsity) * C) (at least
 // one) of highest importance, in ascending order; equal importance keeps the
 // lower index. kInvalidArgument names a missing importance variable or one
@@ -69,8 +83,11 @@ std::map<std::string, std::vector<int64_t>> ChooseChannels(const std::vector<Cha
 Tensor KeepChannels(const Tensor& t, int axis, std::span<const int64_t> kept);
 
 // The pruned network's variables: each of `variables` with the channels not
-// in `kept` removed along every slice that names it. kInvalidArgument names
-// a variable a group names but `variables` lacks, or an axis of the wrong size.
+// in `kept` removed along every slice that names it; the slices of one axis
+// (several groups' parts of a concatenation) are cut together, their
+// offsets taken in the unpruned axis. kInvalidArgument names a variable a
+// group names but `variables` lacks, an axis of the wrong size, or slices
+// of one axis that overlap.
 TensorsByName PruneChannels(const std::vector<ChannelGroup>& groups,
                             const std::map<std::string, std::vector<int64_t>>& kept, TensorsByName variables);
 

@@ -18,6 +18,41 @@ constexpr int64_t kAnchorsPerCell = 9;   // 3 ratios x 3 scales
 constexpr double kPrior = 0.01;          // pi: every class's probability at the start
 constexpr double kHeadStddev = 0.01;     // the heads' weights ~ N(0, 0.01^2)
 
+constexpr char kBackbone[] = "resnet/";
+constexpr const char* kSubnets[] = {"class_head", "box_head"};
+constexpr size_t kSubnetLayers = 4;
+
+// "p4", "conv1", ...: appended, since g++ 12 warns (-Wrestrict) on some
+// inlined "literal" + std::string.
+std::string Numbered(std::string prefix, size_t n) {
+  prefix += std::to_string(n);
+  return prefix;
+}
+
+// Splits the options' channel counts: the backbone's go to its options
+// (without the "resnet/" prefix); the others must be subnet layers.
+ResNetOptions BackboneOptions(const RetinaNetOptions& options) {
+  ResNetOptions backbone{.depth = options.depth, .training = options.training};
+  for (const auto& [name, count] : options.channels) {
+    if (name.starts_with(kBackbone)) {
+      backbone.channels[name.substr(std::size(kBackbone) - 1)] = count;
+      continue;
+    }
+    bool known = false;
+    for (const char* subnet : kSubnets)
+      for (size_t i = 1; i <= kSubnetLayers; ++i) known |= name == Numbered(std::string(subnet) + "/conv", i);
+    DFLOW_REQUIRE(known, "RetinaNet: no layer \"", name, "\" whose channels can be set");
+    DFLOW_REQUIRE(count >= 1, "RetinaNet: the layer \"", name, "\" needs at least 1 channel, got ", count);
+  }
+  return backbone;
+}
+
+// A subnet layer's channels: the options' count, or 256.
+int64_t SubnetChannels(const RetinaNetOptions& options, const std::string& layer) {
+  auto it = options.channels.find(layer);
+  return it != options.channels.end() ? it->second : kChannels;
+}
+
 void CheckOptions(const RetinaNetOptions& options) {
   DFLOW_REQUIRE(options.num_classes >= 1, "RetinaNet: num_classes must be >= 1, got ",
                 options.num_classes);
@@ -36,13 +71,6 @@ void CheckOptions(const RetinaNetOptions& options) {
                 " scales x ", a.ratios.size(), " ratios");
 }
 
-// "p4", "conv1", ...: appended, since g++ 12 warns (-Wrestrict) on some
-// inlined "literal" + std::string.
-std::string Numbered(std::string prefix, size_t n) {
-  prefix += std::to_string(n);
-  return prefix;
-}
-
 // [0, 1] pixels -> ImageNet's normalisation, (x - mean) / std per channel.
 Output Normalize(const Scope& s, const Output& images) {
   Output mean = ops::Const(s, Tensor::FromVector<float>({0.485f, 0.456f, 0.406f}));
@@ -52,7 +80,8 @@ Output Normalize(const Scope& s, const Output& images) {
 
 class Builder {
  public:
-  explicit Builder(std::vector<Output>& variables) : variables_(variables) {}
+  Builder(std::vector<Output>& variables, const RetinaNetOptions& options)
+      : variables_(variables), options_(options) {}
 
   Output Conv(const Scope& s, const Output& x, int64_t k, int64_t stride) {
     ConvLayer l = Conv2D(s, x, kChannels, k, {.stride = stride, .padding = k / 2});
@@ -98,9 +127,10 @@ class Builder {
   // A subnet (section 4): 4 x (3x3 conv + ReLU), then a 3x3 conv to
   // 9 * k outputs per cell, reshaped to [N, cells * 9, k] and joined over
   // the levels in the anchors' order.
-  Output Head(const Scope& s, std::vector<Output> levels, int64_t k, double final_bias) {
-    for (size_t i = 0; i < 4; ++i)
-      levels = SharedConv(s.NewSubScope(Numbered("conv", i + 1)), levels, kChannels,
+  Output Head(const Scope& s, const std::string& name, std::vector<Output> levels, int64_t k, double final_bias) {
+    for (size_t i = 1; i <= kSubnetLayers; ++i)
+      levels = SharedConv(s.NewSubScope(Numbered("conv", i)), levels,
+                          SubnetChannels(options_, Numbered(name + "/conv", i)),
                           {.padding = 1, .activation = Activation::kRelu, .stddev = kHeadStddev});
     levels = SharedConv(s.NewSubScope("predict"), levels, kAnchorsPerCell * k,
                         {.padding = 1, .stddev = kHeadStddev, .bias_value = final_bias});
@@ -115,6 +145,7 @@ class Builder {
 
  private:
   std::vector<Output>& variables_;
+  const RetinaNetOptions& options_;
 };
 
 // The levels the graph built must have the cells the anchors assume.
@@ -152,25 +183,43 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.images = images;
   const Scope on_backbone = OnDevice(s, options.devices.backbone);
   const Scope on_heads = OnDevice(s, options.devices.heads);
-  ResNet backbone = BuildResNet(on_backbone, Normalize(on_backbone, net.images),
-                                {.depth = options.depth, .training = options.training});
+  ResNet backbone = BuildResNet(on_backbone, Normalize(on_backbone, net.images), BackboneOptions(options));
   net.variables = backbone.variables;
   net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   net.backbone_features = backbone.features.back();
-  Builder b(net.variables);
+  Builder b(net.variables, options);
   std::vector<Output> levels =
       b.Pyramid(OnDevice(s, options.devices.extras).NewSubScope("fpn"), backbone.features, options.p6_from_p5);
   CheckLevels(levels, size);
   // The class bias makes every sigmoid start at the prior pi, so the many
   // background anchors do not swamp the first steps' loss (section 4.1).
   const double prior_bias = -std::log((1 - kPrior) / kPrior);
-  Output logits = b.Head(on_heads.NewSubScope("class_head"), levels, options.num_classes, prior_bias);
-  Output deltas = b.Head(on_heads.NewSubScope("box_head"), levels, 4, 0.0);
+  Output logits = b.Head(on_heads.NewSubScope(kSubnets[0]), kSubnets[0], levels, options.num_classes, prior_bias);
+  Output deltas = b.Head(on_heads.NewSubScope(kSubnets[1]), kSubnets[1], levels, 4, 0.0);
   net.class_logits = ops::Identity(on_heads.WithOpName("class_logits"), logits);
   net.box_deltas = ops::Identity(on_heads.WithOpName("box_deltas"), deltas);
   net.anchors = RetinaNetDefaultAnchors(options);
   return net;
+}
+
+std::vector<ChannelGroup> RetinaNetChannelGroups(const RetinaNetOptions& options) {
+  CheckOptions(options);
+  std::vector<ChannelGroup> groups = ResNetChannelGroups(BackboneOptions(options), "");
+  for (ChannelGroup& g : groups) g.layer = kBackbone + g.layer;
+  for (const std::string subnet : kSubnets)
+    for (size_t i = 1; i <= kSubnetLayers; ++i) {
+      const std::string layer = Numbered(subnet + "/conv", i);
+      ChannelGroup g{.layer = layer,
+                     .channels = SubnetChannels(options, layer),
+                     .importance = {layer + "/filter", 3},
+                     .slices = OwnChannelSlices(layer, false)};
+      g.slices.push_back({(i < kSubnetLayers ? Numbered(subnet + "/conv", i + 1) : subnet + "/predict") + "/filter", 2});
+      groups.push_back(std::move(g));
+    }
+  // BuildRetinaNetNetwork builds the network under "retinanet".
+  PrefixVariables(groups, "retinanet/");
+  return groups;
 }
 
 RetinaNetLoss BuildRetinaNetLoss(const Scope& scope, const RetinaNetNetwork& net,

@@ -33,9 +33,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/scope.h"
+#include "models/compress/pruning.h"
 #include "models/detection/anchors.h"
 #include "models/detection/losses.h"
 #include "models/detection/postprocess.h"
@@ -49,6 +52,11 @@ struct RetinaNetOptions {
   int depth = 50;            // ResNet-18 or -50
   bool training = true;      // batch-norm mode: batch statistics and moving-average updates
   bool p6_from_p5 = false;   // P6 on P5 (256 channels) as torchvision's, not on C5
+  // Output channels of single layers (a channel-pruned network): the
+  // ResNet's inner convolutions as "resnet/layer<i>/block<j>/conv<k>"
+  // (ResNetOptions::channels), the subnets' "class_head/conv1" ..
+  // "class_head/conv4" and "box_head/conv1" .. "box_head/conv4" (256 each).
+  std::map<std::string, int64_t> channels{};
   // Levels 3..7 and normalised coordinates are what the network builds.
   RetinaNetAnchorOptions anchors{.normalized = true};
   // Model parallelism: the devices of the ResNet (with the input
@@ -79,6 +87,13 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
 // The network on `images` given by the caller (float32 [N, S, S, 3] in [0, 1]).
 RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOptions& options,
                                        const Output& images);
+
+// The layers whose output channels can be pruned, each with the variables
+// its channels index (named as BuildRetinaNetNetwork names them under its
+// scope): the ResNet's inner convolutions (ResNetChannelGroups) and the
+// first four layers of each subnet, read by the next one. What joins a
+// residual or FPN sum keeps its channels, as do the predictions.
+std::vector<ChannelGroup> RetinaNetChannelGroups(const RetinaNetOptions& options);
 
 struct RetinaNetLossOptions {
   FocalLossOptions focal{};         // alpha 0.25, gamma 2 (section 3.2)

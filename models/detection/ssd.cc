@@ -63,11 +63,11 @@ SqueezeNetSsd BuildSqueezeNetBody(const Scope& s, const Output& images, const Ss
   DFLOW_REQUIRE(options.width_multiplier == 1.0,
                 "SSD: the width multiplier is MobileNet's; SqueezeNet takes 1, got ",
                 options.width_multiplier);
-  DFLOW_REQUIRE(options.channels.empty(), "SSD: channel counts of single layers are MobileNet's; SqueezeNet takes none");
   return BuildSqueezeNetSsd(
       s, images,
       {.num_classes = options.num_classes + 1,
        .backbone = {.training = options.training},
+       .channels = options.channels,
        .devices = options.devices});
 }
 
@@ -131,16 +131,12 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const 
 }
 
 std::vector<ChannelGroup> SsdChannelGroups(const SsdOptions& options) {
-  DFLOW_REQUIRE(options.backbone == SsdBackbone::kMobileNetV1,
-                "channel pruning: SSD on SqueezeNet is not supported (its fire modules join their "
-                "branches by concatenation); prune ssd-mobilenet, or prune without removing channels");
   std::vector<ChannelGroup> groups =
-      MobileNetSsdChannelGroups({.width_multiplier = options.width_multiplier, .channels = options.channels});
+      options.backbone == SsdBackbone::kSqueezeNet
+          ? SqueezeNetSsdChannelGroups({.channels = options.channels})
+          : MobileNetSsdChannelGroups({.width_multiplier = options.width_multiplier, .channels = options.channels});
   // BuildSsdNetwork builds the body under "ssd".
-  for (ChannelGroup& g : groups) {
-    g.importance.variable = "ssd/" + g.importance.variable;
-    for (ChannelSlice& slice : g.slices) slice.variable = "ssd/" + slice.variable;
-  }
+  PrefixVariables(groups, "ssd/");
   return groups;
 }
 

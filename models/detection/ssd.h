@@ -38,8 +38,8 @@ struct SsdOptions {
   int64_t num_classes = 1;        // object classes; the softmax adds background as class 0
   int64_t image_size = 300;       // square input, pixels
   double width_multiplier = 1.0;  // MobileNet's alpha (mobilenet_ssd.h); SqueezeNet: 1 only
-  // MobileNet's channels of single layers (a channel-pruned network,
-  // MobileNetSsdOptions::channels); SqueezeNet: none.
+  // Channels of single layers (a channel-pruned network):
+  // MobileNetSsdOptions::channels or SqueezeNetSsdOptions::channels.
   std::map<std::string, int64_t> channels{};
   bool training = true;           // batch-norm mode: batch statistics and moving-average updates
   SsdAnchorOptions anchors{};     // scales s_min, s_max of the default boxes
@@ -78,10 +78,9 @@ SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options);
 // incremental learning (apps/detect/incremental.h) under its own name scope.
 SsdNetwork BuildSsdNetwork(const Scope& scope, const SsdOptions& options, const Output& images);
 
-// The network's prunable layers (MobileNetSsdChannelGroups), their
-// variables named as BuildSsdNetwork names them under its scope.
-// kInvalidArgument for the SqueezeNet backbone, whose fire modules'
-// concatenations are not pruned by channels.
+// The network's prunable layers (MobileNetSsdChannelGroups or
+// SqueezeNetSsdChannelGroups), their variables named as BuildSsdNetwork
+// names them under its scope.
 std::vector<ChannelGroup> SsdChannelGroups(const SsdOptions& options);
 
 struct SsdLoss {

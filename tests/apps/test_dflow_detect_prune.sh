@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # dflow-detect prune end to end on tiny generated data: channel pruning
 # rebuilds the network thinner (every layer's channels halved in the
-# checkpoint, the channel counts in config.json) and the pruned run is
-# evaluated and exported like any other; L1 unstructured pruning per layer
+# checkpoint, the channel counts in config.json; SSD-MobileNet,
+# SqueezeNet-SSD and RetinaNet) and the pruned run is evaluated and exported
+# like any other; L1 unstructured pruning per layer
 # and global zeroes exactly the share asked and keeps the pruned weights at
 # zero through fine-tuning and a resume, while the others train; bad input
 # is named and writes nothing.
@@ -108,12 +109,46 @@ check_masks sparse 0.5 layer || fail "l1-unstructured masks after a resume"
 check_masks global 0.3 global || fail "l1-global masks"
 "$EXE" eval --data "$TMP/data" --checkpoint "$TMP/global" --threads 1 > /dev/null 2>&1 || fail "eval of a masked run"
 
-# --- bad input: named, nothing written
+# --- channels of SqueezeNet-SSD (its fires' concatenations cut at their parts)
+# and of RetinaNet (inside the ResNet's blocks and the subnets)
 "$EXE" train --data "$TMP/data" --out "$TMP/squeeze" --model ssd-squeezenet --size 64 --batch 2 --steps 1 \
   --threads 1 --augment none > /dev/null 2>&1 || fail "train ssd-squeezenet"
-expect_error "channel pruning is for ssd-mobilenet, not ssd-squeezenet" \
-  "$EXE" prune --checkpoint "$TMP/squeeze" --mode channels --out "$TMP/bad1" --steps 1
-[[ ! -e $TMP/bad1 ]] || fail "a refused prune wrote its run"
+"$EXE" prune --checkpoint "$TMP/squeeze" --mode channels --out "$TMP/squeeze-thin" --steps 1 --threads 1 \
+  > "$TMP/squeeze-thin.txt" 2>&1 || { cat "$TMP/squeeze-thin.txt"; fail "prune ssd-squeezenet channels"; }
+grep -q "channels at 50%: 35 layers thinned" "$TMP/squeeze-thin.txt" ||
+  { cat "$TMP/squeeze-thin.txt"; fail "prune ssd-squeezenet: summary"; }
+"$EXE" train --data "$TMP/data" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --batch 2 --steps 1 \
+  --threads 1 --augment none > /dev/null 2>&1 || fail "train retinanet-resnet18"
+"$EXE" prune --checkpoint "$TMP/retina" --mode channels --sparsity 0.25 --out "$TMP/retina-thin" --steps 1 \
+  --threads 1 > "$TMP/retina-thin.txt" 2>&1 || { cat "$TMP/retina-thin.txt"; fail "prune retinanet channels"; }
+grep -q "channels at 25%: 16 layers thinned" "$TMP/retina-thin.txt" ||
+  { cat "$TMP/retina-thin.txt"; fail "prune retinanet: summary"; }
+PYTHONPATH=$TMP python3 - "$TMP" <<'PY' || fail "prune ssd-squeezenet/retinanet: checkpoints"
+import sys
+from tensors import tensors
+root = sys.argv[1]
+sq = tensors(root + "/squeeze-thin")
+assert sq["ssd/squeezenet/fire2/squeeze/filter"][0] == [1, 1, 32, 8], sq["ssd/squeezenet/fire2/squeeze/filter"][0]
+assert sq["ssd/squeezenet/fire2/expand3x3/filter"][0] == [3, 3, 8, 32]
+assert sq["ssd/squeezenet/fire3/squeeze/filter"][0] == [1, 1, 64, 8]  # both expands' halves
+assert sq["ssd/head1/boxes/depthwise/filter"][0] == [3, 3, 1, 256]    # fire8: 128 + 128
+assert sq["ssd/head6/classes/filter"][0] == [1, 1, 128, 24]           # extra5's expand halved, output kept
+rn = tensors(root + "/retina-thin")
+assert rn["retinanet/resnet/layer1/block0/conv1/filter"][0] == [3, 3, 64, 48]
+assert rn["retinanet/resnet/layer1/block0/conv2/filter"][0] == [3, 3, 48, 64]  # the residual keeps 64
+assert rn["retinanet/class_head/predict/filter"][0] == [3, 3, 192, 27]        # 9 anchors x 3 classes
+PY
+"$EXE" eval --data "$TMP/data" --checkpoint "$TMP/retina-thin" --threads 1 > "$TMP/eval.txt" 2>&1 ||
+  { cat "$TMP/eval.txt"; fail "eval of the thinned retinanet"; }
+"$EXE" bench --checkpoint "$TMP/squeeze-thin" --images "$TMP/data/images" --limit 2 --threads 1 \
+  > "$TMP/bench.txt" 2>&1 || { cat "$TMP/bench.txt"; fail "bench of the thinned ssd-squeezenet"; }
+
+# --- bad input: named, nothing written
+cp -r "$TMP/thin" "$TMP/odd" && python3 - "$TMP/odd/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["channels"]["block14/pointwise"] = 8; json.dump(c, open(sys.argv[1], "w"))
+PY
+expect_error 'no layer "block14/pointwise"' "$EXE" eval --data "$TMP/data" --checkpoint "$TMP/odd" --threads 1
 expect_error "already holds a run" "$EXE" prune --checkpoint "$TMP/run" --out "$TMP/thin" --steps 1
 expect_error "give the fine-tuning's --steps" "$EXE" prune --checkpoint "$TMP/run" --out "$TMP/bad2"
 expect_error "--sparsity" "$EXE" prune --checkpoint "$TMP/run" --out "$TMP/bad2" --sparsity 1.5 --steps 1

@@ -1,17 +1,21 @@
 // Pruning (models/compress/pruning.h): L1 unstructured masks per layer and
 // global prune exactly the smallest weights; channel choice keeps the most
-// important channels; removing channels from MobileNet-SSD rebuilds a
+// important channels; removing channels from MobileNet-SSD, SqueezeNet-SSD
+// (concatenations cut at their parts' offsets) and RetinaNet rebuilds a
 // thinner network that computes exactly what the wide one did when the
 // removed channels were dead (their outputs zero); misuse is named.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include "graph/session.h"
 #include "models/checkpoint.h"
 #include "models/compress/pruning.h"
+#include "models/detection/retinanet.h"
 #include "models/mobilenet_ssd.h"
+#include "models/squeezenet_ssd.h"
 #include "models/safetensors.h"
 #include "ops/ops.h"
 #include "models/layers.h"
@@ -22,6 +26,7 @@ namespace dflow {
 namespace {
 
 using models::ChannelGroup;
+namespace detection = models::detection;
 using models::PruneScope;
 using models::TensorsByName;
 
@@ -103,24 +108,62 @@ TEST_CASE("ChooseChannels keeps the channels of largest importance, in order", "
                        std::vector<std::string>{"\"bn\"", "missing/gamma"});
 }
 
-// MobileNet-SSD at width 0.25 on 64x64 inputs, inference mode.
-struct SmallSsd {
+TEST_CASE("PruneChannels cuts the parts of a concatenated axis at their offsets", "[pruning]") {
+  // Two layers of 3 and 2 channels concatenated, read by a 1x1 filter [1, 1, 5, 1].
+  std::vector<ChannelGroup> groups{
+      {.layer = "a", .channels = 3, .importance = {"a/bias", 0}, .slices = {{"a/bias", 0}, {"next/filter", 2, 0}}},
+      {.layer = "b", .channels = 2, .importance = {"b/bias", 0}, .slices = {{"b/bias", 0}, {"next/filter", 2, 3}}}};
+  TensorsByName v{{"a/bias", Tensor::FromVector<float>({1, 2, 3})},
+                  {"b/bias", Tensor::FromVector<float>({4, 5})},
+                  {"next/filter", Tensor::FromVector<float>({10, 11, 12, 13, 14}, {1, 1, 5, 1})}};
+  std::map<std::string, std::vector<int64_t>> kept{{"a", {0, 2}}, {"b", {1}}};
+  TensorsByName pruned = models::PruneChannels(groups, kept, v);
+  testing::ExpectEqual(pruned.at("a/bias"), Tensor::FromVector<float>({1, 3}));
+  testing::ExpectEqual(pruned.at("b/bias"), Tensor::FromVector<float>({5}));
+  testing::ExpectEqual(pruned.at("next/filter"), Tensor::FromVector<float>({10, 12, 14}, {1, 1, 3, 1}));
+  // Parts that overlap, or that leave indices of the axis to nobody.
+  groups[1].slices[1].offset = 2;
+  testing::ExpectError([&] { models::PruneChannels(groups, kept, v); }, Code::kInvalidArgument,
+                       std::vector<std::string>{"index 2", "next/filter", "two layers"});
+  groups[1].slices[1].offset = 4;
+  testing::ExpectError([&] { models::PruneChannels(groups, kept, v); }, Code::kInvalidArgument,
+                       std::vector<std::string>{"\"b\"", "from index 4", "next/filter"});
+  groups.pop_back();
+  testing::ExpectError([&] { models::PruneChannels(groups, kept, v); }, Code::kInvalidArgument,
+                       std::vector<std::string>{"next/filter", "5 indices", "own 3"});
+}
+
+// A network on 64x64 inputs, inference mode: `build` adds it to the scope
+// (its layers' channels as given) and returns what it computes.
+using BuildNetwork = std::function<std::vector<Output>(const Scope&, const Output& images,
+                                                       const std::map<std::string, int64_t>& channels)>;
+
+struct SmallNet {
   Scope scope = Scope::NewRootScope();
   Output images;
-  models::MobileNetSsd net;
+  std::vector<Output> outputs;
   std::unique_ptr<Session> session;
 
-  explicit SmallSsd(const std::map<std::string, int64_t>& channels) {
+  SmallNet(const BuildNetwork& build, const std::map<std::string, int64_t>& channels) {
     images = ops::Placeholder(scope.WithOpName("images"), DType::kFloat32, {-1, 64, 64, 3});
-    net = models::BuildMobileNetSsd(
-        scope, images, {.num_classes = 3, .training = false, .width_multiplier = 0.25, .channels = channels});
+    outputs = build(scope, images, channels);
     session = std::make_unique<Session>(scope);
     session->Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
   }
-  TensorsByName Variables() {
+  std::vector<std::string> VariableNames() const {
     std::vector<std::string> names;
     for (const Node* node : scope.graph().nodes())
       if (node->op() == "VariableV2") names.push_back(node->name());
+    return names;
+  }
+  int64_t Parameters() const {
+    std::vector<Output> variables;
+    for (Node* node : scope.graph().nodes())
+      if (node->op() == "VariableV2") variables.emplace_back(node);
+    return models::CountParameters(variables);
+  }
+  TensorsByName Variables() {
+    const std::vector<std::string> names = VariableNames();
     std::vector<TensorName> fetches(names.begin(), names.end());
     std::vector<Tensor> values = session->Run(fetches);
     TensorsByName out;
@@ -133,12 +176,22 @@ struct SmallSsd {
     WriteSafetensors(path, tensors);
     Saver(scope).Restore(*session, path);
   }
-  std::vector<Tensor> Run(const Tensor& input) { return session->Run({{images, input}}, {net.boxes, net.classes}); }
+  std::vector<Tensor> Run(const Tensor& input) {
+    return session->Run({{images, input}}, std::vector<TensorName>(outputs.begin(), outputs.end()));
+  }
 };
 
-// Makes the odd channels of every group dead: a batch-norm layer's (and the
-// depthwise layer after it) gamma 0 and beta -1, a biased layer's filter 0
-// and bias -1, so that after the ReLU they are 0 whatever the input.
+// Sets channel c of a tensor's last axis (every c-th value) to `value`.
+void SetChannel(Tensor& t, int64_t c, float value) {
+  const int64_t channels = t.shape().dim(t.shape().rank() - 1);
+  for (int64_t i = c; i < t.NumElements(); i += channels) t.data<float>()[i] = value;
+}
+
+// Makes the odd channels of every group dead (0 whatever the input): a
+// batch-norm layer's gamma 0 and beta -1 (its ReLU then gives 0), a biased
+// layer's filter and bias 0 (with or without ReLU). A depthwise layer
+// reading a dead channel is killed the same way at that channel, so that
+// its ReLU(bias) does not reach the next layer either.
 void KillOddChannels(const std::vector<ChannelGroup>& groups, TensorsByName& v) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> around_one(0.5f, 1.5f), small(-0.1f, 0.1f);
@@ -151,29 +204,28 @@ void KillOddChannels(const std::vector<ChannelGroup>& groups, TensorsByName& v) 
   for (const ChannelGroup& g : groups)
     for (int64_t c = 1; c < g.channels; c += 2) {
       const std::string layer = g.importance.variable.substr(0, g.importance.variable.rfind('/'));
-      auto set = [&](const std::string& name, float value) {
-        Tensor& t = v.at(name);
-        const int64_t channels = t.shape().dim(t.shape().rank() - 1);
-        for (int64_t i = c; i < t.NumElements(); i += channels) t.data<float>()[i] = value;
-      };
       if (g.importance.variable.ends_with("/gamma")) {
-        set(layer + "/gamma", 0);
-        set(layer + "/beta", -1);
-        for (const models::ChannelSlice& s : g.slices)
-          if (s.variable.ends_with("depthwise/gamma")) set(s.variable, 0);
-          else if (s.variable.ends_with("depthwise/beta")) set(s.variable, -1);
+        SetChannel(v.at(layer + "/gamma"), c, 0);
+        SetChannel(v.at(layer + "/beta"), c, -1);
       } else {
-        set(layer + "/filter", 0);
-        set(layer + "/bias", -1);
+        SetChannel(v.at(layer + "/filter"), c, 0);
+        SetChannel(v.at(layer + "/bias"), c, 0);
+      }
+      for (const models::ChannelSlice& s : g.slices) {
+        if (s.variable.ends_with("depthwise/gamma")) SetChannel(v.at(s.variable), s.offset + c, 0);
+        if (s.variable.ends_with("depthwise/beta")) SetChannel(v.at(s.variable), s.offset + c, -1);
+        if (s.variable.ends_with("depthwise/bias")) SetChannel(v.at(s.variable), s.offset + c, 0);
       }
     }
 }
 
-TEST_CASE("Channel pruning rebuilds MobileNet-SSD thinner, computing what the wide one did", "[pruning]") {
+// Kills the odd channels of every group of the network, removes them, and
+// checks that the thinner network (built with the pruned channel counts)
+// computes what the wide one did. Returns the pruned channel counts.
+std::map<std::string, int64_t> CheckPrunedNetworkComputesTheSame(const BuildNetwork& build,
+                                                                 const std::vector<ChannelGroup>& groups) {
   testing::ScratchDir dir("dflow_pruning");
-  SmallSsd wide({});
-  std::vector<ChannelGroup> groups = models::MobileNetSsdChannelGroups({.width_multiplier = 0.25});
-  REQUIRE(groups.size() == 1 + 13 + 8);
+  SmallNet wide(build, {});
   TensorsByName v = wide.Variables();
   KillOddChannels(groups, v);
   wide.Load(v, dir / "wide.safetensors");
@@ -189,11 +241,11 @@ TEST_CASE("Channel pruning rebuilds MobileNet-SSD thinner, computing what the wi
     channels[g.layer] = g.channels / 2;
   }
   TensorsByName pruned = models::PruneChannels(groups, kept, v);
-  SmallSsd thin(channels);
-  CHECK(models::CountParameters(thin.net.variables) < models::CountParameters(wide.net.variables) / 2);
+  SmallNet thin(build, channels);
+  CHECK(thin.Parameters() < wide.Parameters());
   thin.Load(pruned, dir / "thin.safetensors");
   std::vector<Tensor> got = thin.Run(input);
-  for (size_t k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < got.size(); ++k) {
     REQUIRE(got[k].shape() == expected[k].shape());
     float worst = 0, largest = 0;
     for (int64_t i = 0; i < got[k].NumElements(); ++i) {
@@ -203,9 +255,66 @@ TEST_CASE("Channel pruning rebuilds MobileNet-SSD thinner, computing what the wi
     CHECK(largest > 0.01f);
     CHECK(worst <= 1e-4f * largest);
   }
+  return channels;
+}
+
+TEST_CASE("Channel pruning rebuilds MobileNet-SSD thinner, computing what the wide one did", "[pruning]") {
+  BuildNetwork build = [](const Scope& scope, const Output& images, const std::map<std::string, int64_t>& channels) {
+    models::MobileNetSsd net = models::BuildMobileNetSsd(
+        scope, images, {.num_classes = 3, .training = false, .width_multiplier = 0.25, .channels = channels});
+    return std::vector<Output>{net.boxes, net.classes};
+  };
+  std::vector<ChannelGroup> groups = models::MobileNetSsdChannelGroups({.width_multiplier = 0.25});
+  REQUIRE(groups.size() == 1 + 13 + 8);
+  std::map<std::string, int64_t> channels = CheckPrunedNetworkComputesTheSame(build, groups);
+  CHECK(SmallNet(build, channels).Parameters() < SmallNet(build, {}).Parameters() / 2);
   // The thinner network's groups describe its own variables.
   for (const ChannelGroup& g : models::MobileNetSsdChannelGroups({.width_multiplier = 0.25, .channels = channels}))
     CHECK(g.channels == channels[g.layer]);
+}
+
+TEST_CASE("Channel pruning rebuilds SqueezeNet-SSD thinner, its fires' concatenations cut in place", "[pruning]") {
+  BuildNetwork build = [](const Scope& scope, const Output& images, const std::map<std::string, int64_t>& channels) {
+    models::SqueezeNetSsd net = models::BuildSqueezeNetSsd(
+        scope, images, {.num_classes = 3, .backbone = {.training = false}, .channels = channels});
+    return std::vector<Output>{net.boxes, net.classes};
+  };
+  std::vector<ChannelGroup> groups = models::SqueezeNetSsdChannelGroups({});
+  REQUIRE(groups.size() == 1 + 8 * 3 + 5 * 2);
+  std::map<std::string, int64_t> channels = CheckPrunedNetworkComputesTheSame(build, groups);
+  CHECK(channels.at("squeezenet/fire9/expand3x3") == 128);
+  CHECK(channels.at("extra5/expand") == 128);
+  for (const ChannelGroup& g : models::SqueezeNetSsdChannelGroups({.channels = channels}))
+    CHECK(g.channels == channels[g.layer]);
+  testing::ExpectError([] { models::SqueezeNetSsdChannelGroups({.channels = {{"squeezenet/fire10/squeeze", 8}}}); },
+                       Code::kInvalidArgument, std::vector<std::string>{"fire10/squeeze"});
+  testing::ExpectError([] { models::SqueezeNetSsdChannelGroups({.channels = {{"extra6/reduce", 8}}}); },
+                       Code::kInvalidArgument, std::vector<std::string>{"extra6/reduce"});
+}
+
+TEST_CASE("Channel pruning rebuilds RetinaNet thinner inside its ResNet blocks and subnets", "[pruning]") {
+  for (int depth : {18, 50}) {
+    DYNAMIC_SECTION("ResNet-" << depth) {
+      BuildNetwork build = [depth](const Scope& scope, const Output& images,
+                                   const std::map<std::string, int64_t>& channels) {
+        detection::RetinaNetNetwork net = detection::BuildRetinaNetNetwork(
+            scope, {.num_classes = 2, .image_size = 64, .depth = depth, .training = false, .channels = channels},
+            images);
+        return std::vector<Output>{net.box_deltas, net.class_logits};
+      };
+      const detection::RetinaNetOptions options{.image_size = 64, .depth = depth};
+      std::vector<ChannelGroup> groups = detection::RetinaNetChannelGroups(options);
+      REQUIRE(groups.size() == (depth == 18 ? 8u : 2u * 16) + 8);
+      std::map<std::string, int64_t> channels = CheckPrunedNetworkComputesTheSame(build, groups);
+      CHECK(channels.at("resnet/layer4/block1/conv1") == 256);
+      CHECK(channels.at("box_head/conv4") == 128);
+    }
+  }
+  testing::ExpectError(
+      [] { detection::RetinaNetChannelGroups({.depth = 18, .channels = {{"resnet/layer1/block0/conv2", 8}}}); },
+      Code::kInvalidArgument, std::vector<std::string>{"layer1/block0/conv2"});
+  testing::ExpectError([] { detection::RetinaNetChannelGroups({.channels = {{"class_head/predict", 8}}}); },
+                       Code::kInvalidArgument, std::vector<std::string>{"class_head/predict"});
 }
 
 TEST_CASE("MobileNet-SSD refuses channel counts of unknown layers", "[pruning]") {
