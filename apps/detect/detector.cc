@@ -166,16 +166,21 @@ void AddKnowledgeDistillation(DetectorGraph& g, const TrainSettings& s, const mo
     terms.insert(terms.end(), outputs.begin(), outputs.end());
   }
   if (s.distillation != "output") {
-    DFLOW_REQUIRE(!g.net.feature_maps.empty() && !teacher.feature_maps.empty(),
-                  "train --distill feature: feature imitation is for SSD models, not ", s.model);
+    // The maps the heads read: SSD's six, RetinaNet's P3-P7; the anchors
+    // are laid out over them map by map, cell by cell (6 a cell for SSD,
+    // 9 for RetinaNet).
     const int64_t anchors = g.net.anchors.shape().dim(0);
+    int64_t cells = 0;
+    for (const Output& map : g.net.feature_maps) cells += map.shape().dim(1) * map.shape().dim(2);
+    DFLOW_REQUIRE(cells > 0 && anchors % cells == 0, "train --distill feature: ", anchors,
+                  " anchors do not spread evenly over the ", cells, " cells of the feature maps");
     g.loss.imitation_mask =
         ops::Placeholder(g.scope.WithOpName("imitation_mask"), DType::kFloat32, {-1, anchors});
     detection::FeatureImitation imitation = detection::BuildFeatureImitationLoss(
         g.scope, {.student_maps = g.net.feature_maps,
                   .teacher_maps = teacher.feature_maps,
                   .anchor_mask = g.loss.imitation_mask,
-                  .anchors_per_cell = 6});  // SSD's boxes per cell
+                  .anchors_per_cell = anchors / cells});
     g.loss.imitation_loss = imitation.loss;
     g.loss.imitation_adapters = imitation.adapter_variables;
     terms.push_back(ops::Mul(w, imitation.loss, static_cast<float>(s.imitation_weight)));

@@ -32,7 +32,7 @@ struct DetectorNetwork {
   // float32 [N, C]: the backbone's last map averaged over its cells and
   // scaled to unit length (iCaRL's feature vector, for exemplar herding).
   Output image_features;
-  std::vector<Output> feature_maps;  // SSD: the maps the heads read (empty for RetinaNet)
+  std::vector<Output> feature_maps;  // the maps the heads read: SSD's six, RetinaNet's P3-P7
 };
 
 struct DetectorLoss {

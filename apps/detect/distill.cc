@@ -14,9 +14,6 @@ TrainSettings DistillationTeacherSettings(const TrainSettings& s) {
     Fail(Code::kNotFound, "train --teacher: ", s.distill_from, " is not inside a dflow-detect run directory ",
          "(RUN/checkpoints/ next to RUN/config.json)");
   TrainSettings teacher = ReadConfig(run);
-  DFLOW_REQUIRE(s.distillation == "output" || (IsSsd(s.model) && IsSsd(teacher.model)),
-                "train --distill ", s.distillation, ": feature imitation is for SSD models (the student is ", s.model,
-                ", the teacher ", teacher.model, "); RetinaNet distills its outputs (--distill output)");
   DFLOW_REQUIRE(teacher.class_names == s.class_names, "train --teacher: the teacher (", ConfigPath(run),
                 ") knows other classes than the student's data; distillation needs the same classes in the same order");
   const Tensor teacher_boxes = DefaultBoxes(teacher), student_boxes = DefaultBoxes(s);

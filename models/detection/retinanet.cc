@@ -192,6 +192,7 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   std::vector<Output> levels =
       b.Pyramid(OnDevice(s, options.devices.extras).NewSubScope("fpn"), backbone.features, options.p6_from_p5);
   CheckLevels(levels, size);
+  net.feature_maps = levels;
   // The class bias makes every sigmoid start at the prior pi, so the many
   // background anchors do not swamp the first steps' loss (section 4.1).
   const double prior_bias = -std::log((1 - kPrior) / kPrior);

@@ -73,6 +73,7 @@ struct RetinaNetNetwork {
   std::vector<Output> backbone_variables;  // the ResNet part (frozen by --freeze backbone)
   std::vector<Output> batch_norm_updates;  // run with each training step
   Output backbone_features;                // C5, [N, h, w, C]: what exemplar herding describes an image by
+  std::vector<Output> feature_maps;        // P3..P7, [N, h, w, 256] each: what feature imitation reads
   RetinaNetOptions options;
 };
 
