@@ -16,6 +16,7 @@ namespace {
 constexpr int64_t kFires[8][2] = {{16, 64}, {16, 64}, {32, 128}, {32, 128},
                                   {48, 192}, {48, 192}, {64, 256}, {64, 256}};
 constexpr int64_t kStem = 64;
+constexpr int kFire8 = 6, kFire9 = 7;  // indices into kFires: the two outputs (SqueezeNet::fire8, fire9)
 
 std::string FireName(int i) { return "fire" + std::to_string(i + 2); }
 
@@ -98,7 +99,7 @@ SqueezeNet BuildSqueezeNet(const Scope& scope, const Output& images, SqueezeNetO
     if (i % 2 == 0 && i < 6)
       x = CeilMaxPool(scope.WithOpName("pool" + std::to_string(i / 2 + 1)), x);
     x = b.Fire(scope, x, i);
-    if (i == 6) net.fire8 = x;
+    if (i == kFire8) net.fire8 = x;
   }
   net.fire9 = x;
   return net;
@@ -122,9 +123,7 @@ std::vector<ChannelGroup> SqueezeNetChannelGroups(const SqueezeNetOptions& optio
                                          : ChannelSlice{prefix + layer + "/filter", 3},
                         .slices = OwnChannelSlices(prefix + layer, bn)};
   };
-  auto input_of = [&](const std::string& layer, int64_t offset = 0) {
-    return ChannelSlice{prefix + layer + "/filter", 2, offset};
-  };
+  auto input_of = [&](const std::string& layer) { return ChannelSlice{prefix + layer + "/filter", 2}; };
   std::vector<ChannelGroup> groups{group("conv1", kStem)};
   groups.back().slices.push_back(input_of(FireName(0) + "/squeeze"));  // through the pool
   for (int i = 0; i < 8; ++i) {
@@ -135,9 +134,9 @@ std::vector<ChannelGroup> SqueezeNetChannelGroups(const SqueezeNetOptions& optio
     ChannelGroup e3 = group(FireName(i) + "/expand3x3", kFires[i][1]);
     // What reads the concatenation [e1, e3]: the next squeeze, and past
     // fire8 and fire9 what the caller names.
-    std::vector<ChannelSlice> readers = i == 7 ? fire9_readers : std::vector<ChannelSlice>{};
-    if (i < 7) readers.push_back(input_of(FireName(i + 1) + "/squeeze"));
-    if (i == 6) readers.insert(readers.end(), fire8_readers.begin(), fire8_readers.end());
+    std::vector<ChannelSlice> readers = i == kFire9 ? fire9_readers : std::vector<ChannelSlice>{};
+    if (i < kFire9) readers.push_back(input_of(FireName(i + 1) + "/squeeze"));
+    if (i == kFire8) readers.insert(readers.end(), fire8_readers.begin(), fire8_readers.end());
     for (ChannelSlice reader : readers) {
       e1.slices.push_back(reader);
       reader.offset += e1.channels;
