@@ -4,8 +4,10 @@
 # shard, the chief alone writes config.json and checkpoints, a ring run
 # resumed from the step-2 checkpoint ends with the uninterrupted run's bits,
 # Ctrl-C stops both workers at the same step, sync ps (1 ps task) ends with
-# ring's bits and resumes exactly, async ps with 2 ps tasks finishes, and bad
-# combinations fail clearly. Every run is under `timeout`.
+# ring's bits and resumes exactly, async ps with 2 ps tasks finishes,
+# incremental learning, channel pruning and distillation with workers give
+# the same bits over ring and sync ps, and bad combinations fail clearly.
+# Every run is under `timeout`.
 # Usage: test_dflow_detect_workers.sh PATH/TO/dflow-detect
 set -u
 EXE=${1:?usage: $0 PATH/TO/dflow-detect}
@@ -90,6 +92,24 @@ timeout 120 "$EXE" train --data "$TMP/data" --out "$TMP/online" --session --step
 grep -q "^\[worker:0\] session 2 ended" "$TMP/online.txt" || { cat "$TMP/online.txt"; fail "the session did not end"; }
 [[ -s $TMP/online/checkpoints/model-6.safetensors && -s $TMP/online/sessions.json ]] ||
   fail "the session under ps did not continue at step 4 or log itself"
+
+# The compression box across processes: channel pruning fine-tuned, and a
+# student distilled from a teacher (outputs and features), by two workers
+# over a ring and over sync ps: the same bits either way.
+for strategy in ring ps; do
+  timeout 120 "$EXE" prune --checkpoint "$TMP/full" --mode channels --sparsity 0.5 --out "$TMP/thin-$strategy" \
+    --steps 2 --threads 1 --workers 2 --strategy $strategy --base-port $((PORT + 100)) > "$TMP/thin-$strategy.txt" 2>&1 ||
+    { cat "$TMP/thin-$strategy.txt"; fail "prune channels with --strategy $strategy"; }
+  timeout 120 "$EXE" train "${train[@]}" --out "$TMP/student-$strategy" --steps 2 --teacher "$TMP/full" \
+    --distill both --workers 2 --strategy $strategy --base-port $((PORT + 110)) > "$TMP/student-$strategy.txt" 2>&1 ||
+    { cat "$TMP/student-$strategy.txt"; fail "distill with --strategy $strategy"; }
+  grep -q "^\[worker:0\] .*imitation [0-9]" "$TMP/student-$strategy.txt" ||
+    { cat "$TMP/student-$strategy.txt"; fail "distill with --strategy $strategy: no imitation term"; }
+done
+cmp "$TMP/thin-ring/checkpoints/model-2.safetensors" "$TMP/thin-ps/checkpoints/model-2.safetensors" ||
+  fail "prune: sync ps and ring end with different variables"
+cmp "$TMP/student-ring/checkpoints/model-2.safetensors" "$TMP/student-ps/checkpoints/model-2.safetensors" ||
+  fail "distill: sync ps and ring end with different variables"
 
 expect_error "--codec 1bit goes with --strategy ring" \
   "$EXE" train "${train[@]}" --out "$TMP/ps-codec" --steps 2 --workers 2 --strategy ps --codec 1bit
