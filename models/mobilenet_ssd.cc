@@ -78,19 +78,15 @@ std::vector<ChannelLayer> ChannelLayers() {
 
 // Refuses channel counts for layers the network does not have, or below 1.
 void CheckChannels(const MobileNetSsdOptions& options) {
-  const std::vector<ChannelLayer> layers = ChannelLayers();
-  for (const auto& [name, count] : options.channels) {
-    const bool known = std::any_of(layers.begin(), layers.end(), [&](const ChannelLayer& l) { return l.name == name; });
-    DFLOW_REQUIRE(known, "MobileNet-SSD: no layer \"", name, "\" whose channels can be set");
-    DFLOW_REQUIRE(count >= 1, "MobileNet-SSD: the layer \"", name, "\" needs at least 1 channel, got ", count);
-  }
+  std::vector<std::string> names;
+  for (const ChannelLayer& l : ChannelLayers()) names.push_back(l.name);
+  CheckLayerChannels(options.channels, names, "MobileNet-SSD");
 }
 
 // The output channels of `layer`: the options' count, or the width
 // multiplier's.
 int64_t Channels(const MobileNetSsdOptions& options, const std::string& layer, int64_t base) {
-  auto it = options.channels.find(layer);
-  return it != options.channels.end() ? it->second : Thinned(base, options.width_multiplier);
+  return LayerChannels(options.channels, layer, Thinned(base, options.width_multiplier));
 }
 
 // The input axis of the filters of a head.

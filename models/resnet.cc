@@ -1,7 +1,6 @@
 // ResNet-18 and ResNet-50; see resnet.h.
 #include "models/resnet.h"
 
-#include <algorithm>
 #include <string>
 
 #include "graph/status.h"
@@ -36,13 +35,7 @@ std::vector<std::string> InnerLayers(const ResNetOptions& options) {
 void CheckOptions(const ResNetOptions& options) {
   DFLOW_REQUIRE(options.depth == 18 || options.depth == 50,
                 "BuildResNet: depth must be 18 or 50, got ", options.depth);
-  const std::vector<std::string> layers = InnerLayers(options);
-  for (const auto& [name, count] : options.channels) {
-    DFLOW_REQUIRE(std::find(layers.begin(), layers.end(), name) != layers.end(), "ResNet-", options.depth,
-                  ": no layer \"", name, "\" whose channels can be set (the convolutions inside a block: ",
-                  layers.front(), ", ...)");
-    DFLOW_REQUIRE(count >= 1, "ResNet: the layer \"", name, "\" needs at least 1 channel, got ", count);
-  }
+  CheckLayerChannels(options.channels, InnerLayers(options), "ResNet-" + std::to_string(options.depth));
 }
 
 class Builder {
@@ -86,8 +79,7 @@ class Builder {
  private:
   // An inner layer's channels: the options' count, or the block's width.
   int64_t Inner(const std::string& layer, int64_t width) const {
-    auto it = options_.channels.find(layer);
-    return it != options_.channels.end() ? it->second : width;
+    return LayerChannels(options_.channels, layer, width);
   }
 
   ResNet& net_;
@@ -129,9 +121,8 @@ std::vector<ChannelGroup> ResNetChannelGroups(const ResNetOptions& options, cons
     for (int block = 0; block < BlocksIn(layer, basic); ++block)
       for (int conv = 1; conv <= (basic ? 1 : 2); ++conv) {
         const std::string name = BlockName(layer, block) + "/conv" + std::to_string(conv);
-        auto it = options.channels.find(name);
         ChannelGroup g{.layer = name,
-                       .channels = it != options.channels.end() ? it->second : int64_t{64} << layer,
+                       .channels = LayerChannels(options.channels, name, int64_t{64} << layer),
                        .importance = {under + name + "/gamma", 0},
                        .slices = OwnChannelSlices(under + name, true)};
         g.slices.push_back({under + BlockName(layer, block) + "/conv" + std::to_string(conv + 1) + "/filter", 2});

@@ -1,10 +1,8 @@
 // SqueezeNet 1.1; see squeezenet.h.
 #include "models/squeezenet.h"
 
-#include <algorithm>
 #include <string>
 
-#include "graph/status.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
@@ -20,29 +18,17 @@ constexpr int kFire8 = 6, kFire9 = 7;  // indices into kFires: the two outputs (
 
 std::string FireName(int i) { return "fire" + std::to_string(i + 2); }
 
-// The layers whose channels may be set, with their published counts.
-std::vector<std::pair<std::string, int64_t>> ChannelLayers() {
-  std::vector<std::pair<std::string, int64_t>> layers{{"conv1", kStem}};
-  for (int i = 0; i < 8; ++i)
-    for (const char* part : {"/squeeze", "/expand1x1", "/expand3x3"})
-      layers.push_back({FireName(i) + part, part == std::string("/squeeze") ? kFires[i][0] : kFires[i][1]});
-  return layers;
-}
-
 // The output channels of `layer`: the options' count, or the published one.
 int64_t Channels(const SqueezeNetOptions& options, const std::string& layer, int64_t published) {
-  auto it = options.channels.find(layer);
-  return it != options.channels.end() ? it->second : published;
+  return LayerChannels(options.channels, layer, published);
 }
 
 // Refuses channel counts for layers the network does not have, or below 1.
 void CheckChannels(const SqueezeNetOptions& options) {
-  const auto layers = ChannelLayers();
-  for (const auto& [name, count] : options.channels) {
-    DFLOW_REQUIRE(std::any_of(layers.begin(), layers.end(), [&](const auto& l) { return l.first == name; }),
-                  "SqueezeNet: no layer \"", name, "\" whose channels can be set");
-    DFLOW_REQUIRE(count >= 1, "SqueezeNet: the layer \"", name, "\" needs at least 1 channel, got ", count);
-  }
+  std::vector<std::string> layers{"conv1"};
+  for (int i = 0; i < 8; ++i)
+    for (const char* part : {"/squeeze", "/expand1x1", "/expand3x3"}) layers.push_back(FireName(i) + part);
+  CheckLayerChannels(options.channels, layers, "SqueezeNet");
 }
 
 class Builder {

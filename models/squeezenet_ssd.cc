@@ -1,11 +1,9 @@
 // SqueezeNet-SSD; see squeezenet_ssd.h.
 #include "models/squeezenet_ssd.h"
 
-#include <algorithm>
 #include <iterator>
 #include <string>
 
-#include "graph/status.h"
 #include "models/layers.h"
 #include "ops/ops.h"
 
@@ -31,22 +29,21 @@ std::string HeadName(size_t i) { return "head" + std::to_string(i + 1); }
 // (without the "squeezenet/" prefix); the extras' must be known layers.
 SqueezeNetOptions BackboneOptions(const SqueezeNetSsdOptions& options) {
   SqueezeNetOptions backbone = options.backbone;
+  std::map<std::string, int64_t> extras;
   for (const auto& [name, count] : options.channels) {
-    if (name.starts_with(kBackbone)) {
+    if (name.starts_with(kBackbone))
       backbone.channels[name.substr(std::size(kBackbone) - 1)] = count;
-      continue;
-    }
-    bool known = false;
-    for (size_t i = 0; i < std::size(kExtras); ++i) known |= name == Extra(i) + "/reduce" || name == Extra(i) + "/expand";
-    DFLOW_REQUIRE(known, "SqueezeNet-SSD: no layer \"", name, "\" whose channels can be set");
-    DFLOW_REQUIRE(count >= 1, "SqueezeNet-SSD: the layer \"", name, "\" needs at least 1 channel, got ", count);
+    else
+      extras[name] = count;
   }
+  std::vector<std::string> layers;
+  for (size_t i = 0; i < std::size(kExtras); ++i) layers.insert(layers.end(), {Extra(i) + "/reduce", Extra(i) + "/expand"});
+  CheckLayerChannels(extras, layers, "SqueezeNet-SSD");
   return backbone;
 }
 
 int64_t Channels(const SqueezeNetSsdOptions& options, const std::string& layer, int64_t published) {
-  auto it = options.channels.find(layer);
-  return it != options.channels.end() ? it->second : published;
+  return LayerChannels(options.channels, layer, published);
 }
 
 // What reads feature map `map`: both heads' first layers (a separable

@@ -144,6 +144,20 @@ Tensor ApplyMask(const Tensor& weights, const Tensor& mask) {
   return out;
 }
 
+int64_t LayerChannels(const std::map<std::string, int64_t>& channels, const std::string& layer, int64_t otherwise) {
+  auto it = channels.find(layer);
+  return it != channels.end() ? it->second : otherwise;
+}
+
+void CheckLayerChannels(const std::map<std::string, int64_t>& channels, const std::vector<std::string>& layers,
+                        const std::string& network) {
+  for (const auto& [name, count] : channels) {
+    DFLOW_REQUIRE(std::find(layers.begin(), layers.end(), name) != layers.end(), network, ": no layer \"", name,
+                  "\" whose channels can be set");
+    DFLOW_REQUIRE(count >= 1, network, ": the layer \"", name, "\" needs at least 1 channel, got ", count);
+  }
+}
+
 std::vector<ChannelSlice> OwnChannelSlices(const std::string& layer, bool batch_norm) {
   std::vector<ChannelSlice> slices{{layer + "/filter", 3}};
   if (!batch_norm) slices.push_back({layer + "/bias", 0});

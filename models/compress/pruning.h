@@ -62,6 +62,15 @@ struct ChannelGroup {
   std::vector<ChannelSlice> slices;  // the layer's own variables and its consumers'
 };
 
+// A layer's output channels: its entry in `channels` (a channel-pruned
+// network's counts, by layer name), else `otherwise`.
+int64_t LayerChannels(const std::map<std::string, int64_t>& channels, const std::string& layer, int64_t otherwise);
+
+// Refuses counts for layers that are not among `layers` (the network's
+// prunable ones) or below 1: kInvalidArgument "<network>: no layer ...".
+void CheckLayerChannels(const std::map<std::string, int64_t>& channels, const std::vector<std::string>& layers,
+                        const std::string& network);
+
 // The slices of a layer's own variables, named "<layer>/<variable>" as
 // models/layers.h's ConvBn and Conv2D name them: its filter's output axis
 // (the last) and the batch norm's gamma, beta and moving statistics, or the

@@ -33,24 +33,23 @@ std::string Numbered(std::string prefix, size_t n) {
 // (without the "resnet/" prefix); the others must be subnet layers.
 ResNetOptions BackboneOptions(const RetinaNetOptions& options) {
   ResNetOptions backbone{.depth = options.depth, .training = options.training};
+  std::map<std::string, int64_t> subnets;
   for (const auto& [name, count] : options.channels) {
-    if (name.starts_with(kBackbone)) {
+    if (name.starts_with(kBackbone))
       backbone.channels[name.substr(std::size(kBackbone) - 1)] = count;
-      continue;
-    }
-    bool known = false;
-    for (const char* subnet : kSubnets)
-      for (size_t i = 1; i <= kSubnetLayers; ++i) known |= name == Numbered(std::string(subnet) + "/conv", i);
-    DFLOW_REQUIRE(known, "RetinaNet: no layer \"", name, "\" whose channels can be set");
-    DFLOW_REQUIRE(count >= 1, "RetinaNet: the layer \"", name, "\" needs at least 1 channel, got ", count);
+    else
+      subnets[name] = count;
   }
+  std::vector<std::string> layers;
+  for (const char* subnet : kSubnets)
+    for (size_t i = 1; i <= kSubnetLayers; ++i) layers.push_back(Numbered(std::string(subnet) + "/conv", i));
+  CheckLayerChannels(subnets, layers, "RetinaNet");
   return backbone;
 }
 
 // A subnet layer's channels: the options' count, or 256.
 int64_t SubnetChannels(const RetinaNetOptions& options, const std::string& layer) {
-  auto it = options.channels.find(layer);
-  return it != options.channels.end() ? it->second : kChannels;
+  return LayerChannels(options.channels, layer, kChannels);
 }
 
 void CheckOptions(const RetinaNetOptions& options) {
