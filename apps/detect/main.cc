@@ -73,7 +73,7 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
           ->check(CLI::Range(0.01, 1.0)),
       app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1)),
       app.add_option("--lr", s.learning_rate,
-                     "Adam learning rate, warm-up then cosine to 5% (default: 1e-2 SSD, 1e-3 RetinaNet)")
+                     "Adam learning rate, warm-up then cosine to 5% (default: 1e-2 SSD, 1e-4 RetinaNet)")
           ->check(PositiveReal()),
       app.add_option("--warmup", s.warmup_steps, "Warm-up steps (default: 5% of the run, at most 300)")
           ->check(AtLeast(0)),

@@ -64,7 +64,7 @@ bool IsRetinaNet(const std::string& model) {
 
 bool IsSsd(const std::string& model) { return model == kSsdMobileNet || model == kSsdSqueezeNet; }
 
-double DefaultLearningRate(const std::string& model) { return IsRetinaNet(model) ? 1e-3 : 1e-2; }
+double DefaultLearningRate(const std::string& model) { return IsRetinaNet(model) ? 1e-4 : 1e-2; }
 
 int ResNetDepth(const std::string& model) { return model == kRetinaNetResNet50 ? 50 : 18; }
 

@@ -25,8 +25,9 @@ inline constexpr const char* kRetinaNetResNet50 = "retinanet-resnet50";
 bool IsRetinaNet(const std::string& model);
 bool IsSsd(const std::string& model);
 // Adam's rate that trained each model best on generated scenes
-// (bench/RESULTS.md): 1e-2 for SSD (batch-norm throughout), 1e-3 for
-// RetinaNet (its heads have no normalisation).
+// (bench/RESULTS.md): 1e-2 for SSD (batch-norm throughout), 1e-4 for
+// RetinaNet (its heads have no normalisation: at 1e-3 the subnets' ReLUs
+// died at the end of the warm-up and every anchor got the same scores).
 double DefaultLearningRate(const std::string& model);
 // 18 or 50 for a RetinaNet model.
 int ResNetDepth(const std::string& model);

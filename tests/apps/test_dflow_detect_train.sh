@@ -105,7 +105,7 @@ rm -rf "$TMP/data" && mv "$TMP/data-moved" "$TMP/data"
 "$EXE" train --data "$TMP/data" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --batch 2 \
   --steps 2 --threads 1 > "$TMP/retina.txt" || { cat "$TMP/retina.txt"; fail "train retinanet"; }
 grep -q '"model": "retinanet-resnet18"' "$TMP/retina/config.json" || fail "config.json lacks the model"
-grep -q '"learning_rate": 0.001' "$TMP/retina/config.json" || fail "RetinaNet's default rate not recorded"
+grep -q '"learning_rate": 0.0001' "$TMP/retina/config.json" || fail "RetinaNet's default rate not recorded"
 "$EXE" eval --data "$TMP/test" --checkpoint "$TMP/retina" > "$TMP/retina-eval.txt" ||
   { cat "$TMP/retina-eval.txt"; fail "eval retinanet"; }
 "$EXE" predict --checkpoint "$TMP/retina" --score 0 "$TMP/test/images/scene_00001.png" > /dev/null ||
