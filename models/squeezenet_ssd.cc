@@ -30,12 +30,7 @@ std::string HeadName(size_t i) { return "head" + std::to_string(i + 1); }
 SqueezeNetOptions BackboneOptions(const SqueezeNetSsdOptions& options) {
   SqueezeNetOptions backbone = options.backbone;
   std::map<std::string, int64_t> extras;
-  for (const auto& [name, count] : options.channels) {
-    if (name.starts_with(kBackbone))
-      backbone.channels[name.substr(std::size(kBackbone) - 1)] = count;
-    else
-      extras[name] = count;
-  }
+  for (const auto& [layer, count] : ChannelsUnder(options.channels, kBackbone, extras)) backbone.channels[layer] = count;
   std::vector<std::string> layers;
   for (size_t i = 0; i < std::size(kExtras); ++i) layers.insert(layers.end(), {Extra(i) + "/reduce", Extra(i) + "/expand"});
   CheckLayerChannels(extras, layers, "SqueezeNet-SSD");

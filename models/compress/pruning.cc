@@ -149,6 +149,18 @@ int64_t LayerChannels(const std::map<std::string, int64_t>& channels, const std:
   return it != channels.end() ? it->second : otherwise;
 }
 
+std::map<std::string, int64_t> ChannelsUnder(const std::map<std::string, int64_t>& channels, const std::string& prefix,
+                                             std::map<std::string, int64_t>& rest) {
+  std::map<std::string, int64_t> part;
+  for (const auto& [name, count] : channels) {
+    if (name.starts_with(prefix))
+      part[name.substr(prefix.size())] = count;
+    else
+      rest[name] = count;
+  }
+  return part;
+}
+
 void CheckLayerChannels(const std::map<std::string, int64_t>& channels, const std::vector<std::string>& layers,
                         const std::string& network) {
   for (const auto& [name, count] : channels) {
@@ -232,7 +244,7 @@ TensorsByName PruneChannels(const std::vector<ChannelGroup>& groups,
       const Tensor& t = variables.at(slice.variable);
       AxisCut& cut = cuts[{slice.variable, slice.axis}];
       const auto size = static_cast<size_t>(t.shape().dim(slice.axis));
-      if (cut.keep.empty()) cut = {std::vector<bool>(size, true), std::vector<bool>(size, false)};
+      if (cut.keep.empty()) cut = {std::vector<bool>(size, false), std::vector<bool>(size, false)};
       for (int64_t c = 0; c < g.channels; ++c) {
         const auto index = static_cast<size_t>(slice.offset + c);
         DFLOW_REQUIRE(!cut.owned[index], "channel pruning: index ", index, " of axis ", slice.axis, " of \"",

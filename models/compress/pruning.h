@@ -66,6 +66,12 @@ struct ChannelGroup {
 // network's counts, by layer name), else `otherwise`.
 int64_t LayerChannels(const std::map<std::string, int64_t>& channels, const std::string& layer, int64_t otherwise);
 
+// Splits a network's counts for a part built under its own scope: returns
+// those of layers named "<prefix><layer>" as "<layer>" and puts the others
+// in `rest` (the network's own layers).
+std::map<std::string, int64_t> ChannelsUnder(const std::map<std::string, int64_t>& channels, const std::string& prefix,
+                                             std::map<std::string, int64_t>& rest);
+
 // Refuses counts for layers that are not among `layers` (the network's
 // prunable ones) or below 1: kInvalidArgument "<network>: no layer ...".
 void CheckLayerChannels(const std::map<std::string, int64_t>& channels, const std::vector<std::string>& layers,

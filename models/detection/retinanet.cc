@@ -32,14 +32,10 @@ std::string Numbered(std::string prefix, size_t n) {
 // Splits the options' channel counts: the backbone's go to its options
 // (without the "resnet/" prefix); the others must be subnet layers.
 ResNetOptions BackboneOptions(const RetinaNetOptions& options) {
-  ResNetOptions backbone{.depth = options.depth, .training = options.training};
   std::map<std::string, int64_t> subnets;
-  for (const auto& [name, count] : options.channels) {
-    if (name.starts_with(kBackbone))
-      backbone.channels[name.substr(std::size(kBackbone) - 1)] = count;
-    else
-      subnets[name] = count;
-  }
+  ResNetOptions backbone{.depth = options.depth,
+                         .training = options.training,
+                         .channels = ChannelsUnder(options.channels, kBackbone, subnets)};
   std::vector<std::string> layers;
   for (const char* subnet : kSubnets)
     for (size_t i = 1; i <= kSubnetLayers; ++i) layers.push_back(Numbered(std::string(subnet) + "/conv", i));
