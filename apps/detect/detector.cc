@@ -30,12 +30,17 @@ std::vector<Output> TrainedVariables(const TrainSettings& s, const DetectorNetwo
   return trained;
 }
 
-// Linear warm-up, then cosine decay to 5% at the last step; a session run
-// (train --session) starts its own schedule at its first step.
+// The step within the run's schedules: a session run (train --session)
+// starts its own at its first step.
+Output ScheduleStep(const Scope& scope, const TrainSettings& s, const Output& global_step) {
+  return s.session_start == 0 ? global_step : ops::Sub(scope, global_step, s.session_start);
+}
+
+// Linear warm-up, then cosine decay to 5% at the last step.
 Output LearningRate(const Scope& scope, const TrainSettings& s, const Output& global_step) {
   const int64_t steps = s.total_steps - s.session_start;
   int64_t warmup = s.warmup_steps >= 0 ? s.warmup_steps : std::min<int64_t>(300, steps / 20);
-  Output step = s.session_start == 0 ? global_step : ops::Sub(scope, global_step, s.session_start);
+  Output step = ScheduleStep(scope, s, global_step);
   Output lr = autodiff::CosineDecay(scope, s.learning_rate, step,
                                     {.decay_steps = std::max<int64_t>(1, steps), .alpha = 0.05});
   return warmup > 0 ? autodiff::LinearWarmup(scope, lr, step, warmup) : lr;
@@ -150,6 +155,39 @@ void AddDistillation(DetectorGraph& g, const TrainSettings& s, const models::Mod
   g.loss.loss = ops::AddN(w.WithOpName("loss"), terms);
 }
 
+// The feature imitation term, weighted: the student's first
+// `imitation_maps` maps of those the heads read (SSD's six, RetinaNet's
+// P3-P7) against the teacher's. The anchors are laid out over all of them
+// map by map, cell by cell (6 a cell for SSD, 9 for RetinaNet), so the
+// first maps' anchors lead the mask.
+Output AddFeatureImitation(DetectorGraph& g, const TrainSettings& s, const DetectorNetwork& teacher, const Scope& w) {
+  const std::vector<Output>& maps = g.net.feature_maps;
+  const int64_t anchors = g.net.anchors.shape().dim(0);
+  int64_t cells = 0;
+  for (const Output& map : maps) cells += map.shape().dim(1) * map.shape().dim(2);
+  DFLOW_REQUIRE(cells > 0 && anchors % cells == 0, "train --distill feature: ", anchors,
+                " anchors do not spread evenly over the ", cells, " cells of the feature maps");
+  const auto imitated = static_cast<size_t>(s.imitation_maps);
+  DFLOW_REQUIRE(imitated <= maps.size(), "feature imitation of ", imitated, " maps: the heads read ", maps.size());
+  const auto end = static_cast<std::ptrdiff_t>(imitated > 0 ? imitated : maps.size());
+  g.loss.imitation_mask = ops::Placeholder(g.scope.WithOpName("imitation_mask"), DType::kFloat32, {-1, anchors});
+  detection::FeatureImitation imitation = detection::BuildFeatureImitationLoss(
+      g.scope, {.student_maps = {maps.begin(), maps.begin() + end},
+                .teacher_maps = {teacher.feature_maps.begin(), teacher.feature_maps.begin() + end},
+                .anchor_mask = g.loss.imitation_mask,
+                .anchors_per_cell = anchors / cells});
+  g.loss.imitation_loss = imitation.loss;
+  g.loss.imitation_adapters = imitation.adapter_variables;
+  if (s.imitation_schedule == "constant")
+    return ops::Mul(w, imitation.loss, static_cast<float>(s.imitation_weight));
+  // Decaying along a cosine: the teacher guides the start, the labels alone
+  // the end.
+  const Output step = ScheduleStep(w, s, autodiff::GetOrCreateGlobalStep(g.scope));
+  const Output weight = autodiff::CosineDecay(w.NewSubScope("imitation_weight"), s.imitation_weight, step,
+                                              {.decay_steps = std::max<int64_t>(1, s.total_steps - s.session_start)});
+  return ops::Mul(w, imitation.loss, weight);
+}
+
 // Knowledge distillation: the teacher (another trained run of the same
 // classes and default boxes) runs on the student's images in inference
 // mode, under kTeacherScope, never trained; its outputs and/or feature maps
@@ -165,26 +203,7 @@ void AddKnowledgeDistillation(DetectorGraph& g, const TrainSettings& s, const mo
         AddOutputDistillation(g, s, teacher, static_cast<int64_t>(s.class_names.size()), true, w);
     terms.insert(terms.end(), outputs.begin(), outputs.end());
   }
-  if (s.distillation != "output") {
-    // The maps the heads read: SSD's six, RetinaNet's P3-P7; the anchors
-    // are laid out over them map by map, cell by cell (6 a cell for SSD,
-    // 9 for RetinaNet).
-    const int64_t anchors = g.net.anchors.shape().dim(0);
-    int64_t cells = 0;
-    for (const Output& map : g.net.feature_maps) cells += map.shape().dim(1) * map.shape().dim(2);
-    DFLOW_REQUIRE(cells > 0 && anchors % cells == 0, "train --distill feature: ", anchors,
-                  " anchors do not spread evenly over the ", cells, " cells of the feature maps");
-    g.loss.imitation_mask =
-        ops::Placeholder(g.scope.WithOpName("imitation_mask"), DType::kFloat32, {-1, anchors});
-    detection::FeatureImitation imitation = detection::BuildFeatureImitationLoss(
-        g.scope, {.student_maps = g.net.feature_maps,
-                  .teacher_maps = teacher.feature_maps,
-                  .anchor_mask = g.loss.imitation_mask,
-                  .anchors_per_cell = anchors / cells});
-    g.loss.imitation_loss = imitation.loss;
-    g.loss.imitation_adapters = imitation.adapter_variables;
-    terms.push_back(ops::Mul(w, imitation.loss, static_cast<float>(s.imitation_weight)));
-  }
+  if (s.distillation != "output") terms.push_back(AddFeatureImitation(g, s, teacher, w));
   g.loss.loss = ops::AddN(w.WithOpName("loss"), terms);
 }
 

@@ -13,6 +13,8 @@ TrainSettings DistillationTeacherSettings(const TrainSettings& s) {
   if (run.empty())
     Fail(Code::kNotFound, "train --teacher: ", s.distill_from, " is not inside a dflow-detect run directory ",
          "(RUN/checkpoints/ next to RUN/config.json)");
+  DFLOW_REQUIRE(s.imitation_maps <= HeadMapCount(s.model), "train --imitation-maps ", s.imitation_maps,
+                ": the heads of ", s.model, " read ", HeadMapCount(s.model), " maps");
   TrainSettings teacher = ReadConfig(run);
   DFLOW_REQUIRE(teacher.class_names == s.class_names, "train --teacher: the teacher (", ConfigPath(run),
                 ") knows other classes than the student's data; distillation needs the same classes in the same order");

@@ -103,6 +103,13 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
       app.add_option("--imitation-weight", s.imitation_weight, "Weight of the feature imitation term")
           ->check(dflow::apps::NonNegativeReal())
           ->capture_default_str(),
+      app.add_option("--imitation-maps", s.imitation_maps,
+                     "Imitate only the first N maps the heads read, the finest (default: all)")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--imitation-schedule", s.imitation_schedule,
+                     "The imitation weight held constant, or decaying to 0 at the last step along a cosine")
+          ->check(CLI::IsMember({"constant", "cosine"}))
+          ->capture_default_str(),
       app.add_option("--distill-class-weight", s.distill_class_weight, "Weight of the class output term")
           ->check(dflow::apps::NonNegativeReal()),
       app.add_option("--distill-box-weight", s.distill_box_weight, "Weight of the box output term")

@@ -47,6 +47,8 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "distill_from", s.distill_from, apps::kAddedLater);
   visit(json, "distillation", s.distillation, apps::kAddedLater);
   visit(json, "imitation_weight", s.imitation_weight, apps::kAddedLater);
+  visit(json, "imitation_maps", s.imitation_maps, apps::kAddedLater);
+  visit(json, "imitation_schedule", s.imitation_schedule, apps::kAddedLater);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
@@ -57,6 +59,8 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
 };
 
 }  // namespace
+
+int64_t HeadMapCount(const std::string& model) { return IsRetinaNet(model) ? 5 : 6; }
 
 bool IsRetinaNet(const std::string& model) {
   return model == kRetinaNetResNet18 || model == kRetinaNetResNet50;

@@ -24,6 +24,9 @@ inline constexpr const char* kRetinaNetResNet50 = "retinanet-resnet50";
 
 bool IsRetinaNet(const std::string& model);
 bool IsSsd(const std::string& model);
+// The number of feature maps a model's heads read: SSD's six, RetinaNet's
+// five (P3-P7).
+int64_t HeadMapCount(const std::string& model);
 // Adam's rate that trained each model best on generated scenes
 // (bench/RESULTS.md): 1e-2 for SSD (batch-norm throughout), 1e-4 for
 // RetinaNet (its heads have no normalisation: at 1e-3 the subnets' ReLUs
@@ -95,9 +98,14 @@ struct TrainSettings {
   // what the student learns from it: its "output"s, its "feature" maps near
   // the objects (Wang et al. 2019), or "both"; imitation_weight weighs the
   // feature term, distill_class_weight and distill_box_weight the outputs'.
+  // The student imitates the first imitation_maps of the maps the heads read
+  // (the finest; 0: all of them), with imitation_weight held "constant" or
+  // decaying to 0 at the last step along a "cosine".
   std::string distill_from;
   std::string distillation = "both";
   double imitation_weight = 0.01;  // Wang et al.'s lambda
+  int64_t imitation_maps = 0;
+  std::string imitation_schedule = "constant";
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

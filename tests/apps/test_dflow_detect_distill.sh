@@ -2,7 +2,8 @@
 # dflow-detect train --teacher end to end on tiny generated data: a thinner
 # student distilled from a trained teacher's outputs and feature maps (the
 # terms in the progress line, the teacher inside the student's checkpoints
-# unchanged, the adapters trained), resumed, evaluated like any run; a
+# unchanged, the adapters trained), resumed, evaluated like any run; one
+# imitating only the finest maps with a decaying weight; a
 # RetinaNet student imitates its teacher's pyramid; a teacher of other
 # classes or other default boxes is refused before anything is written.
 # Usage: test_dflow_detect_distill.sh PATH/TO/dflow-detect
@@ -52,6 +53,23 @@ assert config["distillation"] == "both" and config["distill_from"].endswith("mod
 PY
 "$EXE" eval --data "$TMP/data" --checkpoint "$TMP/student" --threads 1 > "$TMP/eval.txt" 2>&1 ||
   { cat "$TMP/eval.txt"; fail "eval of the distilled student"; }
+
+# --- only the two finest maps (the backbone's), the weight decaying to 0 at the last step
+"$EXE" train --data "$TMP/data" --out "$TMP/finest" --size 64 --width 0.25 --steps 2 "${small[@]}" \
+  --teacher "$TMP/teacher" --distill feature --imitation-maps 2 --imitation-schedule cosine \
+  > "$TMP/finest.txt" 2>&1 || { cat "$TMP/finest.txt"; fail "imitate the two finest maps"; }
+python3 - "$TMP/finest" <<'PY' || fail "the two-map student's adapters or config"
+import json, struct, sys
+run = sys.argv[1]
+data = open(run + "/checkpoints/" + json.load(open(run + "/checkpoints/checkpoint.json"))["latest"], "rb").read()
+header = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])
+adapters = sorted(k for k in header if k.startswith("feature_imitation/") and "/slots/" not in k)
+assert [k.split("/")[1] for k in adapters] == ["map1"] * 2 + ["map2"] * 2, adapters
+config = json.load(open(run + "/config.json"))
+assert config["imitation_maps"] == 2 and config["imitation_schedule"] == "cosine", config
+PY
+expect_error "read 6 maps" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 64 --width 0.25 --steps 1 \
+  "${small[@]}" --teacher "$TMP/teacher" --distill feature --imitation-maps 7
 
 # --- RetinaNet imitates its teacher's P3-P7 (9 anchors a cell)
 "$EXE" train --data "$TMP/data" --out "$TMP/retina" --model retinanet-resnet18 --size 64 --steps 1 "${small[@]}" \
