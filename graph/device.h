@@ -58,5 +58,8 @@ GpuDiscovery DiscoverGpus();
 // "/device:GPU:<index>"; throws kUnavailable naming the reason when that GPU
 // is not visible. Kernels split host-side work over `pool`.
 std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool* pool);
+// The same under a full name ("/job:localhost/replica:0/task:0/device:GPU:1"),
+// for a session or a task with several devices; the index is the name's.
+std::unique_ptr<Device> NewGpuDevice(const std::string& name, ThreadPool* pool);
 
 }  // namespace dflow

@@ -23,4 +23,8 @@ std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool*) {
   Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ", kNoCuda);
 }
 
+std::unique_ptr<Device> NewGpuDevice(const std::string& name, ThreadPool*) {
+  Fail(Code::kUnavailable, "no GPU is visible for ", name, ": ", kNoCuda);
+}
+
 }  // namespace dflow

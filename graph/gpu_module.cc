@@ -94,10 +94,16 @@ GpuDiscovery DiscoverGpus() {
 }
 
 std::unique_ptr<Device> NewGpuDevice(int index, ThreadPool* pool) {
+  return NewGpuDevice(StrCat("/device:GPU:", index), pool);
+}
+
+std::unique_ptr<Device> NewGpuDevice(const std::string& name, ThreadPool* pool) {
+  DeviceName parsed = DeviceName::Parse(name);
+  if (parsed.type != "GPU" || !parsed.index)
+    Fail(Code::kInvalidArgument, "'", name, "' is not a GPU device name (e.g. /device:GPU:0)");
   const GpuModuleLoad& module = LoadGpuModule();
-  if (!module.api)
-    Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ", module.reason);
-  return module.api->new_gpu_device(index, pool);
+  if (!module.api) Fail(Code::kUnavailable, "no GPU is visible for ", name, ": ", module.reason);
+  return module.api->new_gpu_device(name, *parsed.index, pool);
 }
 
 }  // namespace dflow

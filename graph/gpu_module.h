@@ -17,9 +17,10 @@ namespace dflow {
 struct GpuModuleApi {
   int abi_version;  // kGpuModuleAbiVersion of the headers the module was built with
   GpuDiscovery (*discover_gpus)();
-  std::unique_ptr<Device> (*new_gpu_device)(int index, ThreadPool* pool);
+  // The GPU of CUDA ordinal `index`, called `name`.
+  std::unique_ptr<Device> (*new_gpu_device)(const std::string& name, int index, ThreadPool* pool);
 };
-inline constexpr int kGpuModuleAbiVersion = 1;
+inline constexpr int kGpuModuleAbiVersion = 2;
 // The module's one entry point: extern "C" const GpuModuleApi* dflow_gpu_module_api().
 inline constexpr const char* kGpuModuleEntryPoint = "dflow_gpu_module_api";
 inline constexpr const char* kGpuModuleFileName = "libdflow_cuda.so";

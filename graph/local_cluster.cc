@@ -20,40 +20,42 @@ void ExecutorRunner::RunAsync(const ExecutorStep& step, const RunOptions& option
 std::unique_ptr<LocalCluster> LocalCluster::ForSession(const SessionOptions& options, ResourceStore* resources) {
   if (!options.devices.empty() && !options.device.empty())
     Fail(Code::kInvalidArgument, "SessionOptions: give `device` (one device) or `devices` (several "
-         "CPU devices), not both");
+         "devices), not both");
   int threads = options.num_threads > 0 ? options.num_threads : ThreadPool::DefaultNumThreads();
-  if (!options.devices.empty()) {
-    for (const std::string& name : options.devices) {
-      DeviceName parsed = DeviceName::Parse(name);
-      if (parsed.type != "CPU" || !parsed.index)
-        Fail(Code::kInvalidArgument, "session device '", name,
-             "' is not a full CPU device name (e.g. /job:localhost/replica:0/task:0/device:CPU:1)");
-    }
-    return std::make_unique<LocalCluster>(options.devices, threads, resources);
-  }
+  if (!options.devices.empty()) return std::make_unique<LocalCluster>(options.devices, threads, resources);
   CheckSessionDevice(options.device);
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(resources));
-  auto pool = std::make_unique<ThreadPool>(threads, "dflow-cpu");
   DeviceName wanted = DeviceName::Parse(options.device.empty() ? "/device:CPU:0" : options.device);
-  std::unique_ptr<Device> device = wanted.type == "GPU" ? NewGpuDevice(wanted.index.value_or(0), pool.get())
-                                                        : NewCpuDevice(wanted.index.value_or(0), pool.get());
-  cluster->Add(std::move(pool), std::move(device));
+  const std::string name = StrCat("/device:", wanted.type.empty() ? "CPU" : wanted.type, ":", wanted.index.value_or(0));
+  cluster->AddNamed(name, threads);
+  if (wanted.type == "GPU" && options.allow_soft_placement) cluster->AddNamed("/device:CPU:0", threads);
   return cluster;
 }
 
-LocalCluster::LocalCluster(const std::vector<std::string>& cpu_devices, int num_threads, ResourceStore* resources)
+LocalCluster::LocalCluster(const std::vector<std::string>& devices, int num_threads, ResourceStore* resources)
     : resources_(resources) {
   int threads = num_threads > 0 ? num_threads : ThreadPool::DefaultNumThreads();
   std::set<std::string> seen;
-  for (const std::string& name : cpu_devices) {
+  for (const std::string& name : devices) {
+    DeviceName parsed = DeviceName::Parse(name);
+    if ((parsed.type != "CPU" && parsed.type != "GPU") || !parsed.index)
+      Fail(Code::kInvalidArgument, "session device '", name, "' is not a full CPU or GPU device name ",
+           "(e.g. /job:localhost/replica:0/task:0/device:CPU:1)");
     if (!seen.insert(name).second)
       Fail(Code::kInvalidArgument, "session device '", name, "' is listed twice");
-    DeviceName parsed = DeviceName::Parse(name);
-    auto pool = std::make_unique<ThreadPool>(threads, StrCat("dflow-cpu", parsed.index.value_or(0)));
-    auto device = NewCpuDevice(name, pool.get());
-    Add(std::move(pool), std::move(device));
+    AddNamed(name, threads);
   }
   if (devices_.empty()) Fail(Code::kInvalidArgument, "a local cluster needs at least one device");
+}
+
+// A device of the name's type, with a pool of `threads` for its kernels
+// (a GPU's for their host-side work).
+void LocalCluster::AddNamed(const std::string& name, int threads) {
+  DeviceName parsed = DeviceName::Parse(name);
+  const bool gpu = parsed.type == "GPU";
+  auto pool = std::make_unique<ThreadPool>(threads, StrCat(gpu ? "dflow-gpu" : "dflow-cpu", parsed.index.value_or(0)));
+  std::unique_ptr<Device> device = gpu ? NewGpuDevice(name, pool.get()) : NewCpuDevice(name, pool.get());
+  Add(std::move(pool), std::move(device));
 }
 
 void LocalCluster::Add(std::unique_ptr<ThreadPool> pool, std::unique_ptr<Device> device) {

@@ -1,7 +1,9 @@
-// The devices of this process as a Cluster: CPU devices, each with its own
-// thread pool, or one GPU. Partitions run on in-process executors, and the
-// partitions of one step meet in a LocalRendezvous. A local Session runs on
-// one, and so does a worker task for the partitions its clients register.
+// The devices of this process as a Cluster: CPU and GPU devices, each with
+// its own thread pool. Partitions run on in-process executors, and the
+// partitions of one step meet in a LocalRendezvous (a tensor crossing
+// between the host and a GPU is copied by the GPU's _Send or _Recv). A
+// local Session runs on one, and so does a worker task for the partitions
+// its clients register.
 #pragma once
 
 #include <memory>
@@ -28,14 +30,17 @@ class ExecutorRunner final : public PartitionRunner {
 
 class LocalCluster final : public Cluster {
  public:
-  // A session's devices: options.devices (full CPU device names), or the one
-  // options.device ("" and "/device:CPU:0": the host; "/device:GPU:N").
-  // Throws kInvalidArgument for a malformed or repeated name, kUnavailable
-  // for a GPU that is not visible.
+  // A session's devices: options.devices (full CPU and GPU device names),
+  // or the one options.device ("" and "/device:CPU:0": the host;
+  // "/device:GPU:N", with the host's "/device:CPU:0" after it under soft
+  // placement, for the ops the GPU has no kernel for). Throws
+  // kInvalidArgument for a malformed or repeated name, kUnavailable for a
+  // GPU that is not visible.
   static std::unique_ptr<LocalCluster> ForSession(const SessionOptions& options, ResourceStore* resources);
-  // CPU devices under full names ("/job:worker/replica:0/task:1/device:CPU:0"),
-  // each with a pool of `num_threads` (0: one per hardware thread).
-  LocalCluster(const std::vector<std::string>& cpu_devices, int num_threads, ResourceStore* resources);
+  // CPU and GPU devices under full names ("/job:worker/replica:0/task:1/
+  // device:CPU:0", ".../device:GPU:0"), each with a pool of `num_threads`
+  // (0: one per hardware thread).
+  LocalCluster(const std::vector<std::string>& devices, int num_threads, ResourceStore* resources);
 
   const std::vector<std::string>& devices() const override { return names_; }
   int64_t Incarnation(const std::string&) const override { return 1; }  // one process
@@ -49,6 +54,7 @@ class LocalCluster final : public Cluster {
 
  private:
   explicit LocalCluster(ResourceStore* resources) : resources_(resources) {}
+  void AddNamed(const std::string& name, int threads);
   void Add(std::unique_ptr<ThreadPool> pool, std::unique_ptr<Device> device);
 
   ResourceStore* resources_;

@@ -121,6 +121,16 @@ void Session::PinPlacedVariables(Graph& graph) const {
   }
 }
 
+// A GPU session that may fall back to the host CPU (options.device with
+// soft placement) places every node on its GPU that asks for no device, so
+// only the ops without a GPU kernel leave it (placement relaxes their
+// request, and its reason says so).
+void Session::RequestSessionDevice(Graph& graph) const {
+  if (options_.device.empty() || cluster_->devices().size() < 2) return;
+  for (Node* node : graph.nodes())
+    if (node->requested_device().empty()) node->set_requested_device(options_.device);
+}
+
 void Session::RememberPlacedVariables(const Graph& graph, const Placement& placement) {
   for (const Node* node : graph.nodes())
     if (node->def().is_variable) variable_devices_.emplace(node->name(), placement.DeviceOf(node->name()));
@@ -136,6 +146,7 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
       executable->signature.PrepareGraph(*graph_, cluster_->pass_device(), options_.passes);
   CheckRequestedDevices(*graph);
   CheckKernels(*graph);
+  RequestSessionDevice(*graph);
   PinPlacedVariables(*graph);
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options_.allow_soft_placement;

@@ -41,12 +41,15 @@ struct SessionOptions {
   // instead of failing (TensorFlow's allow_soft_placement); its placement
   // reason says so. The same on every kind of session.
   bool allow_soft_placement = false;
-  // CPU devices by full name ("/job:localhost/replica:0/task:0/device:CPU:1"),
-  // each with its own thread pool. Empty: one "/device:CPU:0".
+  // CPU and GPU devices by full name ("/job:localhost/replica:0/task:0/
+  // device:CPU:1", ".../device:GPU:0"), each with its own thread pool; the
+  // graph is cut between them where placement puts its nodes. Empty: one
+  // `device`.
   std::vector<std::string> devices{};
   // The device the whole graph runs on: "" or "/device:CPU:0" (the host),
   // "/device:GPU:N" (feeds are copied to the GPU and fetches back). A GPU
-  // that is not visible, or an op without a kernel there, is an error.
+  // that is not visible is an error, and so is an op without a kernel
+  // there, unless soft placement is allowed: then it runs on the host CPU.
   std::string device{};
   // "zmq://host:port": the graph runs on the cluster of the worker listening
   // there (dist/runtime/zmq_cluster.h); empty: in this process.
@@ -96,6 +99,7 @@ class Session {
   void CheckRequestedDevices(const Graph& graph) const;
   void CheckKernels(const Graph& graph) const;
   void PinPlacedVariables(Graph& graph) const;
+  void RequestSessionDevice(Graph& graph) const;
   void RememberPlacedVariables(const Graph& graph, const Placement& placement);
 
   std::shared_ptr<Graph> graph_;

@@ -1,7 +1,7 @@
 // `dflow run`: loads a graph file, feeds .npy files, runs one step, writes
 // each fetch as DIR/<fetch name with '/' and ':' as '_'>.npy and prints it;
 // --trace also writes a Chrome trace and prints the step summary;
-// --devices runs on several CPU devices, --device on one GPU, --remote on
+// --devices runs on several CPU and GPU devices, --device on one GPU, --remote on
 // the cluster of a `dflow server`; --show-placement says where each node ran
 // and why.
 #include <filesystem>
@@ -123,10 +123,11 @@ void AddRunCommand(CLI::App& app) {
   run->add_option("--threads", args->threads, "Worker threads (default: one per core).")
       ->check(apps::ThreadCount(/*zero_means_default=*/true));
   run->add_option("--devices", args->devices,
-                  "Comma-separated CPU devices by full name, each with its own --threads, e.g. "
+                  "Comma-separated CPU and GPU devices by full name, each with its own --threads, e.g. "
                   "/job:localhost/replica:0/task:0/device:CPU:0,/job:localhost/replica:0/task:0/device:CPU:1.");
   run->add_option("--device", args->device,
-                  "The one device to run on: /device:CPU:0 (the default) or /device:GPU:N.");
+                  "The one device to run on: /device:CPU:0 (the default) or /device:GPU:N (with "
+                  "--soft-placement, ops without a GPU kernel run on the host).");
   run->add_option("--remote", args->remote,
                   "zmq://HOST:PORT: run on the cluster of the `dflow server` listening there "
                   "(nodes ask for its tasks' devices, e.g. /job:worker/task:1).");

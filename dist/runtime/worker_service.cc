@@ -75,14 +75,17 @@ void CheckFeeds(const Graph& graph, const std::vector<Tensor>& args) {
   }
 }
 
-// The CPU devices `task` has in `cluster`, by full name.
-std::vector<std::string> TaskCpuDevices(const ClusterSpec& cluster, const TaskId& task) {
+// The devices `task` has in `cluster`, by full name: its CPU first (graph
+// passes run there), then its GPUs (gpus_per_task; one that is not
+// visible stops the task from starting, naming why).
+std::vector<std::string> TaskDevices(const ClusterSpec& cluster, const TaskId& task) {
   cluster.Address(task);  // throws naming the job and range when `task` is not in the cluster
   std::string prefix = ClusterSpec::TaskPrefix(task);
   std::vector<std::string> devices;
   for (const std::string& name : cluster.DeviceNames())
-    if (name.starts_with(prefix + "/") && DeviceName::Parse(name).type == "CPU") devices.push_back(name);
-  if (devices.empty()) Fail(Code::kInternal, "task ", prefix, " has no CPU device in the cluster");
+    if (name.starts_with(prefix + "/")) devices.push_back(name);
+  if (devices.empty() || DeviceName::Parse(devices.front()).type != "CPU")
+    Fail(Code::kInternal, "task ", prefix, " has no CPU device in the cluster");
   return devices;
 }
 
@@ -96,7 +99,7 @@ int64_t DrawIncarnation() {
 
 WorkerService::WorkerService(ClusterSpec cluster, TaskId task, int num_threads, int64_t step_timeout_ms)
     : cluster_(std::move(cluster)), task_prefix_(ClusterSpec::TaskPrefix(task)),
-      incarnation_(DrawIncarnation()), devices_(TaskCpuDevices(cluster_, task), num_threads, &resources_),
+      incarnation_(DrawIncarnation()), devices_(TaskDevices(cluster_, task), num_threads, &resources_),
       step_timeout_ms_(step_timeout_ms) {
   if (step_timeout_ms < 0)
     Fail(Code::kInvalidArgument, "the step timeout must be 0 (none) or positive, not ", step_timeout_ms, " ms");

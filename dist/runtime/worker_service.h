@@ -32,7 +32,8 @@ inline constexpr int64_t kDefaultStepTimeoutMs = 30000;
 
 class WorkerService {
  public:
-  // `task` must be a task of `cluster`; its CPU devices are this worker's.
+  // `task` must be a task of `cluster`; its CPU device and its GPUs
+  // (the cluster's gpus_per_task) are this worker's.
   // `step_timeout_ms` bounds how long a step outlives its client (0: forever).
   WorkerService(ClusterSpec cluster, TaskId task, int num_threads = 0,
                 int64_t step_timeout_ms = kDefaultStepTimeoutMs);
@@ -94,7 +95,7 @@ class WorkerService {
   std::string task_prefix_;
   int64_t incarnation_;
   ResourceStore resources_;
-  LocalCluster devices_;  // this task's CPU devices; its partitions run there
+  LocalCluster devices_;  // this task's devices; its partitions run there
 
   const int64_t step_timeout_ms_;
   mutable std::mutex mu_;

@@ -59,16 +59,16 @@ GpuDiscovery DiscoverCudaGpus() {
   return {count, ""};
 }
 
-std::unique_ptr<Device> NewCudaDevice(int index, ThreadPool* pool) {
+std::unique_ptr<Device> NewCudaDevice(const std::string& name, int index, ThreadPool* pool) {
   GpuDiscovery gpus = DiscoverCudaGpus();
   if (index < 0 || index >= gpus.count)
-    Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ",
+    Fail(Code::kUnavailable, "no GPU is visible for ", name, ": ",
          gpus.count == 0 ? gpus.reason : StrCat("only ", gpus.count, " GPU(s) are visible"));
-  return std::make_unique<CudaDevice>(index, pool);
+  return std::make_unique<CudaDevice>(name, index, pool);
 }
 
-CudaDevice::CudaDevice(int ordinal, ThreadPool* pool)
-    : Device(StrCat("/device:GPU:", ordinal), "GPU"), ordinal_(ordinal), pool_(pool) {
+CudaDevice::CudaDevice(std::string device_name, int ordinal, ThreadPool* pool)
+    : Device(std::move(device_name), "GPU"), ordinal_(ordinal), pool_(pool) {
   const std::string& context = name();
   DFLOW_CUDA(cudaSetDevice(ordinal_), context);
   DFLOW_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), context);

@@ -20,7 +20,9 @@ namespace dflow {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int ordinal, ThreadPool* pool);
+  // The GPU of CUDA ordinal `ordinal`, called `name` ("/device:GPU:0", or a
+  // full name in a session or task with several devices).
+  CudaDevice(std::string device_name, int ordinal, ThreadPool* pool);
   ~CudaDevice() override;
 
   Allocator* allocator() override { return allocator_.get(); }
@@ -64,7 +66,7 @@ class CudaDevice final : public Device {
 // The module's versions of DiscoverGpus and NewGpuDevice (graph/device.h),
 // which libdflow reaches through graph/gpu_module.h.
 GpuDiscovery DiscoverCudaGpus();
-std::unique_ptr<Device> NewCudaDevice(int index, ThreadPool* pool);
+std::unique_ptr<Device> NewCudaDevice(const std::string& name, int index, ThreadPool* pool);
 
 // The CudaDevice behind a kernel's context; throws kInternal for another device.
 CudaDevice& AsCudaDevice(Device& device);

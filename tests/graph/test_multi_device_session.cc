@@ -13,6 +13,7 @@
 #include "autodiff/gradients.h"
 #include "autodiff/learning_rate.h"
 #include "autodiff/optimizers.h"
+#include "graph/device.h"
 #include "graph/kernel.h"
 #include "ops/ops.h"
 #include "tests/dist/mlp_fixture.h"
@@ -225,8 +226,24 @@ TEST_CASE("a multi-device session rejects bad device lists", "[multi_device]") {
   twice.devices[1] = kCpu0;
   ExpectError([&] { Session session(s, twice); }, Code::kInvalidArgument, "listed twice");
   SessionOptions partial = TwoDevices(1);
-  partial.devices[1] = "/job:localhost/device:GPU:0";
-  ExpectError([&] { Session session(s, partial); }, Code::kInvalidArgument, "not a full CPU device name");
+  partial.devices[1] = "/job:localhost/device:CPU";
+  ExpectError([&] { Session session(s, partial); }, Code::kInvalidArgument, "not a full CPU or GPU device name");
+  SessionOptions other_type = TwoDevices(1);
+  other_type.devices[1] = "/job:localhost/replica:0/task:0/device:TPU:0";
+  ExpectError([&] { Session session(s, other_type); }, Code::kInvalidArgument, "not a full CPU or GPU device name");
+}
+
+TEST_CASE("a multi-device session with a GPU that is not visible says why", "[multi_device]") {
+  if (DiscoverGpus().count > 0) {
+    WARN("skipped: a GPU is visible (tests/ops/test_cuda_session.cc runs sessions on it)");
+    return;
+  }
+  Scope s = Scope::NewRootScope();
+  ops::Const(s, 1.0f);
+  SessionOptions with_gpu = TwoDevices(1);
+  with_gpu.devices[1] = "/job:localhost/replica:0/task:0/device:GPU:0";
+  ExpectError([&] { Session session(s, with_gpu); }, Code::kUnavailable,
+              "no GPU is visible for /job:localhost/replica:0/task:0/device:GPU:0: " + DiscoverGpus().reason);
 }
 
 TEST_CASE("a lone _Recv outside a multi-device step fails clearly", "[multi_device]") {

@@ -20,7 +20,6 @@ namespace {
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range", "Rank",
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
-    "_Recv", "_Send",
     // the parameter server's state, on its CPU (dist/training/ps_ops.cc)
     "GradientAccumulatorAbort", "GradientAccumulatorFinishStep", "GradientAccumulatorPush",
     "GradientAccumulatorSetGlobalStep", "GradientAccumulatorState", "GradientAccumulatorTakeMean",

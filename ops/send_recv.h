@@ -1,0 +1,37 @@
+// What both ends of a cut edge share on every device: the rendezvous key a
+// _Send or _Recv node's attrs name for a step, and the step's rendezvous.
+// The CPU kernels (ops/cpu/send_recv.cc) hand host tensors over as they are;
+// the GPU's (ops/cuda/send_recv.cc) copy them out of and into its memory,
+// so what crosses a rendezvous is always in host memory.
+#pragma once
+
+#include <optional>
+
+#include "graph/kernel.h"
+#include "graph/rendezvous.h"
+
+namespace dflow {
+
+inline RendezvousKey SendRecvKey(const Node& node, int64_t step_id) {
+  return {node.attr<std::string>("send_device"), node.attr<int64_t>("send_device_incarnation"),
+          node.attr<std::string>("recv_device"), node.attr<std::string>("tensor_name"), step_id};
+}
+
+inline Rendezvous& StepRendezvous(const OpKernelContext& ctx) {
+  if (!ctx.step().rendezvous)
+    Fail(Code::kFailedPrecondition, ctx.node().Describe(),
+         " needs the step's rendezvous: run a partitioned graph through a Session with several "
+         "devices");
+  return *ctx.step().rendezvous;
+}
+
+// The error for a received value that is not the tensor `node` expects, or
+// nothing when it is.
+inline std::optional<Error> CheckReceived(const Node& node, const RendezvousKey& key, const Tensor& value) {
+  const DType dtype = node.output_dtype(0);
+  if (value.valid() && value.dtype() == dtype) return std::nullopt;
+  return Error(Code::kInternal, StrCat("received ", value.valid() ? value.SummaryString() : "no tensor", " for ",
+                                       key.ToString(), ", expected dtype ", DTypeName(dtype)));
+}
+
+}  // namespace dflow
