@@ -25,13 +25,27 @@ inline Rendezvous& StepRendezvous(const OpKernelContext& ctx) {
   return *ctx.step().rendezvous;
 }
 
-// The error for a received value that is not the tensor `node` expects, or
-// nothing when it is.
-inline std::optional<Error> CheckReceived(const Node& node, const RendezvousKey& key, const Tensor& value) {
-  const DType dtype = node.output_dtype(0);
-  if (value.valid() && value.dtype() == dtype) return std::nullopt;
-  return Error(Code::kInternal, StrCat("received ", value.valid() ? value.SummaryString() : "no tensor", " for ",
-                                       key.ToString(), ", expected dtype ", DTypeName(dtype)));
+// Receives the step's tensor for `node` (a _Recv) without holding a thread,
+// then sets output 0 to place(value): the value itself on the host, a copy
+// of it on a GPU. `done` gets the first error: the rendezvous's, a value
+// that is not the tensor `node` expects, or place's.
+template <typename Place>
+void ReceiveInto(OpKernelContext& ctx, const Node& node, AsyncOpKernel::Done done, Place place) {
+  RendezvousKey key = SendRecvKey(node, ctx.step().step_id);
+  StepRendezvous(ctx).RecvAsync(key, [&ctx, &node, key, done = std::move(done), place = std::move(place)](
+                                         std::optional<Error> error, Tensor value) {
+    const DType dtype = node.output_dtype(0);
+    if (!error && (!value.valid() || value.dtype() != dtype))
+      error = Error(Code::kInternal, StrCat("received ", value.valid() ? value.SummaryString() : "no tensor",
+                                            " for ", key.ToString(), ", expected dtype ", DTypeName(dtype)));
+    if (error) return done(std::move(error));
+    try {
+      ctx.set_output(0, place(std::move(value)));
+    } catch (const Error& e) {
+      return done(e);
+    }
+    done(std::nullopt);
+  });
 }
 
 }  // namespace dflow

@@ -21,14 +21,7 @@ class RecvKernel : public AsyncOpKernel {
   using AsyncOpKernel::AsyncOpKernel;
 
   void ComputeAsync(OpKernelContext& ctx, Done done) const override {
-    RendezvousKey key = SendRecvKey(node(), ctx.step().step_id);
-    StepRendezvous(ctx).RecvAsync(
-        key, [this, &ctx, key, done = std::move(done)](std::optional<Error> error, Tensor value) {
-          if (!error) error = CheckReceived(node(), key, value);
-          if (error) return done(std::move(error));
-          ctx.set_output(0, std::move(value));
-          done(std::nullopt);
-        });
+    ReceiveInto(ctx, node(), std::move(done), [](Tensor value) { return value; });
   }
 };
 

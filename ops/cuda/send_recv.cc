@@ -24,18 +24,8 @@ class GpuRecvKernel : public AsyncOpKernel {
   using AsyncOpKernel::AsyncOpKernel;
 
   void ComputeAsync(OpKernelContext& ctx, Done done) const override {
-    RendezvousKey key = SendRecvKey(node(), ctx.step().step_id);
-    StepRendezvous(ctx).RecvAsync(
-        key, [this, &ctx, key, done = std::move(done)](std::optional<Error> error, Tensor value) {
-          if (!error) error = CheckReceived(node(), key, value);
-          if (error) return done(std::move(error));
-          try {
-            ctx.set_output(0, cuda::Gpu(ctx).CopyToDevice(value, node().Describe()));
-          } catch (const Error& e) {
-            return done(e);
-          }
-          done(std::nullopt);
-        });
+    ReceiveInto(ctx, node(), std::move(done),
+                [this, &ctx](const Tensor& value) { return cuda::Gpu(ctx).CopyToDevice(value, node().Describe()); });
   }
 };
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -93,11 +94,16 @@ const char* DflowExe() {
 }
 
 // Asks the task for its status until it answers (a fresh channel each try:
-// a refused connection must not wait out the heartbeat timeout).
-void WaitUntilServing(const std::string& address, ChildProcess& server) {
+// a refused connection must not wait out the heartbeat timeout). A server
+// that exits first is an error quoting its log.
+void WaitUntilServing(const std::string& address, ChildProcess& server, const std::string& log) {
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < give_up) {
-    if (server.WaitForExit(0)) Fail(Code::kUnavailable, "dflow server exited at start");
+    if (server.WaitForExit(0)) {
+      std::ifstream in(log);
+      const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      Fail(Code::kUnavailable, "dflow server at ", address, " exited at start: ", said);
+    }
     dist::Channel channel("probe", address);
     dist::Message request;
     request.type = dist::MessageType::kGetStatus;
@@ -120,7 +126,7 @@ ServerProcess::ServerProcess(const ScratchCluster& cluster, int task)
     : child_({DflowExe(), "server", "--cluster", cluster.file(), "--job", "worker", "--task",
               std::to_string(task), "--threads", "1"},
              {}, StrCat(cluster.dir(), "/task-", task, ".log")) {
-  WaitUntilServing(cluster.address(task), child_);
+  WaitUntilServing(cluster.address(task), child_, StrCat(cluster.dir(), "/task-", task, ".log"));
 }
 
 void ServerProcess::Signal(int signal) const { child_.Signal(signal); }
