@@ -31,7 +31,7 @@ REGISTER_NO_GRADIENT("_Retval");
 // Partition adds these after gradients exist; a gradient never crosses them.
 REGISTER_NO_GRADIENT("_Send");
 REGISTER_NO_GRADIENT("_Recv");
-// The parameter server's state (dist/training/ps_ops.cc): gradients go into it, none through it.
+// The parameter server's state (ops/parameter_server.cc): gradients go into it, none through it.
 REGISTER_NO_GRADIENT("IsVariableInitialized");
 REGISTER_NO_GRADIENT("GradientAccumulatorPush");
 REGISTER_NO_GRADIENT("GradientAccumulatorTakeMean");
@@ -42,7 +42,7 @@ REGISTER_NO_GRADIENT("GradientAccumulatorAbort");
 REGISTER_NO_GRADIENT("GradientAccumulatorSetGlobalStep");
 REGISTER_NO_GRADIENT("StalenessLogGlobalStep");
 REGISTER_NO_GRADIENT("StalenessLogRecord");
-// In-graph data-parallel training (dist/training/data_parallel_ops.cc): they
+// In-graph data-parallel training (ops/collective.cc): they
 // average gradients and copy variables, after backprop.
 REGISTER_NO_GRADIENT("DataParallelAllReduce");
 REGISTER_NO_GRADIENT("DataParallelBroadcast");

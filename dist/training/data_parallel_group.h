@@ -1,6 +1,6 @@
 // The in-graph side of data-parallel training (Horovod's model): the
 // `DataParallelAllReduce` and `DataParallelBroadcast` ops
-// (data_parallel_ops.cc) reach this process's DataParallelGroup by the name
+// (ops/collective.cc) reach this process's DataParallelGroup by the name
 // in their `group` attr. A DistributedOptimizer (distributed_optimizer.h)
 // creates one, adds its gradients and keeps it alive; the group joins the
 // other workers (creates its DataParallelStrategy) the first time an op

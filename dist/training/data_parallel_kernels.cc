@@ -1,4 +1,4 @@
-// Kernels of the in-graph data-parallel ops (data_parallel_ops.cc), over the
+// Kernels of the in-graph data-parallel ops (ops/collective.cc), over the
 // process's DataParallelGroup (data_parallel_group.h).
 #include "dist/training/data_parallel_group.h"
 #include "graph/kernel.h"

@@ -1,4 +1,4 @@
-// Kernels of the parameter server's ops (dist/training/ps_ops.cc). The accumulator
+// Kernels of the parameter server's ops (ops/parameter_server.cc). The accumulator
 // and the staleness log are dist/training/gradient_accumulator.h's classes, kept in
 // the task's ResourceStore by name; the two ops that wait (TakeMean,
 // WaitForStep) are asynchronous and wait on a thread of their own, so no

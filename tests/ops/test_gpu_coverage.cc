@@ -20,13 +20,13 @@ namespace {
 const std::set<std::string> kNoGpuKernel = {
     "ApplyAdamW", "ApplyCenteredRMSProp", "ArgMax", "ArgMin", "LeakyRelu", "Range", "Rank",
     "SoftmaxCrossEntropyWithLogits", "StridedSlice", "StridedSliceGrad", "UnsortedSegmentSum",
-    // the parameter server's state, on its CPU (dist/training/ps_ops.cc)
+    // the parameter server's state, on its CPU (ops/parameter_server.cc)
     "GradientAccumulatorAbort", "GradientAccumulatorFinishStep", "GradientAccumulatorPush",
     "GradientAccumulatorSetGlobalStep", "GradientAccumulatorState", "GradientAccumulatorTakeMean",
     "GradientAccumulatorWaitForStep",
     "IsVariableInitialized",
     "StalenessLogGlobalStep", "StalenessLogRecord",
-    // in-graph data-parallel training, on the worker's CPU (dist/training/data_parallel_ops.cc)
+    // in-graph data-parallel training, on the worker's CPU (ops/collective.cc)
     "DataParallelAllReduce", "DataParallelBroadcast",
     // quantization for int8 CPU inference (ops/quant.cc, ops/quant_conv.cc)
     "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize",

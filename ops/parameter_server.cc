@@ -7,7 +7,8 @@
 // the next global step. Asynchronous mode: a staleness log counts updates.
 // Every accumulator op names the accumulator and says what it holds
 // (num_required, shape, T), so whichever runs first on a task creates it.
-// Kernels: dist/training/ps_kernels.cc, over dist/training/gradient_accumulator.h.
+// Kernels (with the parameter server, in dist/): dist/training/ps_kernels.cc,
+// over dist/training/gradient_accumulator.h.
 #include "graph/op_def.h"
 
 namespace dflow {

@@ -1,6 +1,6 @@
 // The ops of in-graph data-parallel training (Horovod's allreduce and
-// broadcast ops): their kernels (data_parallel_kernels.cc) reach the
-// process's DataParallelGroup named by `group` (data_parallel_group.h), which
+// broadcast ops): their kernels (dist/training/data_parallel_kernels.cc) reach the
+// process's DataParallelGroup named by `group` (dist/training/data_parallel_group.h), which
 // a DistributedOptimizer creates. A graph holding them runs only in the
 // process that built it, while that optimizer lives.
 #include "graph/op_def.h"
