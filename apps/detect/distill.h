@@ -17,8 +17,9 @@ namespace dflow::detect_app {
 
 // The teacher's run settings (its config.json), checked against the
 // student's: the same classes in the same order and the same default boxes
-// (model family, input size and scales). kNotFound for a teacher outside a
-// run directory, kInvalidArgument naming what differs.
+// (model family, input size and scales); and the student's imitation_maps
+// against the maps its heads read. kNotFound for a teacher outside a run
+// directory, kInvalidArgument naming what differs or is out of range.
 TrainSettings DistillationTeacherSettings(const TrainSettings& student);
 
 // The first step of a distilled run: the teacher's variables (under
