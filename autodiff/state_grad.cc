@@ -31,6 +31,9 @@ REGISTER_NO_GRADIENT("_Retval");
 // Partition adds these after gradients exist; a gradient never crosses them.
 REGISTER_NO_GRADIENT("_Send");
 REGISTER_NO_GRADIENT("_Recv");
+REGISTER_NO_GRADIENT("HostConst");
+REGISTER_NO_GRADIENT("_HostToDevice");
+REGISTER_NO_GRADIENT("_DeviceToHost");
 // The parameter server's state (ops/parameter_server.cc): gradients go into it, none through it.
 REGISTER_NO_GRADIENT("IsVariableInitialized");
 REGISTER_NO_GRADIENT("GradientAccumulatorPush");

@@ -35,6 +35,8 @@ class Device {
   const std::string& name() const { return name_; }  // "/device:CPU:0"
   const std::string& type() const { return type_; }  // "CPU"
   virtual Allocator* allocator() = 0;
+  // Where a kernel's outputs declared in host memory go (graph/memory_types.h).
+  virtual Allocator* host_allocator() { return CpuAllocator(); }
   virtual ThreadPool* compute_pool() = 0;
 
  private:

@@ -8,6 +8,8 @@
 #include <optional>
 #include <thread>
 
+#include "graph/memory_types.h"
+
 namespace dflow {
 
 struct Executor::Item {
@@ -20,6 +22,7 @@ struct Executor::Item {
   std::vector<int> out_edges;           // consumer item per outgoing edge
   int num_in_edges = 0;
   int64_t retval_index = -1;            // a _Retval: the fetch it hands back
+  uint64_t host_outputs = 0;            // bit o: output o lives in host memory (graph/memory_types.h)
 };
 
 struct Executor::Step {
@@ -42,6 +45,17 @@ struct Executor::Step {
 };
 
 namespace {
+
+// Bit o set: output o of `node` lives in host memory on `device_type`
+// (graph/memory_types.h). Outputs past the 64th stay in device memory.
+uint64_t HostOutputs(const Node& node, const std::string& device_type) {
+  if (!HasDeviceMemory(device_type)) return 0;
+  std::vector<MemoryType> outputs = MemoryTypesOf(node, device_type).outputs;
+  uint64_t bits = 0;
+  for (size_t o = 0; o < outputs.size() && o < 64; ++o)
+    if (outputs[o] == MemoryType::kHost) bits |= uint64_t{1} << o;
+  return bits;
+}
 
 int64_t NanosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
@@ -111,6 +125,7 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
     item.first_output_slot = num_slots_;
     num_slots_ += order[i]->num_outputs();
     item.kernel = KernelRegistry::Global().Create(*order[i], device_->type());
+    item.host_outputs = HostOutputs(*order[i], device_->type());
     if (order[i]->op() == "_Arg") {
       ++num_args_;
       arg_bound_ = std::max(arg_bound_, order[i]->attr<int64_t>("index") + 1);
@@ -279,7 +294,7 @@ void Executor::StartAsync(int index, Step& step) const {
   for (int i = 0; i < node.num_inputs(); ++i) call->inputs.push_back(&step.values[item.input_slots[i]]);
   Tensor* outputs = node.num_outputs() ? &step.values[item.first_output_slot] : nullptr;
   call->ctx.emplace(node, *device_, step.context, call->inputs.data(), call->forwardable.get(),
-                    outputs);
+                    outputs, item.host_outputs);
   call->start_ns = step.trace ? NanosSince(step.start) : 0;
   step.outstanding.fetch_add(1, std::memory_order_relaxed);  // released by the continuation
   auto resume = [this, index, &step, call](std::optional<Error> error) {
@@ -374,7 +389,7 @@ void Executor::RunKernel(int index, Step& step) const {
     }
   }
   Tensor* outputs = node.num_outputs() ? &step.values[item.first_output_slot] : nullptr;
-  OpKernelContext ctx(node, *device_, step.context, inputs, forwardable, outputs);
+  OpKernelContext ctx(node, *device_, step.context, inputs, forwardable, outputs, item.host_outputs);
   int64_t start_ns = step.trace ? NanosSince(step.start) : 0;
   try {
     item.kernel->Compute(ctx);
@@ -395,6 +410,10 @@ void Executor::CheckOutputs(int index, Step& step, int64_t start_ns) const {
     int slot = item.first_output_slot + o;
     if (!step.values[slot].valid() && !node.def().is_variable)
       return RecordError(item, step, Code::kInternal, StrCat("kernel did not set output ", o));
+    const Allocator* where = step.values[slot].allocator();
+    if (o < 64 && (item.host_outputs >> o & 1) && where && !where->host_accessible())
+      return RecordError(item, step, Code::kInternal,
+                         StrCat("output ", o, " is declared in host memory, the kernel gave device memory"));
   }
   if (step.trace) {
     NodeExecStats& stats = step.stats[index];

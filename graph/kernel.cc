@@ -17,8 +17,12 @@ Variable* OpKernelContext::input_variable(int i) const {
                                             source.attr<DType>("dtype"), source.attr<Shape>("shape"));
 }
 
+Allocator* OpKernelContext::output_allocator(int i) const {
+  return i < 64 && (host_outputs_ >> i & 1) ? device_.host_allocator() : device_.allocator();
+}
+
 Tensor& OpKernelContext::allocate_output(int i, Shape shape) {
-  outputs_[i] = Tensor(node_.output_dtype(i), std::move(shape), device_.allocator());
+  outputs_[i] = Tensor(node_.output_dtype(i), std::move(shape), output_allocator(i));
   return outputs_[i];
 }
 
@@ -34,7 +38,7 @@ Tensor& OpKernelContext::forward_input_or_allocate_output(int input, int output,
   Tensor& in = *inputs_[input];
   if (forwardable_ && forwardable_[input] && in.dtype() == node_.output_dtype(output) &&
       in.NumElements() == shape.NumElements() && in.buffer_use_count() == 1 &&
-      in.allocator() == device_.allocator() && !in.adopted()) {
+      in.allocator() == output_allocator(output) && !in.adopted()) {
     // The slot that held the input is dead after this node: take its buffer.
     // `in` still refers to the same bytes, so the kernel may read it while writing.
     outputs_[output] = in.Reshaped(shape);

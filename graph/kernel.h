@@ -36,10 +36,12 @@ struct StepContext {
 
 class OpKernelContext {
  public:
+  // Bit o of `host_outputs`: output o is allocated in the device's host
+  // memory (graph/memory_types.h).
   OpKernelContext(const Node& node, Device& device, StepContext& step, Tensor* const* inputs,
-                  const bool* forwardable, Tensor* outputs)
+                  const bool* forwardable, Tensor* outputs, uint64_t host_outputs = 0)
       : node_(node), device_(device), step_(step), inputs_(inputs), forwardable_(forwardable),
-        outputs_(outputs) {}
+        outputs_(outputs), host_outputs_(host_outputs) {}
 
   const Node& node() const { return node_; }
   Device& device() const { return device_; }
@@ -53,10 +55,14 @@ class OpKernelContext {
   Variable* input_variable(int i) const;
 
   int num_outputs() const { return node_.num_outputs(); }
-  // A fresh output of the node's declared dtype.
+  // A fresh output of the node's declared dtype, in the device's memory or,
+  // for an output declared in host memory, the host's.
   Tensor& allocate_output(int i, Shape shape);
+  Allocator* output_allocator(int i) const;
   // Passes an existing tensor through (Identity, Reshape); dtype must match.
   void set_output(int i, Tensor value);
+  // The output as set so far (invalid before the kernel sets it).
+  const Tensor& output(int i) const { return outputs_[i]; }
   // Writes the output into input `input`'s buffer when this node is its last
   // user and no one else holds it (same dtype and element count), else
   // allocates. Element-wise kernels use it to cut peak memory.
@@ -69,6 +75,7 @@ class OpKernelContext {
   Tensor* const* inputs_;
   const bool* forwardable_;
   Tensor* outputs_;
+  uint64_t host_outputs_;
 };
 
 class OpKernel {

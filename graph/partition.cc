@@ -4,6 +4,7 @@
 #include <set>
 
 #include "graph/graph_io.h"
+#include "graph/memory_types.h"
 
 namespace dflow {
 namespace {
@@ -23,7 +24,9 @@ class Partitioner {
       : graph_(graph), placement_(placement), options_(options) {}
 
   std::vector<DevicePartition> Run() {
-    for (const Node* node : graph_.TopologicalOrder()) Copy(*node);
+    std::vector<Node*> order = graph_.TopologicalOrder();
+    for (const Node* node : order) NoteHostReceives(*node);
+    for (const Node* node : order) Copy(*node);
     std::vector<DevicePartition> out;
     for (const std::string& device : placement_.devices)
       if (parts_.count(device)) out.push_back({device, parts_[device]});
@@ -47,15 +50,15 @@ class Partitioner {
     NodeSpec spec{node.name(), node.op(), {}, {}, node.attrs(), device};
     for (int i = 0; i < node.num_inputs(); ++i) {
       const NodeOut& in = node.input(i);
-      if (DeviceOf(*in.node) == device) {
+      if (node.IsRefInput(i)) {
+        if (DeviceOf(*in.node) != device)  // colocation keeps ref edges whole; this is a placer bug
+          Fail(Code::kInternal, node.Describe(), " on ", device, " takes the ref of ",
+               in.node->Describe(), " on ", DeviceOf(*in.node),
+               ": a variable's ref cannot cross devices");
         spec.inputs.push_back({copy_of_.at(in.node), in.index});
         continue;
       }
-      if (node.IsRefInput(i))  // colocation keeps ref edges whole; this is a placer bug
-        Fail(Code::kInternal, node.Describe(), " on ", device, " takes the ref of ",
-             in.node->Describe(), " on ", DeviceOf(*in.node),
-             ": a variable's ref cannot cross devices");
-      spec.inputs.push_back({ReceivedTensor(in, device), 0});
+      spec.inputs.push_back(Input(in, device, InputMemory(node, i)));
     }
     for (const Node* control : node.control_inputs())
       spec.control_inputs.push_back(
@@ -67,13 +70,84 @@ class Partitioner {
 
   const std::string& DeviceOf(const Node& node) const { return placement_.DeviceOf(node.name()); }
 
+  const std::string& TypeOf(const std::string& device) {
+    auto [it, inserted] = device_types_.try_emplace(device);
+    if (inserted) it->second = DeviceName::Parse(device).type;
+    return it->second;
+  }
+
+  // Where `node`'s input or output lives (graph/memory_types.h); always the
+  // host on the CPU.
+  const NodeMemoryTypes* MemoryTypes(const Node& node) {
+    const std::string& type = TypeOf(DeviceOf(node));
+    if (!HasDeviceMemory(type)) return nullptr;
+    auto [it, inserted] = memory_types_.try_emplace(&node);
+    if (inserted) it->second = MemoryTypesOf(node, type);
+    return &it->second;
+  }
+  MemoryType InputMemory(const Node& node, int i) {
+    const NodeMemoryTypes* types = MemoryTypes(node);
+    return types ? types->inputs[i] : MemoryType::kHost;
+  }
+  MemoryType OutputMemory(const NodeOut& out) {
+    const NodeMemoryTypes* types = MemoryTypes(*out.node);
+    return types ? types->outputs[out.index] : MemoryType::kHost;
+  }
+
+  // A tensor sent to a device with memory of its own is received in host
+  // memory when a consumer there reads it from the host: the others then
+  // take an upload (_HostToDevice), which does not wait as a download would.
+  void NoteHostReceives(const Node& node) {
+    const std::string& device = DeviceOf(node);
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const NodeOut& in = node.input(i);
+      if (DeviceOf(*in.node) != device && InputMemory(node, i) == MemoryType::kHost &&
+          HasDeviceMemory(TypeOf(device)))
+        host_receives_.insert({StrCat(in.node->name(), ":", in.index), device});
+    }
+  }
+
+  // The value of `in`, an input of a node on `device`, in the memory `want`.
+  NodeOut Input(const NodeOut& in, const std::string& device, MemoryType want) {
+    if (DeviceOf(*in.node) != device) {
+      Node* recv = ReceivedTensor(in, device);
+      MemoryType have = recv->has_attr("host_memory") && recv->attr<bool>("host_memory")
+                            ? MemoryType::kHost
+                            : (HasDeviceMemory(TypeOf(device)) ? MemoryType::kDevice : MemoryType::kHost);
+      return have == want ? NodeOut{recv, 0} : InMemory(in, {recv, 0}, want, device);
+    }
+    NodeOut value{copy_of_.at(in.node), in.index};
+    return OutputMemory(in) == want ? value : InMemory(in, value, want, device);
+  }
+
+  // `value` (the copy or receipt of `in`) moved to the memory `want` of
+  // `device`: a known value becomes a HostConst, anything else is copied.
+  // One node per (tensor, device, memory), shared by every consumer.
+  NodeOut InMemory(const NodeOut& in, NodeOut value, MemoryType want, const std::string& device) {
+    std::string tensor_name = StrCat(in.node->name(), ":", in.index);
+    Node*& moved = moved_[{tensor_name, device, want}];
+    if (moved) return {moved, 0};
+    const bool to_host = want == MemoryType::kHost;
+    std::optional<Tensor> known = to_host ? KnownValue(in) : std::nullopt;
+    Graph& part = PartFor(device);
+    const char* op = known ? "HostConst" : to_host ? "_DeviceToHost" : "_HostToDevice";
+    const char* prefix = known ? "_host_const/" : to_host ? "_to_host/" : "_to_device/";
+    std::string name = part.UniqueName(StrCat(prefix, NameFragment(tensor_name)));
+    DType dtype = in.node->output_dtype(in.index);
+    NodeSpec spec = known ? NodeSpec{name, op, {}, {}, {{"value", *known}, {"dtype", dtype}}, device}
+                          : NodeSpec{name, op, {value}, {}, {{"T", dtype}}, device};
+    moved = part.AddNode(std::move(spec));
+    moved->set_assigned_device(device);
+    return {moved, 0};
+  }
+
   // The _Recv on `device` for a tensor made elsewhere; one per (tensor, device).
   Node* ReceivedTensor(const NodeOut& in, const std::string& device) {
     std::string tensor_name = StrCat(in.node->name(), ":", in.index);
     Node*& recv = received_[{tensor_name, device}];
     if (!recv)
       recv = AddPair({copy_of_.at(in.node), in.index}, DeviceOf(*in.node), device, tensor_name,
-                     in.node->output_shape(in.index));
+                     in.node->output_shape(in.index), host_receives_.count({tensor_name, device}) > 0);
     return recv;
   }
 
@@ -93,12 +167,12 @@ class Partitioner {
          {{"value", Tensor(DType::kFloat32, Shape({0}))}, {"dtype", DType::kFloat32}},
          from});
     dummy->set_assigned_device(from);
-    recv = AddPair({dummy, 0}, from, device, tensor_name, Shape({0}));
+    recv = AddPair({dummy, 0}, from, device, tensor_name, Shape({0}), false);
     return recv;
   }
 
   Node* AddPair(NodeOut sent, const std::string& from, const std::string& to,
-                const std::string& tensor_name, const Shape& shape) {
+                const std::string& tensor_name, const Shape& shape, bool host_memory) {
     AttrMap key{{"tensor_name", tensor_name},
                 {"send_device", from},
                 {"send_device_incarnation", Incarnation(from)},
@@ -115,6 +189,7 @@ class Partitioner {
     AttrMap recv_attrs = key;
     recv_attrs["tensor_type"] = sent.node->output_dtype(sent.index);
     recv_attrs["shape"] = shape;
+    if (host_memory) recv_attrs["host_memory"] = true;
     Graph& dst = PartFor(to);
     Node* recv = dst.AddNode({dst.UniqueName("_recv/" + fragment + "/from_" + DeviceFileName(from)),
                               "_Recv",
@@ -132,6 +207,10 @@ class Partitioner {
   std::map<std::string, std::shared_ptr<Graph>> parts_;
   std::map<const Node*, Node*> copy_of_;
   std::map<std::pair<std::string, std::string>, Node*> received_;  // (tensor name, device)
+  std::set<std::pair<std::string, std::string>> host_receives_;    // (tensor name, device)
+  std::map<std::tuple<std::string, std::string, MemoryType>, Node*> moved_;
+  std::map<std::string, std::string> device_types_;
+  std::map<const Node*, NodeMemoryTypes> memory_types_;
 };
 
 }  // namespace
@@ -145,7 +224,10 @@ std::vector<DevicePartition> Partition(std::unique_ptr<Graph> graph, const Place
                                        const PartitionOptions& options) {
   std::set<std::string> used;
   for (const Node* node : graph->nodes()) used.insert(placement.DeviceOf(node->name()));
-  if (used.size() != 1) return Partition(*graph, placement, options);
+  // A device with memory of its own may need copies between its host and
+  // device memory (graph/memory_types.h): those come from the copying path.
+  if (used.size() != 1 || HasDeviceMemory(DeviceName::Parse(*used.begin()).type))
+    return Partition(*graph, placement, options);
   for (Node* node : graph->nodes()) {
     node->set_requested_device(*used.begin());
     node->set_assigned_device(*used.begin());

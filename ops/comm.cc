@@ -2,6 +2,10 @@
 // Their attrs carry every part of the rendezvous key except the step id,
 // which comes at run time: (send_device, send_device_incarnation,
 // recv_device, tensor_name, step). Their kernels: ops/cpu/send_recv.cc.
+// Partition also adds, on a device with memory of its own, the moves
+// between its host and device memory (graph/memory_types.h): HostConst,
+// _HostToDevice, _DeviceToHost.
+#include "graph/graph.h"
 #include "graph/op_def.h"
 
 namespace dflow {
@@ -26,11 +30,37 @@ REGISTER_OP("_Recv")
     .attr<int64_t>("send_device_incarnation", 1)
     .attr<std::string>("recv_device")
     .attr<Shape>("shape", Shape::Unknown())
+    .attr<bool>("host_memory", false)
     .stateful()
     .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.attr<Shape>("shape")); })
     .doc(
         "Internal: the tensor a matching _Send handed to the rendezvous under the key "
         "(send_device, send_device_incarnation, recv_device, tensor_name, step id); "
-        "`shape` is the sent tensor's static shape.");
+        "`shape` is the sent tensor's static shape. With `host_memory` a device with "
+        "memory of its own keeps it in host memory, for kernels that read it there.");
+
+REGISTER_OP("HostConst")
+    .output("output", "dtype")
+    .attr<Tensor>("value")
+    .type_attr("dtype", {})
+    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.attr<Tensor>("value").shape()); })
+    .value_fn([](const Node& node) -> std::optional<Tensor> { return node.attr<Tensor>("value"); })
+    .doc("A constant tensor in host memory on any device: a value the graph knows, "
+         "read by a kernel that takes it from the host.");
+
+REGISTER_OP("_HostToDevice")
+    .input("input", "T")
+    .output("output", "T")
+    .type_attr("T", {})
+    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.input_shape(0)); })
+    .doc("Internal: copies a tensor from the host memory of its device to the device's own.");
+
+REGISTER_OP("_DeviceToHost")
+    .input("input", "T")
+    .output("output", "T")
+    .type_attr("T", {})
+    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.input_shape(0)); })
+    .doc("Internal: copies a tensor from its device's memory to the host's, for a kernel "
+         "that reads it there; waits for the work queued before it.");
 
 }  // namespace dflow

@@ -1,5 +1,6 @@
 // Kernels that never touch a tensor's bytes, only pass handles: a variable's
-// value, an assignment of one tensor to a variable, Identity, Squeeze. They
+// value, an assignment of one tensor to a variable, Identity, Squeeze, a
+// constant held on the host. They
 // are the same on every device, so the CPU kernels (ops/cpu/) and the GPU
 // module (ops/cuda/) register these classes instead of each writing its own.
 #pragma once
@@ -42,6 +43,17 @@ class AssignKernel : public OpKernel {
 
  private:
   bool validate_shape_;
+};
+
+// The node's `value` attr, as it is in the graph: the CPU's Const, and
+// HostConst on every device (graph/memory_types.h).
+class HostConstKernel : public OpKernel {
+ public:
+  explicit HostConstKernel(const Node& node) : OpKernel(node), value_(node.attr<Tensor>("value")) {}
+  void Compute(OpKernelContext& ctx) const override { ctx.set_output(0, value_); }
+
+ private:
+  Tensor value_;
 };
 
 class IdentityKernel : public OpKernel {

@@ -2,7 +2,12 @@
 // the step's rendezvous (StepContext::rendezvous), under the key its attrs
 // name plus the step id (ops/send_recv.h). _Send hands its input over and
 // returns; _Recv is asynchronous, so a partition waiting for a tensor holds
-// no thread.
+// no thread. Also the moves between a device's host and device memory
+// (graph/memory_types.h), which on a device whose memory is the host's are
+// plain copies.
+#include <cstring>
+
+#include "ops/handle_kernels.h"
 #include "ops/send_recv.h"
 
 namespace dflow {
@@ -25,8 +30,22 @@ class RecvKernel : public AsyncOpKernel {
   }
 };
 
+// The output in the memory the context gives it, the bytes copied.
+class CopyKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    const Tensor& input = ctx.input(0);
+    Tensor& output = ctx.allocate_output(0, input.shape());
+    if (input.TotalBytes()) std::memcpy(output.raw_data(), input.raw_data(), input.TotalBytes());
+  }
+};
+
 REGISTER_KERNEL("_Send", "CPU", SendKernel);
 REGISTER_KERNEL("_Recv", "CPU", RecvKernel);
+REGISTER_KERNEL("HostConst", "CPU", HostConstKernel);
+REGISTER_KERNEL("_HostToDevice", "CPU", CopyKernel);
+REGISTER_KERNEL("_DeviceToHost", "CPU", CopyKernel);
 
 }  // namespace
 }  // namespace dflow

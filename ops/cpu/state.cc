@@ -5,15 +5,6 @@
 namespace dflow {
 namespace {
 
-class ConstKernel : public OpKernel {
- public:
-  explicit ConstKernel(const Node& node) : OpKernel(node), value_(node.attr<Tensor>("value")) {}
-  void Compute(OpKernelContext& ctx) const override { ctx.set_output(0, value_); }
-
- private:
-  Tensor value_;
-};
-
 class PlaceholderKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -60,7 +51,7 @@ class IsVariableInitializedKernel : public OpKernel {
   }
 };
 
-REGISTER_KERNEL("Const", "CPU", ConstKernel);
+REGISTER_KERNEL("Const", "CPU", HostConstKernel);
 REGISTER_KERNEL("IsVariableInitialized", "CPU", IsVariableInitializedKernel);
 REGISTER_KERNEL("Placeholder", "CPU", PlaceholderKernel);
 REGISTER_KERNEL("VariableV2", "CPU", VariableKernel);

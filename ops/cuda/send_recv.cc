@@ -4,7 +4,10 @@
 // the host on the GPU's stream through the device's pinned staging buffer,
 // waiting only for that copy (and so for the kernels queued before it,
 // which produce the value); _Recv waits for the tensor without holding a
-// thread, then copies it into the GPU's memory the same way.
+// thread, then copies it into the GPU's memory the same way, or keeps it in
+// host memory when its consumers read it there (`host_memory`). Also the
+// moves between the GPU's memory and the host's that partitioning adds
+// (graph/memory_types.h).
 #include "ops/cuda/kernel_util.h"
 #include "ops/send_recv.h"
 
@@ -21,16 +24,39 @@ class GpuSendKernel : public OpKernel {
 
 class GpuRecvKernel : public AsyncOpKernel {
  public:
-  using AsyncOpKernel::AsyncOpKernel;
+  explicit GpuRecvKernel(const Node& node)
+      : AsyncOpKernel(node),
+        host_memory_(node.has_attr("host_memory") && node.attr<bool>("host_memory")) {}
 
   void ComputeAsync(OpKernelContext& ctx, Done done) const override {
+    if (host_memory_) return ReceiveInto(ctx, node(), std::move(done), [](Tensor value) { return value; });
     ReceiveInto(ctx, node(), std::move(done),
                 [this, &ctx](const Tensor& value) { return cuda::Gpu(ctx).CopyToDevice(value, node().Describe()); });
   }
+
+ private:
+  bool host_memory_;
 };
 
-const KernelRegistrar kSendRecvKernels[] = {cuda::GpuKernel<GpuSendKernel>("_Send", DType::kInvalid),
-                                            cuda::GpuKernel<GpuRecvKernel>("_Recv", DType::kInvalid)};
+class GpuHostToDeviceKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override {
+    ctx.set_output(0, cuda::Gpu(ctx).CopyToDevice(ctx.input(0), node().Describe()));
+  }
+};
+
+class GpuDeviceToHostKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext& ctx) const override { ctx.set_output(0, cuda::HostInput(ctx, 0)); }
+};
+
+const KernelRegistrar kSendRecvKernels[] = {
+    cuda::GpuKernel<GpuSendKernel>("_Send", DType::kInvalid),
+    cuda::GpuKernel<GpuRecvKernel>("_Recv", DType::kInvalid),
+    cuda::GpuKernel<GpuHostToDeviceKernel>("_HostToDevice", DType::kInvalid),
+    cuda::GpuKernel<GpuDeviceToHostKernel>("_DeviceToHost", DType::kInvalid)};
 
 }  // namespace
 }  // namespace dflow

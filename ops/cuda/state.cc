@@ -91,10 +91,10 @@ class GpuPlaceholderKernel : public OpKernel {
   }
 };
 
-// Shape and Size read only the input's metadata; the small result is made
-// on the host and copied over, like any other GPU tensor.
+// Shape and Size read only the input's metadata; their output is declared
+// in host memory (ops/cuda/host_memory.cc), where shape-like inputs are read.
 void OutputInts(OpKernelContext& ctx, const std::vector<int64_t>& values, const Shape& shape) {
-  Tensor host(ctx.node().output_dtype(0), shape);
+  Tensor& host = ctx.allocate_output(0, shape);
   for (size_t i = 0; i < values.size(); ++i) {
     if (host.dtype() == DType::kInt64) {
       host.data<int64_t>()[i] = values[i];
@@ -104,7 +104,6 @@ void OutputInts(OpKernelContext& ctx, const std::vector<int64_t>& values, const 
       host.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
     }
   }
-  ctx.set_output(0, cuda::Gpu(ctx).CopyToDevice(host, ctx.node().Describe()));
 }
 
 class GpuShapeKernel : public OpKernel {
@@ -133,6 +132,7 @@ class GpuNoOpKernel : public OpKernel {
 REGISTER_KERNEL("_Arg", "GPU", GpuArgKernel);
 REGISTER_KERNEL("_Retval", "GPU", GpuRetvalKernel);
 REGISTER_KERNEL("Const", "GPU", GpuConstKernel);
+REGISTER_KERNEL("HostConst", "GPU", HostConstKernel);
 // Variables on the GPU hold the dtypes its kernels compute on.
 template <typename T> using GpuVariable = VariableKernel;
 template <typename T> using GpuAssign = AssignKernel;

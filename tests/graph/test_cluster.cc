@@ -3,16 +3,22 @@
 // only), reached through a registered cluster factory like dist/'s ZeroMQ
 // one. Placement and partitioning of a mixed graph, soft placement of an op
 // without a kernel on its requested device, traces from every partition,
-// and the step runner's first-error rule.
+// host memory on a device with memory of its own (the FAKE device's
+// "device memory" is an allocator of its own, and its kernels check that
+// each input arrives in the memory declared for it), and the step runner's
+// first-error rule.
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "graph/kernel.h"
 #include "graph/local_cluster.h"
 #include "graph/local_rendezvous.h"
+#include "graph/memory_types.h"
+#include "graph/partition.h"
 #include "graph/session.h"
 #include "graph/step_runner.h"
 #include "ops/ops.h"
+#include "ops/send_recv.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
@@ -25,25 +31,101 @@ const std::string kFake = "/job:localhost/replica:0/task:0/device:FAKE:0";
 
 Tensor Floats(std::vector<float> values) { return Tensor::FromVector<float>(values); }
 
-// A device of another type whose memory and threads are the host's.
+// The FAKE device's own memory: host memory, told apart by its allocator.
+class FakeDeviceMemory final : public Allocator {
+ public:
+  std::string name() const override { return "fake-device-memory"; }
+  void* Allocate(size_t bytes) override { return CpuAllocator()->Allocate(bytes); }
+  void Deallocate(void* ptr, size_t bytes) override { CpuAllocator()->Deallocate(ptr, bytes); }
+};
+
+// A device of another type whose threads are the host's; its tensors live
+// in `memory_` unless declared in host memory.
 class FakeDevice final : public Device {
  public:
   FakeDevice(const std::string& name, Device& host) : Device(name, "FAKE"), host_(host) {}
-  Allocator* allocator() override { return host_.allocator(); }
+  Allocator* allocator() override { return &memory_; }
+  Allocator* host_allocator() override { return host_.allocator(); }
   ThreadPool* compute_pool() override { return host_.compute_pool(); }
 
  private:
   Device& host_;
+  FakeDeviceMemory memory_;
+};
+
+// `value` in the FAKE device's memory, as a real device's kernel would make it.
+Tensor OnFakeDevice(const OpKernelContext& ctx, const Tensor& value) {
+  if (value.allocator() == ctx.device().allocator() || !value.valid()) return value;
+  Tensor moved(value.dtype(), value.shape(), ctx.device().allocator());
+  if (value.TotalBytes()) std::memcpy(moved.raw_data(), value.raw_data(), value.TotalBytes());
+  return moved;
+}
+
+// A FAKE kernel: the CPU's, checking that each input arrives in the memory
+// declared for it (a _Send takes either), its device-memory outputs moved
+// to the device's memory.
+class CheckedKernel final : public OpKernel {
+ public:
+  explicit CheckedKernel(const Node& node)
+      : OpKernel(node),
+        cpu_(KernelRegistry::Global().Create(node, "CPU")),
+        types_(MemoryTypesOf(node, "FAKE")) {}
+  void Compute(OpKernelContext& ctx) const override {
+    for (int i = 0; i < ctx.num_inputs() && node().op() != "_Send"; ++i) {
+      if (node().IsRefInput(i)) continue;
+      bool host = types_.inputs[i] == MemoryType::kHost;
+      Allocator* want = host ? ctx.device().host_allocator() : ctx.device().allocator();
+      if (ctx.input(i).allocator() != want)
+        Fail(Code::kInternal, node().Describe(), ": input ", i, " is not in ", host ? "host" : "device",
+             " memory");
+    }
+    cpu_->Compute(ctx);
+    for (int o = 0; o < ctx.num_outputs(); ++o)
+      if (types_.outputs[o] == MemoryType::kDevice && ctx.output(o).valid())
+        ctx.set_output(o, OnFakeDevice(ctx, ctx.output(o)));
+  }
+
+ private:
+  std::unique_ptr<OpKernel> cpu_;
+  NodeMemoryTypes types_;
+};
+
+class FakeRecvKernel final : public AsyncOpKernel {
+ public:
+  explicit FakeRecvKernel(const Node& node)
+      : AsyncOpKernel(node), host_(MemoryTypesOf(node, "FAKE").outputs[0] == MemoryType::kHost) {}
+  void ComputeAsync(OpKernelContext& ctx, Done done) const override {
+    ReceiveInto(ctx, node(), std::move(done),
+                [this, &ctx](const Tensor& value) { return host_ ? value : OnFakeDevice(ctx, value); });
+  }
+
+ private:
+  bool host_;
 };
 
 // FAKE kernels are the CPU's, for the ops listed here only (not Neg).
 const bool fake_kernels_registered = [] {
-  for (const char* op : {"_Arg", "_Retval", "_Send", "_Recv", "Const", "Mul", "Identity"})
+  for (const char* op : {"_Arg", "_Retval", "_Send", "Mul"})
     KernelRegistry::Global().Register(op, "FAKE", DType::kFloat32, [](const Node& node) {
-      return KernelRegistry::Global().Create(node, "CPU");
+      return std::unique_ptr<OpKernel>(new CheckedKernel(node));
     });
+  for (const char* op :
+       {"Const", "Identity", "Shape", "Reshape", "HostConst", "_HostToDevice", "_DeviceToHost"})
+    KernelRegistry::Global().Register(op, "FAKE", DType::kInvalid, [](const Node& node) {
+      return std::unique_ptr<OpKernel>(new CheckedKernel(node));
+    });
+  KernelRegistry::Global().Register("_Recv", "FAKE", DType::kInvalid, [](const Node& node) {
+    return std::unique_ptr<OpKernel>(new FakeRecvKernel(node));
+  });
   return true;
 }();
+
+// As a GPU declares its shape-like inputs (ops/cuda/host_memory.cc).
+REGISTER_HOST_MEMORY("Reshape", "FAKE", "shape");
+REGISTER_HOST_MEMORY("Shape", "FAKE", "output");
+REGISTER_HOST_MEMORY("HostConst", "FAKE", "output");
+REGISTER_HOST_MEMORY("_HostToDevice", "FAKE", "input");
+REGISTER_HOST_MEMORY("_DeviceToHost", "FAKE", "output");
 
 class MixedCluster final : public Cluster {
  public:
@@ -152,6 +234,98 @@ TEST_CASE("a request for a device the session lacks names the session's devices"
               "Mul 'on_gpu' requests device '/device:GPU:0' but this session has only " + kCpu + ", " + kFake);
   Session soft(s, Mixed(/*soft=*/true));
   ExpectEqual(soft.Run({{x, Floats({1, 2})}}, {on_gpu})[0], Floats({1, 4}));
+}
+
+namespace {
+
+// y = x * x on the FAKE device, reshaped there four times by shapes that
+// come from a Const, from Shape on the device (host memory), from the host
+// CPU, and from a device-memory copy of the Shape. x's batch is unknown, so
+// only the Const is a value the graph knows.
+struct ReshapeGraph {
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s.WithOpName("x").WithDevice(kCpu), DType::kFloat32, {-1, 3});
+  Scope fake = s.WithDevice(kFake);
+  Output y = ops::Mul(fake.WithOpName("y"), x, x);
+  Output by_const = ops::Reshape(fake.WithOpName("by_const"), y,
+                                 ops::Const(fake.WithOpName("shape"), Tensor::FromVector<int32_t>({3, 2})));
+  Output shape_y = ops::Shape(fake.WithOpName("shape_y"), y);
+  Output by_shape = ops::Reshape(fake.WithOpName("by_shape"), y, shape_y);
+  Output shape_x = ops::Shape(s.WithOpName("shape_x").WithDevice(kCpu), x);
+  Output by_host = ops::Reshape(fake.WithOpName("by_host"), y, shape_x);
+  Output copied = ops::Identity(fake.WithOpName("copied"), shape_y);
+  Output by_copy = ops::Reshape(fake.WithOpName("by_copy"), y, copied);
+};
+
+// The ops of a partition, counted.
+std::map<std::string, int> OpCounts(const Graph& graph) {
+  std::map<std::string, int> counts;
+  for (const Node* node : graph.nodes()) ++counts[node->op()];
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("host-memory inputs on a device are fed from the host without copies where the graph allows",
+          "[cluster]") {
+  ReshapeGraph g;
+  Placement placement = Place(g.s.graph(), {kCpu, kFake});
+  std::vector<DevicePartition> parts = Partition(g.s.graph(), placement);
+  REQUIRE(parts.size() == 2);
+  const Graph& fake = *parts[1].graph;
+  REQUIRE(parts[1].device == kFake);
+  std::map<std::string, int> ops = OpCounts(fake);
+  CHECK(ops["HostConst"] == 1);      // the Const's value, for by_const
+  CHECK(ops["_HostToDevice"] == 1);  // Shape's host output into Identity
+  CHECK(ops["_DeviceToHost"] == 1);  // Identity's device output into by_copy
+  // shape_x arrives in host memory; x in device memory.
+  int host_receipts = 0;
+  for (const Node* node : fake.nodes())
+    if (node->op() == "_Recv") {
+      bool host = node->attr<bool>("host_memory");
+      host_receipts += host;
+      CHECK(host == (node->attr<std::string>("tensor_name") == "shape_x:0"));
+    }
+  CHECK(host_receipts == 1);
+  // On the host CPU nothing moves.
+  std::map<std::string, int> cpu_ops = OpCounts(*parts[0].graph);
+  CHECK(cpu_ops.count("HostConst") + cpu_ops.count("_HostToDevice") + cpu_ops.count("_DeviceToHost") == 0);
+}
+
+TEST_CASE("a session over a device with host-memory inputs computes the host's results", "[cluster]") {
+  ReshapeGraph g;
+  Tensor x = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}).Reshaped(Shape{2, 3});
+  Tensor squares = Tensor::FromVector<float>({1, 4, 9, 16, 25, 36});
+  Session mixed(g.s, Mixed());
+  RunMetadata metadata;
+  // Each FAKE kernel fails when an input is in the wrong memory.
+  std::vector<Tensor> out =
+      mixed.Run({{g.x, x}}, {g.by_const, g.by_shape, g.by_host, g.by_copy}, {}, Traced(), &metadata);
+  ExpectEqual(out[0], squares.Reshaped(Shape{3, 2}));
+  for (int i = 1; i < 4; ++i) ExpectEqual(out[i], squares.Reshaped(Shape{2, 3}));
+  std::map<std::string, int> ran;
+  for (const NodeExecStats& stats : metadata.step_stats)
+    if (stats.device == kFake) ++ran[stats.op];
+  CHECK(ran["HostConst"] == 1);
+  CHECK(ran["_DeviceToHost"] == 1);
+}
+
+TEST_CASE("a graph wholly on a device with host-memory inputs gets its moves too", "[cluster]") {
+  Scope s = Scope::NewRootScope().WithDevice(kFake);
+  Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {4});
+  Output shape = ops::Const(s.WithOpName("shape"), Tensor::FromVector<int32_t>({2, 2}));
+  Output reshaped = ops::Reshape(s.WithOpName("reshaped"), x, shape);
+  Session mixed(s, Mixed());
+  RunMetadata metadata;
+  Tensor fed = Tensor::FromVector<float>({1, 2, 3, 4});
+  ExpectEqual(mixed.Run({{x, fed}}, {reshaped}, {}, Traced(), &metadata)[0],
+              Tensor::FromVector<float>({1, 2, 3, 4}).Reshaped(Shape{2, 2}));
+  std::map<std::string, std::string> ran = DevicesRun(metadata);
+  CHECK(ran["reshaped"] == kFake);
+  CHECK(MixedCluster::loaded == std::set<std::string>{kFake});  // one partition, not cut
+  bool host_const = false;
+  for (const NodeExecStats& stats : metadata.step_stats) host_const |= stats.op == "HostConst";
+  CHECK(host_const);
 }
 
 TEST_CASE("a target of no registered scheme is refused by name", "[cluster]") {

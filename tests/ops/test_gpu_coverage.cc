@@ -10,6 +10,7 @@
 
 #include "dflow_config.h"
 #include "graph/kernel.h"
+#include "graph/memory_types.h"
 #include "graph/op_def.h"
 
 using namespace dflow;
@@ -69,4 +70,19 @@ TEST_CASE("gpu coverage: exactly the listed ops have no GPU kernel", "[cuda]") {
   CHECK(gained.empty());
   CHECK(lost.empty());
   CHECK(unlisted.empty());
+}
+
+// Every declared host-memory arg (ops/cuda/host_memory.cc) names an arg of
+// its op, and every op so declared has a GPU kernel to read it.
+TEST_CASE("gpu coverage: host-memory declarations name real args of GPU kernels", "[cuda]") {
+  if (!DFLOW_WITH_CUDA) {
+    WARN("skipped: dflow was built without CUDA");
+    return;
+  }
+  REQUIRE(KernelRegistry::Global().Has("Reshape", "GPU"));  // loads the CUDA module
+  std::vector<std::string> errors = HostMemoryDeclarationErrors();
+  std::string listing;
+  for (const std::string& error : errors) listing += "  " + error + "\n";
+  INFO("errors:\n" << listing);
+  CHECK(errors.empty());
 }
