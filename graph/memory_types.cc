@@ -5,6 +5,8 @@
 #include <shared_mutex>
 #include <tuple>
 
+#include "graph/gpu_module.h"
+
 namespace dflow {
 namespace {
 
@@ -60,6 +62,10 @@ NodeMemoryTypes MemoryTypesOf(const Node& node, const std::string& device_type) 
   NodeMemoryTypes types{std::vector<MemoryType>(node.num_inputs(), all),
                         std::vector<MemoryType>(node.num_outputs(), all)};
   if (all == MemoryType::kHost) return types;
+  // The GPU's declarations come with its kernels, in the CUDA module: the
+  // process that partitions (a client of remote GPUs) and the one that runs
+  // a partition must both see them.
+  if (device_type == "GPU") LoadGpuModule();
   if (node.op() == "_Recv" && node.has_attr("host_memory") && node.attr<bool>("host_memory"))
     types.outputs[0] = MemoryType::kHost;
   std::shared_lock lock(TableMutex());
