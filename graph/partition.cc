@@ -111,9 +111,7 @@ class Partitioner {
   NodeOut Input(const NodeOut& in, const std::string& device, MemoryType want) {
     if (DeviceOf(*in.node) != device) {
       Node* recv = ReceivedTensor(in, device);
-      MemoryType have = recv->has_attr("host_memory") && recv->attr<bool>("host_memory")
-                            ? MemoryType::kHost
-                            : (HasDeviceMemory(TypeOf(device)) ? MemoryType::kDevice : MemoryType::kHost);
+      MemoryType have = MemoryTypesOf(*recv, TypeOf(device)).outputs[0];
       return have == want ? NodeOut{recv, 0} : InMemory(in, {recv, 0}, want, device);
     }
     NodeOut value{copy_of_.at(in.node), in.index};

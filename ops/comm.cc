@@ -3,9 +3,8 @@
 // which comes at run time: (send_device, send_device_incarnation,
 // recv_device, tensor_name, step). Their kernels: ops/cpu/send_recv.cc.
 // Partition also adds, on a device with memory of its own, the moves
-// between its host and device memory (graph/memory_types.h): HostConst,
-// _HostToDevice, _DeviceToHost.
-#include "graph/graph.h"
+// between its host and device memory (graph/memory_types.h): _HostToDevice,
+// _DeviceToHost, and HostConst (ops/state.cc).
 #include "graph/op_def.h"
 
 namespace dflow {
@@ -39,28 +38,22 @@ REGISTER_OP("_Recv")
         "`shape` is the sent tensor's static shape. With `host_memory` a device with "
         "memory of its own keeps it in host memory, for kernels that read it there.");
 
-REGISTER_OP("HostConst")
-    .output("output", "dtype")
-    .attr<Tensor>("value")
-    .type_attr("dtype", {})
-    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.attr<Tensor>("value").shape()); })
-    .value_fn([](const Node& node) -> std::optional<Tensor> { return node.attr<Tensor>("value"); })
-    .doc("A constant tensor in host memory on any device: a value the graph knows, "
-         "read by a kernel that takes it from the host.");
+namespace {
 
-REGISTER_OP("_HostToDevice")
-    .input("input", "T")
-    .output("output", "T")
-    .type_attr("T", {})
-    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.input_shape(0)); })
-    .doc("Internal: copies a tensor from the host memory of its device to the device's own.");
+// A tensor moved between its device's host and device memory.
+OpDefBuilder MoveOp(const char* name) {
+  OpDefBuilder b(name);
+  b.input("input", "T").output("output", "T").type_attr("T", {}).shape_fn(
+      [](InferenceContext& ctx) { ctx.set_output(0, ctx.input_shape(0)); });
+  return b;
+}
 
-REGISTER_OP("_DeviceToHost")
-    .input("input", "T")
-    .output("output", "T")
-    .type_attr("T", {})
-    .shape_fn([](InferenceContext& ctx) { ctx.set_output(0, ctx.input_shape(0)); })
-    .doc("Internal: copies a tensor from its device's memory to the host's, for a kernel "
-         "that reads it there; waits for the work queued before it.");
+}  // namespace
+
+[[maybe_unused]] static OpRegistrar host_to_device_op = MoveOp("_HostToDevice").doc(
+    "Internal: copies a tensor from the host memory of its device to the device's own.");
+[[maybe_unused]] static OpRegistrar device_to_host_op = MoveOp("_DeviceToHost").doc(
+    "Internal: copies a tensor from its device's memory to the host's, for a kernel "
+    "that reads it there; waits for the work queued before it.");
 
 }  // namespace dflow

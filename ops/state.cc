@@ -3,19 +3,33 @@
 
 namespace dflow {
 
-REGISTER_OP("Const")
-    .output("output", "dtype")
-    .attr<Tensor>("value")
-    .type_attr("dtype", {})
-    .shape_fn([](InferenceContext& ctx) {
-      Tensor value = ctx.attr<Tensor>("value");
-      if (value.dtype() != ctx.attr<DType>("dtype"))
-        ctx.Fail("value is ", DTypeName(value.dtype()), " but dtype is ",
-                 DTypeName(ctx.attr<DType>("dtype")));
-      ctx.set_output(0, value.shape());
-    })
-    .value_fn([](const Node& node) -> std::optional<Tensor> { return node.attr<Tensor>("value"); })
-    .doc("A constant tensor, stored in the graph.");
+namespace {
+
+// A tensor stored in the graph (its `value` attr).
+OpDefBuilder ConstantOp(const char* name) {
+  OpDefBuilder b(name);
+  b.output("output", "dtype")
+      .attr<Tensor>("value")
+      .type_attr("dtype", {})
+      .shape_fn([](InferenceContext& ctx) {
+        Tensor value = ctx.attr<Tensor>("value");
+        if (value.dtype() != ctx.attr<DType>("dtype"))
+          ctx.Fail("value is ", DTypeName(value.dtype()), " but dtype is ",
+                   DTypeName(ctx.attr<DType>("dtype")));
+        ctx.set_output(0, value.shape());
+      })
+      .value_fn([](const Node& node) -> std::optional<Tensor> { return node.attr<Tensor>("value"); });
+  return b;
+}
+
+}  // namespace
+
+[[maybe_unused]] static OpRegistrar const_op =
+    ConstantOp("Const").doc("A constant tensor, stored in the graph.");
+// Added by partitioning on a device with memory of its own (graph/memory_types.h).
+[[maybe_unused]] static OpRegistrar host_const_op = ConstantOp("HostConst").doc(
+    "A constant tensor in host memory on any device: a value the graph knows, "
+    "read by a kernel that takes it from the host.");
 
 REGISTER_OP("Placeholder")
     .output("output", "dtype")

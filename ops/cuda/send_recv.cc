@@ -8,6 +8,7 @@
 // host memory when its consumers read it there (`host_memory`). Also the
 // moves between the GPU's memory and the host's that partitioning adds
 // (graph/memory_types.h).
+#include "graph/memory_types.h"
 #include "ops/cuda/kernel_util.h"
 #include "ops/send_recv.h"
 
@@ -26,7 +27,7 @@ class GpuRecvKernel : public AsyncOpKernel {
  public:
   explicit GpuRecvKernel(const Node& node)
       : AsyncOpKernel(node),
-        host_memory_(node.has_attr("host_memory") && node.attr<bool>("host_memory")) {}
+        host_memory_(MemoryTypesOf(node, "GPU").outputs[0] == MemoryType::kHost) {}
 
   void ComputeAsync(OpKernelContext& ctx, Done done) const override {
     if (host_memory_) return ReceiveInto(ctx, node(), std::move(done), [](Tensor value) { return value; });

@@ -56,9 +56,7 @@ class FakeDevice final : public Device {
 // `value` in the FAKE device's memory, as a real device's kernel would make it.
 Tensor OnFakeDevice(const OpKernelContext& ctx, const Tensor& value) {
   if (value.allocator() == ctx.device().allocator() || !value.valid()) return value;
-  Tensor moved(value.dtype(), value.shape(), ctx.device().allocator());
-  if (value.TotalBytes()) std::memcpy(moved.raw_data(), value.raw_data(), value.TotalBytes());
-  return moved;
+  return value.Clone(ctx.device().allocator());
 }
 
 // A FAKE kernel: the CPU's, checking that each input arrives in the memory
