@@ -130,7 +130,7 @@ Measured Measure(const Layer& layer, Pass pass, int steps, const std::vector<int
   // Fetching a variable copies it back from the GPU, which waits for the
   // stream (a Const's value would be taken from the graph without waiting).
   Output tiny = GpuVariable(scope, "tiny", Tensor::FromVector<float>({1}), init);
-  Session session(scope, SessionOptions{.device = "/device:GPU:0"});
+  Session session(scope, SessionOptions{.devices = {"/device:GPU:0"}});
   session.Run({}, {}, init);
   Measured m;
   if (pass != Pass::kGemm) m.output = session.Run({out.name()})[0];

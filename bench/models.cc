@@ -100,7 +100,8 @@ void Build(Bench& b, const Settings& s, int64_t batch, bool training) {
     updates = net.batch_norm_updates;
   }
   b.parameters = models::CountParameters(variables);
-  SessionOptions options{.num_threads = s.threads, .device = s.device};
+  SessionOptions options{.num_threads = s.threads};
+  if (!s.device.empty()) options.devices = {s.device};
   if (!training)
     options.passes.fold_batch_norm = options.passes.fuse_conv_bias_activation = s.conv_rewrites;
   b.session = std::make_unique<Session>(scope, options);

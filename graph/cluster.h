@@ -51,6 +51,9 @@ class Cluster {
 
   // The devices placement may use, by full name.
   virtual const std::vector<std::string>& devices() const = 0;
+  // Those of devices() placement uses only for what no other can run (a
+  // GPU session's host CPU under soft placement).
+  virtual std::vector<std::string> fallback_devices() const { return {}; }
   // The start number of the process that owns `device` (Send/Recv keys
   // carry it, so a restarted process never takes its predecessor's tensors).
   virtual int64_t Incarnation(const std::string& device) const = 0;

@@ -1,5 +1,6 @@
 #include "graph/local_cluster.h"
 
+#include <algorithm>
 #include <set>
 
 #include "graph/local_rendezvous.h"
@@ -17,18 +18,30 @@ void ExecutorRunner::RunAsync(const ExecutorStep& step, const RunOptions& option
   executor_->RunAsync(step, options, metadata, std::move(done), caller_joins);
 }
 
+namespace {
+
+// The host CPU in the form of `device`'s name ("/device:CPU:0", or the
+// same job/replica/task).
+std::string HostCpuBeside(const std::string& device) {
+  DeviceName host = DeviceName::Parse(device);
+  host.type = "CPU";
+  host.index = 0;
+  return host.ToString();
+}
+
+}  // namespace
+
 std::unique_ptr<LocalCluster> LocalCluster::ForSession(const SessionOptions& options, ResourceStore* resources) {
-  if (!options.devices.empty() && !options.device.empty())
-    Fail(Code::kInvalidArgument, "SessionOptions: give `device` (one device) or `devices` (several "
-         "devices), not both");
-  int threads = options.num_threads > 0 ? options.num_threads : ThreadPool::DefaultNumThreads();
-  if (!options.devices.empty()) return std::make_unique<LocalCluster>(options.devices, threads, resources);
-  CheckSessionDevice(options.device);
-  std::unique_ptr<LocalCluster> cluster(new LocalCluster(resources));
-  DeviceName wanted = DeviceName::Parse(options.device.empty() ? "/device:CPU:0" : options.device);
-  const std::string name = StrCat("/device:", wanted.type.empty() ? "CPU" : wanted.type, ":", wanted.index.value_or(0));
-  cluster->AddNamed(name, threads);
-  if (wanted.type == "GPU" && options.allow_soft_placement) cluster->AddNamed("/device:CPU:0", threads);
+  std::vector<std::string> names = options.devices;
+  if (names.empty()) names.push_back("/device:CPU:0");
+  for (const std::string& name : names) CheckSessionDevice(name);
+  std::vector<std::string> fallback;
+  const bool all_gpus = std::none_of(names.begin(), names.end(),
+                                     [](const std::string& name) { return DeviceName::Parse(name).type == "CPU"; });
+  if (options.allow_soft_placement && all_gpus) fallback.push_back(HostCpuBeside(names.front()));
+  names.insert(names.end(), fallback.begin(), fallback.end());
+  auto cluster = std::make_unique<LocalCluster>(names, options.num_threads, resources);
+  cluster->fallback_ = std::move(fallback);
   return cluster;
 }
 

@@ -30,10 +30,9 @@ class ExecutorRunner final : public PartitionRunner {
 
 class LocalCluster final : public Cluster {
  public:
-  // A session's devices: options.devices (full CPU and GPU device names),
-  // or the one options.device ("" and "/device:CPU:0": the host;
-  // "/device:GPU:N", with the host's "/device:CPU:0" after it under soft
-  // placement, for the ops the GPU has no kernel for). Throws
+  // A session's devices: options.devices ("/device:CPU:0" when empty), and
+  // under soft placement, when all of them are GPUs, the host CPU after
+  // them as a fallback for the ops no GPU has a kernel for. Throws
   // kInvalidArgument for a malformed or repeated name, kUnavailable for a
   // GPU that is not visible.
   static std::unique_ptr<LocalCluster> ForSession(const SessionOptions& options, ResourceStore* resources);
@@ -43,6 +42,7 @@ class LocalCluster final : public Cluster {
   LocalCluster(const std::vector<std::string>& devices, int num_threads, ResourceStore* resources);
 
   const std::vector<std::string>& devices() const override { return names_; }
+  std::vector<std::string> fallback_devices() const override { return fallback_; }
   int64_t Incarnation(const std::string&) const override { return 1; }  // one process
   Device& pass_device() override { return *devices_.front(); }
   std::unique_ptr<PartitionRunner> Load(const std::string& device, std::shared_ptr<Graph> graph) override;
@@ -53,7 +53,6 @@ class LocalCluster final : public Cluster {
   Device& DeviceNamed(const std::string& name) const;
 
  private:
-  explicit LocalCluster(ResourceStore* resources) : resources_(resources) {}
   void AddNamed(const std::string& name, int threads);
   void Add(std::unique_ptr<ThreadPool> pool, std::unique_ptr<Device> device);
 
@@ -61,6 +60,7 @@ class LocalCluster final : public Cluster {
   std::vector<std::unique_ptr<ThreadPool>> pools_;  // one per device
   std::vector<std::unique_ptr<Device>> devices_;    // after pools_: destroyed before them
   std::vector<std::string> names_;
+  std::vector<std::string> fallback_;
 };
 
 }  // namespace dflow

@@ -105,6 +105,22 @@ bool IsDeferrable(const Node& node, const ColocationGroups& groups, const GroupC
          groups.Members(groups.GroupOf(node)).size() == 1 && c.candidates.size() > 1;
 }
 
+// The positions of `fallback` in `devices`; throws naming one that is not there.
+std::vector<int> FallbackIndices(const std::vector<DeviceName>& devices,
+                                 const std::vector<std::string>& fallback) {
+  std::vector<int> indices;
+  for (const std::string& name : fallback) {
+    const std::string wanted = DeviceName::Parse(name).ToString();
+    auto it = std::find_if(devices.begin(), devices.end(),
+                           [&](const DeviceName& d) { return d.ToString() == wanted; });
+    if (it == devices.end())
+      Fail(Code::kInvalidArgument, "fallback device '", name, "' is not in the device list");
+    indices.push_back(static_cast<int>(it - devices.begin()));
+  }
+  std::sort(indices.begin(), indices.end());
+  return indices;
+}
+
 class Placer {
  public:
   Placer(const Graph& graph, const std::vector<std::string>& names, const PlacementOptions& options)
@@ -114,6 +130,7 @@ class Placer {
         groups_(graph),
         cost_(options.cost),
         scheduler_(graph, devices_, cost_),
+        fallback_(FallbackIndices(devices_, options.fallback_devices)),
         group_device_(graph.id_bound(), -1) {
     for (const DeviceName& d : devices_) result_.devices.push_back(d.ToString());
   }
@@ -138,7 +155,7 @@ class Placer {
     if (it == constraints_.end())
       it = constraints_
                .emplace(group,
-                        ConstrainGroup(groups_, group, devices_, options_.allow_soft_placement))
+                        ConstrainGroup(groups_, group, devices_, options_.allow_soft_placement, fallback_))
                .first;
     return it->second;
   }
@@ -189,6 +206,7 @@ class Placer {
   ColocationGroups groups_;
   CostModel cost_;
   Scheduler scheduler_;
+  std::vector<int> fallback_;  // indices into devices_, ascending
   std::map<int, GroupConstraint> constraints_;
   std::vector<int> group_device_;
   std::map<int, std::string> group_reason_;

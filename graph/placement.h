@@ -19,6 +19,8 @@
 // Soft placement (off by default) relaxes a request that no device with a
 // kernel satisfies: first to the request's job/replica/task, then to any
 // device. It never overrides two conflicting requests in one group.
+// Fallback devices (a GPU session's host CPU under soft placement) take only
+// the nodes no other device can run, and those that request them.
 #pragma once
 
 #include <map>
@@ -33,6 +35,8 @@ namespace dflow {
 
 struct PlacementOptions {
   bool allow_soft_placement = false;
+  // Devices of the list used only where no other one can be.
+  std::vector<std::string> fallback_devices{};
   CostModelOptions cost;
 };
 

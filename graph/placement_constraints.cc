@@ -16,6 +16,12 @@ Indices Intersect(const Indices& a, const Indices& b) {
   return out;
 }
 
+Indices Difference(const Indices& a, const Indices& b) {
+  Indices out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
 std::string ListDevices(const Indices& indices, const std::vector<DeviceName>& devices) {
   if (indices.empty()) return "none";
   std::string text;
@@ -120,6 +126,20 @@ void ApplyRequest(const Node& node, const Indices& with_kernel,
   state.applied.push_back(StrCat(node.Describe(), " requests '", node.requested_device(), "'"));
 }
 
+// A fallback device keeps a group only when no other candidate remains; the
+// reason says so unless a request chose it.
+void PreferNonFallback(const Indices& fallback, const std::vector<DeviceName>& devices,
+                       Narrowing& state) {
+  Indices preferred = Difference(state.candidates, fallback);
+  if (!preferred.empty()) {
+    state.candidates = preferred;
+  } else if (state.applied.empty() && state.notes.empty()) {
+    state.notes.push_back("soft placement: no kernel on " +
+                          ListDevices(Difference(Matching({}, devices), fallback), devices) +
+                          ", so the fallback device");
+  }
+}
+
 std::string Explain(const Narrowing& state, const std::string& group_words,
                     const Indices& all_kernels, size_t num_devices) {
   std::vector<std::string> parts;
@@ -133,7 +153,8 @@ std::string Explain(const Narrowing& state, const std::string& group_words,
 }  // namespace
 
 GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
-                               const std::vector<DeviceName>& devices, bool allow_soft_placement) {
+                               const std::vector<DeviceName>& devices, bool allow_soft_placement,
+                               const std::vector<int>& fallback) {
   const std::vector<Node*>& members = groups.Members(group);
   std::string group_words = GroupWords(groups, group);
   Narrowing state{Matching({}, devices), {}, {}};
@@ -155,6 +176,7 @@ GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
   for (size_t i = 0; i < members.size(); ++i)
     if (!members[i]->requested_device().empty())
       ApplyRequest(*members[i], kernels[i], devices, allow_soft_placement, group_words, state);
+  if (!fallback.empty()) PreferNonFallback(fallback, devices, state);
   return {state.candidates, Explain(state, group_words, all_kernels, devices.size())};
 }
 

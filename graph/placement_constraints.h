@@ -17,8 +17,10 @@ struct GroupConstraint {
 };
 
 // Throws an Error naming the op, the request, the devices with a kernel and
-// the group when no device fits.
+// the group when no device fits. `fallback` (indices into `devices`,
+// ascending) are candidates only when no other device is.
 GroupConstraint ConstrainGroup(const ColocationGroups& groups, int group,
-                               const std::vector<DeviceName>& devices, bool allow_soft_placement);
+                               const std::vector<DeviceName>& devices, bool allow_soft_placement,
+                               const std::vector<int>& fallback = {});
 
 }  // namespace dflow

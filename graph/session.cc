@@ -17,14 +17,16 @@ struct Session::Executable {
 
 void CheckSessionDevice(const std::string& device) {
   DeviceName wanted = DeviceName::Parse(device.empty() ? "/device:CPU:0" : device);
-  if (wanted.type.empty() || wanted.type == "CPU") return;
-  if (wanted.type != "GPU")
-    Fail(Code::kInvalidArgument, "SessionOptions.device '", device,
-         "' names no device type this build has (CPU, GPU)");
-  int index = wanted.index.value_or(0);
+  const char* not_full = "session device is not a full CPU or GPU device name: '";
+  if (wanted.type != "CPU" && wanted.type != "GPU")
+    Fail(Code::kInvalidArgument, not_full, device, "' names no device type this build has (CPU, GPU)");
+  if (!wanted.index)
+    Fail(Code::kInvalidArgument, not_full, device, "' has no index (e.g. /device:", wanted.type, ":0)");
+  if (wanted.type == "CPU") return;
+  int index = *wanted.index;
   GpuDiscovery gpus = DiscoverGpus();
   if (index >= gpus.count)
-    Fail(Code::kUnavailable, "no GPU is visible for /device:GPU:", index, ": ",
+    Fail(Code::kUnavailable, "no GPU is visible for ", device, ": ",
          gpus.count == 0 ? gpus.reason : StrCat("only ", gpus.count, " GPU(s) are visible"));
 }
 
@@ -35,10 +37,10 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     cluster_ = LocalCluster::ForSession(options_, &resources_);
     return;
   }
-  if (!options_.device.empty() || !options_.devices.empty())
+  if (!options_.devices.empty())
     Fail(Code::kInvalidArgument, "SessionOptions: target '", options_.target, "' runs the graph "
-         "on that cluster's devices; give no `device` or `devices` with it (request devices on "
-         "the nodes instead)");
+         "on that cluster's devices; give no `devices` with it (request devices on the nodes "
+         "instead)");
   cluster_ = NewRemoteCluster(options_);
 }
 
@@ -121,16 +123,6 @@ void Session::PinPlacedVariables(Graph& graph) const {
   }
 }
 
-// A GPU session that may fall back to the host CPU (options.device with
-// soft placement) places every node on its GPU that asks for no device, so
-// only the ops without a GPU kernel leave it (placement relaxes their
-// request, and its reason says so).
-void Session::RequestSessionDevice(Graph& graph) const {
-  if (options_.device.empty() || cluster_->devices().size() < 2) return;
-  for (Node* node : graph.nodes())
-    if (node->requested_device().empty()) node->set_requested_device(options_.device);
-}
-
 void Session::RememberPlacedVariables(const Graph& graph, const Placement& placement) {
   for (const Node* node : graph.nodes())
     if (node->def().is_variable) variable_devices_.emplace(node->name(), placement.DeviceOf(node->name()));
@@ -146,10 +138,10 @@ std::shared_ptr<Session::Executable> Session::Build(const FeedList& feeds,
       executable->signature.PrepareGraph(*graph_, cluster_->pass_device(), options_.passes);
   CheckRequestedDevices(*graph);
   CheckKernels(*graph);
-  RequestSessionDevice(*graph);
   PinPlacedVariables(*graph);
   PlacementOptions placement_options;
   placement_options.allow_soft_placement = options_.allow_soft_placement;
+  placement_options.fallback_devices = cluster_->fallback_devices();
   Placement placement = Place(*graph, cluster_->devices(), placement_options);
   RememberPlacedVariables(*graph, placement);
   PartitionOptions partition_options;

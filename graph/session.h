@@ -41,16 +41,14 @@ struct SessionOptions {
   // instead of failing (TensorFlow's allow_soft_placement); its placement
   // reason says so. The same on every kind of session.
   bool allow_soft_placement = false;
-  // CPU and GPU devices by full name ("/job:localhost/replica:0/task:0/
-  // device:CPU:1", ".../device:GPU:0"), each with its own thread pool; the
-  // graph is cut between them where placement puts its nodes. Empty: one
-  // `device`.
+  // The devices the graph runs on, CPU and GPU, each with its own thread
+  // pool: "/device:GPU:0", or full names ("/job:localhost/replica:0/task:0/
+  // device:CPU:1"); the graph is cut between them where placement puts its
+  // nodes, and feeds and fetches cross to the host as needed. Empty: the
+  // host CPU, "/device:CPU:0". A GPU that is not visible is an error. When
+  // every device is a GPU, soft placement adds the host CPU as a fallback:
+  // it runs the ops no GPU has a kernel for (and nodes that request it).
   std::vector<std::string> devices{};
-  // The device the whole graph runs on: "" or "/device:CPU:0" (the host),
-  // "/device:GPU:N" (feeds are copied to the GPU and fetches back). A GPU
-  // that is not visible is an error, and so is an op without a kernel
-  // there, unless soft placement is allowed: then it runs on the host CPU.
-  std::string device{};
   // "zmq://host:port": the graph runs on the cluster of the worker listening
   // there (dist/runtime/zmq_cluster.h); empty: in this process.
   std::string target{};
@@ -61,9 +59,10 @@ struct SessionOptions {
   std::vector<std::string> device_filters{};
 };
 
-// Throws what a Session with this SessionOptions.device would: kInvalidArgument
-// for a device type this build lacks, kUnavailable (with the reason) for a
-// GPU that is not visible. For programs that check before they write
+// Throws what a Session on this device (one of SessionOptions.devices; ""
+// is the host CPU) would: kInvalidArgument for a malformed name or a device
+// type this build lacks, kUnavailable (with the reason) for a GPU that is
+// not visible. For programs that check before they write
 // anything (a run directory, say).
 void CheckSessionDevice(const std::string& device);
 
@@ -99,7 +98,6 @@ class Session {
   void CheckRequestedDevices(const Graph& graph) const;
   void CheckKernels(const Graph& graph) const;
   void PinPlacedVariables(Graph& graph) const;
-  void RequestSessionDevice(Graph& graph) const;
   void RememberPlacedVariables(const Graph& graph, const Placement& placement);
 
   std::shared_ptr<Graph> graph_;

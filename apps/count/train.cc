@@ -110,7 +110,7 @@ int Train(TrainSettings settings, bool resume) {
   Saver saver(scope, SaverOptions{.max_to_keep = settings.keep});
   SessionOptions session_options;
   session_options.num_threads = settings.threads;
-  session_options.device = settings.device;
+  if (!settings.device.empty()) session_options.devices = {settings.device};
   Session session(scope, session_options);
   std::unique_ptr<dist::DataParallelStrategy> strategy;
   if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, model.variables);

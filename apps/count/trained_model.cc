@@ -15,7 +15,7 @@ std::unique_ptr<TrainedModel> LoadTrainedModel(const std::string& checkpoint, in
   trained->model = models::BuildDensityCounter(trained->scope, {.tile_size = 224});
   SessionOptions options;
   options.num_threads = threads;
-  options.device = device;
+  if (!device.empty()) options.devices = {device};
   trained->session = std::make_unique<Session>(trained->scope, options);
   Saver saver(trained->scope);
   try {

@@ -348,7 +348,7 @@ std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoi
   trained->outputs = {d.boxes.name(), d.scores.name(), d.classes.name(), d.valid.name()};
   SessionOptions session_options;
   session_options.num_threads = threads;
-  session_options.device = device;
+  if (!device.empty()) session_options.devices = {device};
   trained->session = std::make_unique<Session>(trained->graph->scope, session_options);
   Saver saver(trained->graph->scope);  // the network's variables: weights and batch-norm statistics
   try {

@@ -60,7 +60,7 @@ std::unique_ptr<TrainedDetector> LoadDetectorGraph(const std::string& path, int 
   detector->int8 = HasInt8Layers(*graph);
   SessionOptions options;
   options.num_threads = threads;
-  options.device = device;
+  if (!device.empty()) options.devices = {device};
   detector->session = std::make_unique<Session>(graph, options);
   return detector;
 }

@@ -130,7 +130,7 @@ int64_t StartVariables(Session& session, const DetectorGraph& g, const Saver& sa
 SessionOptions TrainingSessionOptions(const TrainSettings& settings, const std::optional<apps::ModelSplit>& split) {
   SessionOptions options = split ? split->session : SessionOptions{};
   options.num_threads = settings.threads;
-  if (!split) options.device = settings.device;
+  if (!split && !settings.device.empty()) options.devices = {settings.device};
   return options;
 }
 

@@ -78,8 +78,7 @@ void Run(const RunArgs& args) {
 
   SessionOptions session_options;
   session_options.num_threads = args.threads;
-  session_options.devices = SplitCommas(args.devices);
-  session_options.device = args.device;
+  session_options.devices = args.device.empty() ? SplitCommas(args.devices) : std::vector<std::string>{args.device};
   session_options.target = args.remote;
   session_options.allow_soft_placement = args.soft_placement;
   Session session(graph, session_options);
@@ -127,7 +126,8 @@ void AddRunCommand(CLI::App& app) {
                   "/job:localhost/replica:0/task:0/device:CPU:0,/job:localhost/replica:0/task:0/device:CPU:1.");
   run->add_option("--device", args->device,
                   "The one device to run on: /device:CPU:0 (the default) or /device:GPU:N (with "
-                  "--soft-placement, ops without a GPU kernel run on the host).");
+                  "--soft-placement, ops without a GPU kernel run on the host).")
+      ->excludes("--devices");
   run->add_option("--remote", args->remote,
                   "zmq://HOST:PORT: run on the cluster of the `dflow server` listening there "
                   "(nodes ask for its tasks' devices, e.g. /job:worker/task:1).");

@@ -217,14 +217,14 @@ def gradients(ys, xs, grad_ys=None):
 
 
 class Session:
-    """Runs the default graph (or `graph`): in this process on `device`
-    ("/device:CPU:0", "/device:GPU:0") or `devices`, or on the cluster at
+    """Runs the default graph (or `graph`): in this process on `devices`
+    (["/device:GPU:0"]; default: the host CPU), or on the cluster at
     `target` ("zmq://host:port")."""
 
-    def __init__(self, graph=None, target="", device="", num_threads=0, devices=(),
+    def __init__(self, graph=None, target="", num_threads=0, devices=(),
                  allow_soft_placement=False):
         self.graph = graph or get_default_graph()
-        self._session = _dflow.Session(self.graph._scopes[0], device=device, num_threads=num_threads,
+        self._session = _dflow.Session(self.graph._scopes[0], num_threads=num_threads,
                                        target=target, devices=list(devices),
                                        allow_soft_placement=allow_soft_placement)
 

@@ -288,17 +288,16 @@ void DefineModule(py::module_& m) {
   });
 
   py::class_<SessionHandle>(m, "Session")
-      .def(py::init([](const Scope& s, const std::string& device, int num_threads, const std::string& target,
+      .def(py::init([](const Scope& s, int num_threads, const std::string& target,
                        const std::vector<std::string>& devices, bool allow_soft_placement) {
              SessionOptions options;
-             options.device = device;
              if (num_threads > 0) options.num_threads = num_threads;
              options.target = target;
              options.devices = devices;
              options.allow_soft_placement = allow_soft_placement;
              return SessionHandle{s.graph_ptr(), std::make_shared<Session>(s.graph_ptr(), options)};
            }),
-           py::arg("scope"), py::arg("device") = "", py::arg("num_threads") = 0, py::arg("target") = "",
+           py::arg("scope"), py::arg("num_threads") = 0, py::arg("target") = "",
            py::arg("devices") = std::vector<std::string>{}, py::arg("allow_soft_placement") = false)
       .def("run", &Run, py::arg("fetches"), py::arg("feeds"), py::arg("targets"));
 

@@ -39,7 +39,7 @@ void OpenGpuSession() {
   Scope s = Scope::NewRootScope();
   ops::Const(s, 1.0f);
   SessionOptions options;
-  options.device = "/device:GPU:0";
+  options.devices = {"/device:GPU:0"};
   Session session(s, options);
 }
 

@@ -146,6 +146,34 @@ TEST_CASE("soft placement keeps the requested task when it can", "[dist][placeme
   CHECK(Contains(p.nodes.at("v").reason, "relaxed to '/job:w/task:1'"));
 }
 
+TEST_CASE("a fallback device takes only what no other device can run", "[placement]") {
+  Scope s = Scope::NewRootScope();
+  Output x = ZerosConst(s, "x", Shape({2, 2}));
+  ops::Neg(s.WithOpName("anywhere"), x);
+  ops::Neg(s.WithOpName("asks"), ops::Neg(s.WithOpName("on_fallback").WithDevice(kCpuTask), x));
+  // Two CPUs, the second a fallback: what may go anywhere stays on the first.
+  const std::string other_cpu = "/job:w/replica:0/task:0/device:CPU:1";
+  PlacementOptions options;
+  options.fallback_devices = {kCpuTask};
+  Placement p = Place(s.graph(), {other_cpu, kCpuTask}, options);
+  CHECK(p.DeviceOf("anywhere") == other_cpu);
+  CHECK(p.DeviceOf("asks") == other_cpu);
+  CHECK(p.DeviceOf("on_fallback") == kCpuTask);  // requested there
+
+  // A GPU and the host CPU as its fallback: LeakyRelu has no GPU kernel (and
+  // without CUDA nothing has), so it runs on the fallback, and says why.
+  Scope g = Scope::NewRootScope();
+  ops::LeakyRelu(g.WithOpName("leaky"), ZerosConst(g, "y", Shape({2})));
+  p = Place(g.graph(), {kGpuTask, kCpuTask}, options);
+  CHECK(p.DeviceOf("leaky") == kCpuTask);
+  CHECK(Contains(p.nodes.at("leaky").reason,
+                 "soft placement: no kernel on " + kGpuTask + ", so the fallback device"));
+
+  options.fallback_devices = {"/device:CPU:7"};
+  ExpectError([&] { Place(g.graph(), {kGpuTask, kCpuTask}, options); }, Code::kInvalidArgument,
+              "fallback device '/device:CPU:7' is not in the device list");
+}
+
 TEST_CASE("the cost model spreads independent heavy chains over devices",
           "[dist][placement][cost]") {
   Scope s = Scope::NewRootScope();

@@ -348,6 +348,6 @@ TEST_CASE("CheckSessionDevice says what a Session with that device would", "[ses
               "no GPU is visible for /device:GPU:99: ");
   Scope s = Scope::NewRootScope();
   ops::Const(s, 1.0f);
-  ExpectError([&] { Session session(s, {.device = "/device:TPU:0"}); }, Code::kInvalidArgument,
+  ExpectError([&] { Session session(s, {.devices = {"/device:TPU:0"}}); }, Code::kInvalidArgument,
               "names no device type");
 }

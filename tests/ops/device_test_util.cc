@@ -105,7 +105,7 @@ int ExpectGraphSameOnAllDevices(const Scope& scope, const FeedList& feeds,
   return CompareOnOtherDevices(
       [&](const std::string& device) {
         SessionOptions options;
-        options.device = device;
+        options.devices = {device};
         Session session(scope, options);
         for (const auto& targets : before) session.Run(feeds, {}, targets);
         return session.Run(feeds, fetches);

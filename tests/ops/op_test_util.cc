@@ -56,7 +56,7 @@ std::vector<Tensor> RunOpOnce(const OpRun& run, bool misaligned_feeds) {
   std::vector<TensorName> fetches;
   for (int o = 0; o < node->num_outputs(); ++o) fetches.push_back(Output(node, o));
   SessionOptions options;
-  options.device = run.device;  // the whole graph (feeds, op, fetches) on that device
+  if (!run.device.empty()) options.devices = {run.device};  // the whole graph (feeds, op, fetches) there
   Session session(root, options);
   std::vector<Tensor> outputs = session.Run(feeds, fetches);
   for (int o = 0; o < node->num_outputs(); ++o) {

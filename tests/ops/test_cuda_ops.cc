@@ -68,7 +68,7 @@ TEST_CASE("cuda: asking for a GPU that is not visible is a clear error", "[cuda]
   Scope s = Scope::NewRootScope();
   ops::Const(s, 1.0f);
   SessionOptions options;
-  options.device = "/device:GPU:0";
+  options.devices = {"/device:GPU:0"};
   ExpectError([&] { Session session(s, options); }, Code::kUnavailable,
               "no GPU is visible for /device:GPU:0: " + DiscoverGpus().reason);
 }
@@ -76,7 +76,7 @@ TEST_CASE("cuda: asking for a GPU that is not visible is a clear error", "[cuda]
 TEST_CASE("cuda: a device string that names no device type is rejected", "[cuda]") {
   Scope s = Scope::NewRootScope();
   SessionOptions options;
-  options.device = "/device:TPU:0";
+  options.devices = {"/device:TPU:0"};
   ExpectError([&] { Session session(s, options); }, Code::kInvalidArgument, "TPU");
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("cuda: an op without a GPU kernel names the op and where kernels exist
   Output x = ops::Placeholder(s, DType::kFloat32, Shape{3});
   Output y = ops::LeakyRelu(s, x);  // no GPU kernel (yet)
   SessionOptions options;
-  options.device = "/device:GPU:0";
+  options.devices = {"/device:GPU:0"};
   Session session(s, options);
   ExpectError([&] { session.Run({{x, Floats({3}, 1)}}, {y}); }, Code::kUnimplemented,
               "op LeakyRelu has no GPU kernel");
@@ -113,7 +113,7 @@ TEST_CASE("cuda: an op whose GPU kernels lack the dtype names the dtype", "[cuda
   Output x = ops::Placeholder(s, DType::kFloat64, Shape{3});
   Output y = ops::Exp(s.WithOpName("e"), x);  // float32 only on the GPU
   SessionOptions options;
-  options.device = "/device:GPU:0";
+  options.devices = {"/device:GPU:0"};
   Session session(s, options);
   ExpectError([&] { session.Run({{x, RandomTensor(DType::kFloat64, {3}, 2)}}, {y}); },
               Code::kUnimplemented, "Exp 'e': op Exp has no GPU kernel for dtype float64");

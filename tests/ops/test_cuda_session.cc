@@ -119,7 +119,7 @@ TEST_CASE("cuda: a GPU session runs an op without a GPU kernel on the host under
   if (SkipWithoutGpu("the soft-placement fallback")) return;
   Mlp mlp("", "");
   SessionOptions options;
-  options.device = "/device:GPU:0";
+  options.devices = {"/device:GPU:0"};
   options.allow_soft_placement = true;
   Session session(mlp.s, options);
   RunMetadata metadata;
@@ -130,7 +130,7 @@ TEST_CASE("cuda: a GPU session runs an op without a GPU kernel on the host under
   CHECK(ran["w2"] == "/device:GPU:0");
 
   SessionOptions strict;
-  strict.device = "/device:GPU:0";
+  strict.devices = {"/device:GPU:0"};
   Session without_fallback(mlp.s, strict);
   ExpectError([&] { without_fallback.Run(mlp.Feeds(), {mlp.loss}); }, Code::kUnimplemented,
               "op SoftmaxCrossEntropyWithLogits has no GPU kernel");
