@@ -27,8 +27,11 @@ struct Executor::Item {
 
 struct Executor::Step {
   std::vector<Tensor> values;
-  std::unique_ptr<std::atomic<int>[]> pending;
-  std::unique_ptr<std::atomic<int>[]> readers_left;
+  // One allocation for both counters: [items] inputs pending per node,
+  // then [slots] readers left per value.
+  std::unique_ptr<std::atomic<int>[]> counters;
+  std::atomic<int>* pending = nullptr;
+  std::atomic<int>* readers_left = nullptr;
   std::atomic<int> outstanding{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -87,22 +90,26 @@ int64_t SteadyClockNs() {
 int64_t NewStepId() { return next_step_id++; }
 
 void StartAndWait(const std::function<void(Executor::Done done)>& start) {
-  std::mutex mu;
-  std::condition_variable finished_cv;
-  bool finished = false;
-  std::optional<Error> error;
-  start([&](std::optional<Error> result) {
-    // Notify under the lock: StartAndWait returns, destroying these, once it sees `finished`.
-    std::lock_guard<std::mutex> lock(mu);
-    error = std::move(result);
-    finished = true;
-    finished_cv.notify_all();
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable finished_cv;
+    bool finished = false;
+    std::optional<Error> error;
+  } wait;
+  // One pointer captured: the callback fits in std::function without a heap
+  // allocation (this is on every step's path).
+  start([w = &wait](std::optional<Error> result) {
+    // Notify under the lock: StartAndWait returns, destroying `wait`, once it sees `finished`.
+    std::lock_guard<std::mutex> lock(w->mu);
+    w->error = std::move(result);
+    w->finished = true;
+    w->finished_cv.notify_all();
   });
   {
-    std::unique_lock<std::mutex> lock(mu);
-    finished_cv.wait(lock, [&] { return finished; });
+    std::unique_lock<std::mutex> lock(wait.mu);
+    wait.finished_cv.wait(lock, [&] { return wait.finished; });
   }
-  if (error) throw *error;
+  if (wait.error) throw *wait.error;
 }
 
 // An asynchronous kernel's context, kept alive until its done callback.
@@ -200,8 +207,9 @@ void Executor::Start(const ExecutorStep& request, const RunOptions& options, Run
   CheckStep(request);
   auto step = std::make_unique<Step>();
   step->values.resize(num_slots_);
-  step->pending.reset(new std::atomic<int>[items_.size()]);
-  step->readers_left.reset(new std::atomic<int>[num_slots_]);
+  step->counters.reset(new std::atomic<int>[items_.size() + num_slots_]);
+  step->pending = step->counters.get();
+  step->readers_left = step->counters.get() + items_.size();
   for (size_t i = 0; i < items_.size(); ++i)
     step->pending[i].store(items_[i].num_in_edges, std::memory_order_relaxed);
   for (int s = 0; s < num_slots_; ++s)
@@ -213,7 +221,7 @@ void Executor::Start(const ExecutorStep& request, const RunOptions& options, Run
   step->done = std::move(done);
   if (step->trace) step->stats.resize(items_.size());
   if (metadata) device_->allocator()->ResetPeak();
-  step->start = std::chrono::steady_clock::now();
+  if (metadata) step->start = std::chrono::steady_clock::now();  // read only for metadata
   // The tasks that start the step: the Consts together, then each other root.
   const bool consts = !const_roots_.empty();
   const size_t tasks = roots_.size() + (consts ? 1 : 0);

@@ -40,12 +40,12 @@ RunSignature RunSignature::Resolve(const Graph& graph, const FeedList& feeds,
 
 std::string RunSignature::Key(const FeedList& feeds, const std::vector<TensorName>& fetches,
                               const std::vector<TensorName>& targets) {
-  std::string key;
-  for (const auto& [name, value] : feeds) key += name.name + ",";
-  key += "|";
-  for (const auto& fetch : fetches) key += fetch.name + ",";
-  key += "|";
-  for (const auto& target : targets) key += target.name + ",";
+  std::string key;  // appended in place: this runs on every step
+  for (const auto& [name, value] : feeds) key.append(name.name).push_back(',');
+  key.push_back('|');
+  for (const auto& fetch : fetches) key.append(fetch.name).push_back(',');
+  key.push_back('|');
+  for (const auto& target : targets) key.append(target.name).push_back(',');
   return key;
 }
 

@@ -102,8 +102,16 @@ void StartStep(const std::vector<PartitionRunner*>& partitions, const ExecutorSt
 
 void RunStep(const std::vector<PartitionRunner*>& partitions, const ExecutorStep& step,
              const RunOptions& options, RunMetadata* metadata) {
-  StartAndWait([&](StepDone done) {
-    StartStep(partitions, step, options, metadata, std::move(done), /*caller_joins=*/true);
+  // The arguments behind one pointer: the lambda fits in std::function
+  // without a heap allocation.
+  struct Args {
+    const std::vector<PartitionRunner*>& partitions;
+    const ExecutorStep& step;
+    const RunOptions& options;
+    RunMetadata* metadata;
+  } args{partitions, step, options, metadata};
+  StartAndWait([a = &args](StepDone done) {
+    StartStep(a->partitions, a->step, a->options, a->metadata, std::move(done), /*caller_joins=*/true);
   });
 }
 
