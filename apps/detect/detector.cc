@@ -133,7 +133,9 @@ std::vector<Input> AddOutputDistillation(DetectorGraph& g, const TrainSettings& 
                 .old_columns = columns + (retinanet ? 0 : 1),
                 .scores = retinanet ? detection::ClassScores::kSigmoid
                                     : detection::ClassScores::kSoftmaxWithBackground,
-                .soft_targets = soft_targets});
+                .soft_targets = soft_targets,
+                .temperature = soft_targets ? s.distill_temperature : 1.0,
+                .soft_targets_everywhere = soft_targets && s.distill_anchors == "all"});
   g.loss.distill_class_loss = distill.class_loss;
   g.loss.distill_box_loss = distill.box_loss;
   return {ops::Mul(w, distill.class_loss, static_cast<float>(s.distill_class_weight)),

@@ -114,6 +114,15 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
           ->check(dflow::apps::NonNegativeReal()),
       app.add_option("--distill-box-weight", s.distill_box_weight, "Weight of the box output term")
           ->check(dflow::apps::NonNegativeReal()),
+      app.add_option("--distill-temperature", s.distill_temperature,
+                     "Temperature of the class output term's soft targets (Hinton et al. 2015)")
+          ->check(dflow::apps::PositiveReal())
+          ->capture_default_str(),
+      app.add_option("--distill-anchors", s.distill_anchors,
+                     "Where the class output term counts: the anchors the teacher sees objects at "
+                     "(weighted by its confidence), or all anchors, background included")
+          ->check(CLI::IsMember({"foreground", "all"}))
+          ->capture_default_str(),
   };
   dflow::apps::TrainOptionGroups groups{fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
   dflow::apps::AddModelSplitOption(app, s.parallel);

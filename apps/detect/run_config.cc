@@ -49,6 +49,8 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "imitation_weight", s.imitation_weight, apps::kAddedLater);
   visit(json, "imitation_maps", s.imitation_maps, apps::kAddedLater);
   visit(json, "imitation_schedule", s.imitation_schedule, apps::kAddedLater);
+  visit(json, "distill_temperature", s.distill_temperature, apps::kAddedLater);
+  visit(json, "distill_anchors", s.distill_anchors, apps::kAddedLater);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
@@ -104,6 +106,10 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                 source, ": \"prune\" must be l1-unstructured, l1-global or channels, got \"", s.prune, "\"");
   DFLOW_REQUIRE(s.distillation == "output" || s.distillation == "feature" || s.distillation == "both", source,
                 ": \"distillation\" must be output, feature or both, got \"", s.distillation, "\"");
+  DFLOW_REQUIRE(s.distill_temperature > 0, source, ": \"distill_temperature\" must be above 0, got ",
+                s.distill_temperature);
+  DFLOW_REQUIRE(s.distill_anchors == "foreground" || s.distill_anchors == "all", source,
+                ": \"distill_anchors\" must be foreground or all, got \"", s.distill_anchors, "\"");
   DFLOW_REQUIRE(s.sparsity >= 0 && s.sparsity <= 1, source, ": \"sparsity\" must be within [0, 1], got ",
                 s.sparsity);
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",

@@ -106,6 +106,11 @@ struct TrainSettings {
   double imitation_weight = 0.01;  // Wang et al.'s lambda
   int64_t imitation_maps = 0;
   std::string imitation_schedule = "constant";
+  // The output term's soft targets: their temperature, and whether they
+  // count on the anchors the teacher sees objects at ("foreground") or on
+  // "all" of them.
+  double distill_temperature = 1.0;
+  std::string distill_anchors = "foreground";
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

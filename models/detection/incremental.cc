@@ -35,6 +35,7 @@ Output ClassKl(const Scope& s, const Output& teacher, const Output& student, Cla
 
 DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInputs& in) {
   DFLOW_REQUIRE(in.old_columns >= 1, "distillation: old_columns must be >= 1, got ", in.old_columns);
+  DFLOW_REQUIRE(in.temperature > 0, "distillation: the temperature must be above 0, got ", in.temperature);
   Scope s = scope.NewSubScope("distillation");
   Output teacher_logits = ops::StopGradient(s, in.teacher_logits);
   Output teacher_boxes = ops::StopGradient(s, in.teacher_boxes);
@@ -44,9 +45,14 @@ DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInp
   Output weight = ForegroundScore(s, teacher_logits, in.scores);
   Output total_weight = ops::Maximum(s, ops::Sum(s, weight, ops::Range(s, 0, 2, 1)), 1.0f);
   if (in.soft_targets) {
-    Output kl = ClassKl(s, teacher_logits, student_old, in.scores);
+    const float t = static_cast<float>(in.temperature);
+    Output kl = t == 1.0f ? ClassKl(s, teacher_logits, student_old, in.scores)
+                          : ops::Mul(s, ClassKl(s, ops::Div(s, teacher_logits, t), ops::Div(s, student_old, t),
+                                                in.scores),
+                                     t * t);
+    Output weighted = in.soft_targets_everywhere ? kl : ops::Mul(s, kl, weight);
     loss.class_loss = ops::Div(s.WithOpName("distill_class_loss"),
-                               ops::Sum(s, ops::Mul(s, kl, weight), ops::Range(s, 0, 2, 1)), total_weight);
+                               ops::Sum(s, weighted, ops::Range(s, 0, 2, 1)), total_weight);
   } else {
     loss.class_loss = ops::Mean(s.WithOpName("distill_class_loss"),
                                 ops::SquaredDifference(s, teacher_logits, student_old), ops::Range(s, 0, 3, 1));

@@ -39,6 +39,15 @@ struct DistillationInputs {
   // weighted by the teacher's foreground score, over the weights' sum (at
   // least 1), as the box term is.
   bool soft_targets = false;
+  // Soft targets at a temperature T: both sides' logits divided by T
+  // before the softmax (or sigmoid), the KL multiplied by T^2 so that its
+  // gradients keep their size (Hinton et al. 2015). T > 1 shows the student
+  // more of how the teacher ranks the unlikely classes.
+  double temperature = 1.0;
+  // Soft targets on every anchor, background included, instead of weighted
+  // by the teacher's foreground score (Chen et al. 2017 distil the whole
+  // class output); still over the foreground weights' sum.
+  bool soft_targets_everywhere = false;
 };
 
 struct DistillationLoss {

@@ -13,9 +13,11 @@
 #include "models/detection/retinanet.h"
 #include "models/detection/ssd.h"
 #include "ops/ops.h"
+#include "tests/ops/op_test_util.h"
 
 using namespace dflow;
 using namespace dflow::models::detection;
+using dflow::testing::ExpectError;
 
 namespace {
 
@@ -234,4 +236,53 @@ TEST_CASE("Knowledge distillation: soft targets weighted by the teacher's confid
     same[1].second = teacher;
     CHECK(session.Run(same, {loss.class_loss})[0].scalar<float>() == Approx(0.0f).margin(1e-6));
   }
+}
+
+TEST_CASE("Knowledge distillation: soft targets at a temperature, and on every anchor", "[incremental]") {
+  for (ClassScores scores : {ClassScores::kSoftmaxWithBackground, ClassScores::kSigmoid}) {
+    const bool ssd = scores == ClassScores::kSoftmaxWithBackground;
+    INFO((ssd ? "softmax with background" : "sigmoid"));
+    Scope scope = Scope::NewRootScope();
+    Output tl = ops::Placeholder(scope.WithOpName("tl"), DType::kFloat32, {1, 2, 3});
+    Output sl = ops::Placeholder(scope.WithOpName("sl"), DType::kFloat32, {1, 2, 3});
+    Output boxes = ops::Const(scope, Tensor::Zeros(DType::kFloat32, {1, 2, 4}));
+    DistillationInputs inputs{.teacher_logits = tl, .teacher_boxes = boxes, .student_logits = sl,
+                              .student_boxes = boxes, .old_columns = 3, .scores = scores,
+                              .soft_targets = true, .temperature = 2.0};
+    Output hot = BuildDistillationLoss(scope.NewSubScope("hot"), inputs).class_loss;
+    inputs.soft_targets_everywhere = true;
+    Output everywhere = BuildDistillationLoss(scope.NewSubScope("everywhere"), inputs).class_loss;
+    const std::vector<double> t0{2, -1, 0.5}, t1{-1, 3, 0}, s0{1, 0, 0}, s1{0.5, 1, -2};
+    FeedList feeds{{tl, Tensor::FromVector<float>({2, -1, 0.5f, -1, 3, 0}, Shape{1, 2, 3})},
+                   {sl, Tensor::FromVector<float>({1, 0, 0, 0.5f, 1, -2}, Shape{1, 2, 3})}};
+    auto scaled = [](const std::vector<double>& v) {
+      std::vector<double> out;
+      for (double x : v) out.push_back(x / 2);
+      return out;
+    };
+    // The KL of the logits over T, times T^2; the weights stay the teacher's
+    // foreground scores at temperature 1.
+    auto kl = [&](const std::vector<double>& t, const std::vector<double>& s) {
+      return 4 * (ssd ? SoftmaxKl(scaled(t), scaled(s)) : BernoulliKl(scaled(t), scaled(s)));
+    };
+    auto weight = [&](const std::vector<double>& t) {
+      if (!ssd) return 1 / (1 + std::exp(-*std::max_element(t.begin(), t.end())));
+      double z = 0;
+      for (double v : t) z += std::exp(v);
+      return 1 - std::exp(t[0]) / z;
+    };
+    const double w0 = weight(t0), w1 = weight(t1), total = std::max(1.0, w0 + w1);
+    Session session(scope);
+    std::vector<Tensor> got = session.Run(feeds, {hot, everywhere});
+    CHECK(got[0].scalar<float>() == Approx((w0 * kl(t0, s0) + w1 * kl(t1, s1)) / total).epsilon(1e-4));
+    CHECK(got[1].scalar<float>() == Approx((kl(t0, s0) + kl(t1, s1)) / total).epsilon(1e-4));
+  }
+  Scope scope = Scope::NewRootScope();
+  Output x = ops::Const(scope, Tensor::Zeros(DType::kFloat32, {1, 2, 3}));
+  Output b = ops::Const(scope, Tensor::Zeros(DType::kFloat32, {1, 2, 4}));
+  ExpectError([&] {
+    BuildDistillationLoss(scope, {.teacher_logits = x, .teacher_boxes = b, .student_logits = x,
+                                  .student_boxes = b, .old_columns = 3, .soft_targets = true,
+                                  .temperature = 0});
+  }, Code::kInvalidArgument, "the temperature must be above 0, got 0");
 }
