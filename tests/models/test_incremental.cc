@@ -174,6 +174,14 @@ double SoftmaxKl(const std::vector<double>& t, const std::vector<double>& s) {
   return kl;
 }
 
+// The teacher's foreground score: 1 - p(background), or its highest sigmoid.
+double ForegroundWeight(const std::vector<double>& t, bool ssd) {
+  if (!ssd) return 1 / (1 + std::exp(-*std::max_element(t.begin(), t.end())));
+  double z = 0;
+  for (double v : t) z += std::exp(v);
+  return 1 - std::exp(t[0]) / z;
+}
+
 double BernoulliKl(const std::vector<double>& t, const std::vector<double>& s) {
   double kl = 0;
   for (size_t c = 0; c < t.size(); ++c) {
@@ -204,13 +212,7 @@ TEST_CASE("Knowledge distillation: soft targets weighted by the teacher's confid
     Tensor boxes = Tensor::Zeros(DType::kFloat32, {1, 2, 4});
     FeedList feeds{{tl, teacher}, {sl, student}, {tb, boxes}, {sb, boxes}};
     Session session(scope);
-    // The teacher's foreground score: 1 - p(background), or its highest sigmoid.
-    auto weight = [&](const std::vector<double>& t) {
-      if (!ssd) return 1 / (1 + std::exp(-*std::max_element(t.begin(), t.end())));
-      double z = 0;
-      for (double v : t) z += std::exp(v);
-      return 1 - std::exp(t[0]) / z;
-    };
+    auto weight = [&](const std::vector<double>& t) { return ForegroundWeight(t, ssd); };
     auto kl = [&](const std::vector<double>& t, const std::vector<double>& s) {
       return ssd ? SoftmaxKl(t, s) : BernoulliKl(t, s);
     };
@@ -265,12 +267,7 @@ TEST_CASE("Knowledge distillation: soft targets at a temperature, and on every a
     auto kl = [&](const std::vector<double>& t, const std::vector<double>& s) {
       return 4 * (ssd ? SoftmaxKl(scaled(t), scaled(s)) : BernoulliKl(scaled(t), scaled(s)));
     };
-    auto weight = [&](const std::vector<double>& t) {
-      if (!ssd) return 1 / (1 + std::exp(-*std::max_element(t.begin(), t.end())));
-      double z = 0;
-      for (double v : t) z += std::exp(v);
-      return 1 - std::exp(t[0]) / z;
-    };
+    auto weight = [&](const std::vector<double>& t) { return ForegroundWeight(t, ssd); };
     const double w0 = weight(t0), w1 = weight(t1), total = std::max(1.0, w0 + w1);
     Session session(scope);
     std::vector<Tensor> got = session.Run(feeds, {hot, everywhere});
