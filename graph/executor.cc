@@ -418,10 +418,12 @@ void Executor::CheckOutputs(int index, Step& step, int64_t start_ns) const {
     int slot = item.first_output_slot + o;
     if (!step.values[slot].valid() && !node.def().is_variable)
       return RecordError(item, step, Code::kInternal, StrCat("kernel did not set output ", o));
-    if (item.host_outputs && o < 64 && (item.host_outputs >> o & 1) && step.values[slot].allocator() &&
-        !step.values[slot].allocator()->host_accessible())
-      return RecordError(item, step, Code::kInternal,
-                         StrCat("output ", o, " is declared in host memory, the kernel gave device memory"));
+    if (item.host_outputs && o < 64 && (item.host_outputs >> o & 1)) {
+      const Allocator* where = step.values[slot].allocator();
+      if (where && !where->host_accessible())
+        return RecordError(item, step, Code::kInternal,
+                           StrCat("output ", o, " is declared in host memory, the kernel gave device memory"));
+    }
   }
   if (step.trace) {
     NodeExecStats& stats = step.stats[index];
