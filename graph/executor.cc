@@ -190,21 +190,17 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& args, const RunOpti
 
 void Executor::RunAsync(const ExecutorStep& request, const RunOptions& options,
                         RunMetadata* metadata, Done done, bool caller_runs_first_root) const {
-  Start(request, options, metadata, std::move(done), caller_runs_first_root);
-}
-
-void Executor::CheckStep(const ExecutorStep& request) const {
   if (!request.args || static_cast<int64_t>(request.args->size()) < arg_bound_ || !request.retvals ||
       static_cast<int64_t>(request.retvals->size()) < retval_bound_)
-    Fail(Code::kInvalidArgument, "executor on ", device_->name(), " needs ", arg_bound_,
-         " fed values and room for ", retval_bound_, " fetches, got ",
-         request.args ? request.args->size() : 0, " and ",
-         request.retvals ? request.retvals->size() : 0);
+    return done(Error(Code::kInvalidArgument,
+                      StrCat("executor on ", device_->name(), " needs ", arg_bound_, " fed values and room for ",
+                             retval_bound_, " fetches, got ", request.args ? request.args->size() : 0, " and ",
+                             request.retvals ? request.retvals->size() : 0)));
+  Start(request, options, metadata, std::move(done), caller_runs_first_root);
 }
 
 void Executor::Start(const ExecutorStep& request, const RunOptions& options, RunMetadata* metadata,
                      Done done, bool caller_runs_first_root) const {
-  CheckStep(request);
   auto step = std::make_unique<Step>();
   step->values.resize(num_slots_);
   step->counters.reset(new std::atomic<int>[items_.size() + num_slots_]);

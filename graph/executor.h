@@ -57,16 +57,13 @@ class Executor {
                           RunMetadata* metadata = nullptr) const;
   // Starts one step and returns; calls `done` (on a pool thread, or here for
   // an empty graph) when every node has run or been skipped. `step`'s
-  // pointers and `metadata` must outlive that call. Throws kInvalidArgument
-  // when `args` or `retvals` is too short for the graph's indices. With
-  // `caller_runs_first_root` the calling thread runs the first root's chain
-  // before returning (for a caller that would only wait: a small graph then
-  // never touches the pool).
+  // pointers and `metadata` must outlive that call. A step whose `args` or
+  // `retvals` is too short for the graph's indices ends here: `done` gets
+  // kInvalidArgument. With `caller_runs_first_root` the calling thread runs
+  // the first root's chain before returning (for a caller that would only
+  // wait: a small graph then never touches the pool).
   void RunAsync(const ExecutorStep& step, const RunOptions& options, RunMetadata* metadata,
                 Done done, bool caller_runs_first_root = false) const;
-  // The check RunAsync starts with: throws kInvalidArgument when `step`'s
-  // `args` or `retvals` is too short for the graph's indices.
-  void CheckStep(const ExecutorStep& step) const;
 
  private:
   struct Item;

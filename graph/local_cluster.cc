@@ -10,11 +10,6 @@ namespace dflow {
 
 void ExecutorRunner::RunAsync(const ExecutorStep& step, const RunOptions& options, RunMetadata* metadata,
                               Done done, bool caller_joins) {
-  try {
-    executor_->CheckStep(step);
-  } catch (const Error& e) {
-    return done(e);
-  }
   executor_->RunAsync(step, options, metadata, std::move(done), caller_joins);
 }
 

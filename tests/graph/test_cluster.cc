@@ -375,3 +375,23 @@ TEST_CASE("the step runner reports the first error and wakes partitions waiting 
   RunStep({&fine, &fine}, {8, &args, &retvals, &clean}, {}, nullptr);
   CHECK_FALSE(clean.abort_error().has_value());
 }
+
+TEST_CASE("a step too short for its partition's feeds or fetches ends with an error, not a throw", "[cluster]") {
+  auto graph = std::make_shared<Graph>();
+  Node* arg = graph->AddNode({.name = "x", .op = "_Arg", .attrs = {{"T", DType::kFloat32}, {"index", int64_t{1}}}});
+  graph->AddNode({.name = "y", .op = "_Retval", .inputs = {{arg, 0}},
+                  .attrs = {{"T", DType::kFloat32}, {"index", int64_t{0}}}});
+  ThreadPool pool(1, "test-short-step");
+  std::unique_ptr<Device> cpu = NewCpuDevice("/job:localhost/replica:0/task:0/device:CPU:0", &pool);
+  ResourceStore resources;
+  ExecutorRunner runner(std::make_shared<Executor>(graph, cpu.get(), &resources));
+
+  std::vector<Tensor> one_arg{Tensor::Scalar(1.0f)}, retvals(1);
+  ExpectError([&] { RunStep({&runner}, {9, &one_arg, &retvals, nullptr}, {}, nullptr); }, Code::kInvalidArgument,
+              "needs 2 fed values and room for 1 fetches, got 1 and 1");
+  std::vector<Tensor> two_args{Tensor::Scalar(1.0f), Tensor::Scalar(2.0f)}, no_room;
+  ExpectError([&] { RunStep({&runner}, {10, &two_args, &no_room, nullptr}, {}, nullptr); },
+              Code::kInvalidArgument, "got 2 and 0");
+  RunStep({&runner}, {11, &two_args, &retvals, nullptr}, {}, nullptr);
+  CHECK(retvals[0].scalar<float>() == 2.0f);
+}
