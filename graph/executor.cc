@@ -180,8 +180,8 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& args, const RunOpti
   // The calling thread runs the first root's chain itself (a small graph
   // then never touches the pool) and waits for the rest.
   StartAndWait([&](Done done) {
-    Start({NewStepId(), &args, &retvals, nullptr}, options, metadata, std::move(done),
-          /*caller_runs_first_root=*/true);
+    RunAsync({NewStepId(), &args, &retvals, nullptr}, options, metadata, std::move(done),
+             /*caller_runs_first_root=*/true);
   });
   for (int i = 0; i < num_retvals_; ++i)
     if (!retvals[i].valid()) Fail(Code::kInternal, "fetch ", i, " was not produced");
