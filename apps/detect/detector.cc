@@ -138,8 +138,16 @@ std::vector<Input> AddOutputDistillation(DetectorGraph& g, const TrainSettings& 
                 .soft_targets_everywhere = soft_targets && s.distill_anchors == "all"});
   g.loss.distill_class_loss = distill.class_loss;
   g.loss.distill_box_loss = distill.box_loss;
+  if (soft_targets && s.distill_box == "bounded") {
+    const Scope bounded = g.scope.NewSubScope("distillation");
+    g.loss.distill_box_loss = detection::TeacherBoundedRegressionLoss(
+        bounded, {.student_boxes = g.net.box_deltas,
+                  .teacher_boxes = teacher.box_deltas,
+                  .box_targets = g.loss.box_targets,
+                  .positive = ops::Cast(bounded, ops::Greater(bounded, g.loss.class_targets, 0), DType::kFloat32)});
+  }
   return {ops::Mul(w, distill.class_loss, static_cast<float>(s.distill_class_weight)),
-          ops::Mul(w, distill.box_loss, static_cast<float>(s.distill_box_weight))};
+          ops::Mul(w, g.loss.distill_box_loss, static_cast<float>(s.distill_box_weight))};
 }
 
 // Incremental learning's loss: the new model's own loss plus the weighted

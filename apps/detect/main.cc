@@ -123,6 +123,12 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
                      "(weighted by its confidence), or all anchors, background included")
           ->check(CLI::IsMember({"foreground", "all"}))
           ->capture_default_str(),
+      app.add_option("--distill-box", s.distill_box,
+                     "The box output term: the student's boxes mimic the teacher's (weighted by its "
+                     "confidence), or the teacher's error to the ground truth bounds the student's "
+                     "(Chen et al. 2017)")
+          ->check(CLI::IsMember({"mimic", "bounded"}))
+          ->capture_default_str(),
   };
   dflow::apps::TrainOptionGroups groups{fixed, dflow::apps::AddTrainingResourceOptions(app, s)};
   dflow::apps::AddModelSplitOption(app, s.parallel);

@@ -51,6 +51,7 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "imitation_schedule", s.imitation_schedule, apps::kAddedLater);
   visit(json, "distill_temperature", s.distill_temperature, apps::kAddedLater);
   visit(json, "distill_anchors", s.distill_anchors, apps::kAddedLater);
+  visit(json, "distill_box", s.distill_box, apps::kAddedLater);
   visit(json, "class_names", s.class_names);
   visit(json, "category_ids", s.category_ids);
   visit(json, "total_steps", s.total_steps);
@@ -110,6 +111,8 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                 s.distill_temperature);
   DFLOW_REQUIRE(s.distill_anchors == "foreground" || s.distill_anchors == "all", source,
                 ": \"distill_anchors\" must be foreground or all, got \"", s.distill_anchors, "\"");
+  DFLOW_REQUIRE(s.distill_box == "mimic" || s.distill_box == "bounded", source,
+                ": \"distill_box\" must be mimic or bounded, got \"", s.distill_box, "\"");
   DFLOW_REQUIRE(s.sparsity >= 0 && s.sparsity <= 1, source, ": \"sparsity\" must be within [0, 1], got ",
                 s.sparsity);
   DFLOW_REQUIRE(s.class_names.size() == s.category_ids.size(), source, ": ",

@@ -111,6 +111,10 @@ struct TrainSettings {
   // "all" of them.
   double distill_temperature = 1.0;
   std::string distill_anchors = "foreground";
+  // The output term's boxes: the teacher's as the target ("mimic", weighted
+  // by its confidence) or as an upper bound on the student's error to the
+  // ground truth ("bounded", Chen et al. 2017).
+  std::string distill_box = "mimic";
   // Recorded when the run starts: the dataset's classes, in label order
   // (label k + 1 is class_names[k], the dataset's category_ids[k]).
   std::vector<std::string> class_names;

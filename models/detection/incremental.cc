@@ -62,6 +62,25 @@ DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInp
   return loss;
 }
 
+Output TeacherBoundedRegressionLoss(const Scope& scope, const TeacherBoundedInputs& in) {
+  DFLOW_REQUIRE(in.margin >= 0, "teacher bounded regression: the margin must be 0 or more, got ", in.margin);
+  Scope s = scope.NewSubScope("teacher_bounded_regression");
+  Output targets = ops::StopGradient(s, in.box_targets);
+  Output positive = ops::StopGradient(s, in.positive);
+  auto squared_error = [&](const Output& boxes) {  // [N, A]
+    return ops::Sum(s, ops::SquaredDifference(s, boxes, targets), -1);
+  };
+  Output student_error = squared_error(in.student_boxes);
+  Output teacher_error = squared_error(ops::StopGradient(s, in.teacher_boxes));
+  // Where the student is not yet better than its teacher by the margin; a
+  // comparison, so no gradient flows through the choice itself.
+  Output bounded = ops::Cast(s, ops::Greater(s, ops::Add(s, student_error, in.margin), teacher_error),
+                             DType::kFloat32);
+  Output counted = ops::Mul(s, ops::Mul(s, student_error, bounded), positive);
+  Output positives = ops::Maximum(s, ops::Sum(s, positive, {0, 1}), 1.0f);
+  return ops::Div(s.WithOpName("teacher_bounded_loss"), ops::Sum(s, counted, {0, 1}), positives);
+}
+
 Tensor WidenClassOutputs(const Tensor& old, const Tensor& fresh, int64_t old_columns,
                          int64_t new_columns) {
   const Shape& from = old.shape();

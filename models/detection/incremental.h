@@ -66,6 +66,25 @@ struct DistillationLoss {
 // No gradient reaches the teacher: its outputs enter through StopGradient.
 DistillationLoss BuildDistillationLoss(const Scope& scope, const DistillationInputs& inputs);
 
+// Chen et al. 2017's teacher bounded regression loss (Learning Efficient
+// Object Detection Models with Knowledge Distillation, equation 4): the
+// teacher's boxes are an upper bound for the student's, not a target. On each
+// positive anchor (matched to a ground-truth box) with e_s and e_t the
+// student's and the teacher's squared L2 errors to the ground-truth deltas,
+//   L_b = e_s  if e_s + margin > e_t,   0 otherwise,
+// summed over the positives and divided by their number: once the student
+// places a box better than its teacher (by the margin), that box is left to
+// the ordinary regression loss.
+struct TeacherBoundedInputs {
+  Output student_boxes;  // float32 [N, A, 4]
+  Output teacher_boxes;  // float32 [N, A, 4]
+  Output box_targets;    // float32 [N, A, 4]: the ground truth's deltas
+  Output positive;       // float32 [N, A]: 1 on a positive anchor, else 0
+  float margin = 0;
+};
+// No gradient reaches the teacher, the targets or the positives.
+Output TeacherBoundedRegressionLoss(const Scope& scope, const TeacherBoundedInputs& inputs);
+
 // The class output layer of a widened head: `fresh` is the student's newly
 // initialised weight or bias, whose last dimension is anchors * new_columns;
 // `old` (the teacher's) has anchors * old_columns. Column c < old_columns of

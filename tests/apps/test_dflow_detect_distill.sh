@@ -68,18 +68,21 @@ assert [k.split("/")[1] for k in adapters] == ["map1"] * 2 + ["map2"] * 2, adapt
 config = json.load(open(run + "/config.json"))
 assert config["imitation_maps"] == 2 and config["imitation_schedule"] == "cosine", config
 PY
-# --- soft targets at temperature 2 on every anchor, recorded and read back on resume
+# --- soft targets at temperature 2 on every anchor, the boxes bounded by the
+# teacher's (Chen et al. 2017), recorded and read back on resume
 "$EXE" train --data "$TMP/data" --out "$TMP/hot" --size 64 --width 0.25 --steps 2 "${small[@]}" \
-  --teacher "$TMP/teacher" --distill output --distill-temperature 2 --distill-anchors all \
+  --teacher "$TMP/teacher" --distill output --distill-temperature 2 --distill-anchors all --distill-box bounded \
   > "$TMP/hot.txt" 2>&1 || { cat "$TMP/hot.txt"; fail "soft targets at a temperature on every anchor"; }
-grep -q "distill_cls [0-9]" "$TMP/hot.txt" || { cat "$TMP/hot.txt"; fail "hot: no distill_cls"; }
+grep -q "distill_cls [0-9].*distill_box [0-9]" "$TMP/hot.txt" || { cat "$TMP/hot.txt"; fail "hot: no distill terms"; }
 python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))
-assert c['distill_temperature'] == 2 and c['distill_anchors'] == 'all', c
+assert c['distill_temperature'] == 2 and c['distill_anchors'] == 'all' and c['distill_box'] == 'bounded', c
 c['distill_anchors'] = 'some'
 json.dump(c, open(sys.argv[1], 'w'))" "$TMP/hot/config.json" || fail "hot: the config"
 expect_error '"distill_anchors" must be foreground or all, got "some"' "$EXE" train --out "$TMP/hot" --resume --steps 3
+expect_error "distill-box" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 64 --width 0.25 --steps 1 \
+  "${small[@]}" --teacher "$TMP/teacher" --distill-box teacher
 expect_error "distill-temperature" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 64 --width 0.25 --steps 1 \
   "${small[@]}" --teacher "$TMP/teacher" --distill-temperature 0
 expect_error "read 6 maps" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 64 --width 0.25 --steps 1 \

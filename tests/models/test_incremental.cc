@@ -283,3 +283,38 @@ TEST_CASE("Knowledge distillation: soft targets at a temperature, and on every a
                                   .temperature = 0});
   }, Code::kInvalidArgument, "the temperature must be above 0, got 0");
 }
+
+TEST_CASE("Knowledge distillation: the teacher bounded regression loss, and its gradient", "[incremental]") {
+  Scope scope = Scope::NewRootScope();
+  Output student = ops::Placeholder(scope.WithOpName("student"), DType::kFloat32, {1, 3, 4});
+  Output teacher = ops::Placeholder(scope.WithOpName("teacher"), DType::kFloat32, {1, 3, 4});
+  Output targets = ops::Placeholder(scope.WithOpName("targets"), DType::kFloat32, {1, 3, 4});
+  Output positive = ops::Placeholder(scope.WithOpName("positive"), DType::kFloat32, {1, 3});
+  TeacherBoundedInputs inputs{.student_boxes = student, .teacher_boxes = teacher, .box_targets = targets,
+                              .positive = positive};
+  Output plain = TeacherBoundedRegressionLoss(scope, inputs);
+  inputs.margin = 3.5f;
+  Output margined = TeacherBoundedRegressionLoss(scope, inputs);
+  // Anchor 0, positive: the student is 2 off in x (e_s 4), the teacher 1
+  // off (e_t 1): counted. Anchor 1, positive: the student 1 off (e_s 1), the
+  // teacher 2 off (e_t 4): better than its teacher, not counted unless the
+  // margin (3.5) asks for more. Anchor 2 is background: never counted.
+  FeedList feeds{{student, Tensor::FromVector<float>({2, 0, 0, 0, 0, 1, 0, 0, 9, 9, 9, 9}, Shape{1, 3, 4})},
+                 {teacher, Tensor::FromVector<float>({1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0}, Shape{1, 3, 4})},
+                 {targets, Tensor::Zeros(DType::kFloat32, {1, 3, 4})},
+                 {positive, Tensor::FromVector<float>({1, 1, 0}, Shape{1, 3})}};
+  Session session(scope);
+  std::vector<Tensor> got = session.Run(feeds, {plain, margined});
+  CHECK(got[0].scalar<float>() == Approx(4.0f / 2));        // over the 2 positives
+  CHECK(got[1].scalar<float>() == Approx((4.0f + 1) / 2));  // e_s 1 + 3.5 > e_t 4
+  std::vector<Output> grads = autodiff::AddGradients(scope, {plain}, {student, teacher, targets});
+  REQUIRE(grads[0].valid());
+  CHECK(!grads[1].valid());
+  CHECK(!grads[2].valid());
+  Tensor g = session.Run(feeds, {grads[0]})[0];
+  // d/ds of (s - y)^2 / 2 on anchor 0's x: 2 * 2 / 2; nothing elsewhere.
+  const std::vector<float> expected{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  CHECK(std::vector<float>(g.data<float>(), g.data<float>() + 12) == expected);
+  ExpectError([&] { TeacherBoundedRegressionLoss(scope, {student, teacher, targets, positive, -1}); },
+              Code::kInvalidArgument, "the margin must be 0 or more, got -1");
+}
