@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "apps/common/cli_checks.h"
 #include "apps/common/run_metrics.h"
@@ -53,6 +54,19 @@ std::vector<std::string> CommonMetrics(const std::vector<std::map<int64_t, Json>
   return names;
 }
 
+// The plot's data files and script: removed however the command ends (a run
+// without the metric asked for fails part-way through writing them).
+struct ScratchDir {
+  explicit ScratchDir(fs::path p) : path(std::move(p)) { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ignored;  // a destructor cannot report: the command's own error is on its way
+    fs::remove_all(path, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  fs::path path;
+};
+
 // Gnuplot's string syntax: single quotes, doubled inside.
 std::string Quoted(const std::string& text) {
   std::string out = "'";
@@ -68,8 +82,8 @@ void Plot(const PlotSettings& s) {
   const std::string ext = fs::path(s.out).extension().string();
   DFLOW_REQUIRE(ext == ".png" || ext == ".svg", "plot: -o must end in .png or .svg, got '", s.out, "'");
   // One data file per run: step, then each metric (smoothed by a moving mean of K steps).
-  const fs::path scratch = fs::temp_directory_path() / StrCat("dflow-plot-", getpid());
-  fs::create_directories(scratch);
+  const ScratchDir scratch_dir(fs::temp_directory_path() / StrCat("dflow-plot-", getpid()));
+  const fs::path& scratch = scratch_dir.path;
   std::vector<std::string> data;
   for (size_t r = 0; r < runs.size(); ++r) {
     data.push_back((scratch / StrCat("run", r, ".dat")).string());
@@ -109,7 +123,6 @@ void Plot(const PlotSettings& s) {
   char buffer[512];
   while (fgets(buffer, sizeof buffer, gnuplot)) output += buffer;
   const int status = pclose(gnuplot);
-  fs::remove_all(scratch);
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) == 127)
     Fail(Code::kUnavailable, "plot: gnuplot is not installed (Debian's gnuplot-nox; ./dev installs it)");
   if (WEXITSTATUS(status) != 0) Fail(Code::kInternal, "plot: gnuplot failed: ", output);

@@ -312,7 +312,10 @@ checks=$((checks + 1))
 "$DFLOW" plot run-a -o curves.svg --metric loss > /dev/null 2>&1 && grep -q "<svg" curves.svg || fail "plot to SVG"
 expect_error "plot of a run without metrics" "run-c/metrics.jsonl is missing" plot run-c -o c.png
 expect_error "plot to another format" "-o must end in .png or .svg" plot run-a -o c.jpg
-expect_error "plot of a metric a run lacks" "has no metric 'box'" plot run-a --metric box -o c.png
+mkdir plot-tmp
+TMPDIR=$PWD/plot-tmp expect_error "plot of a metric a run lacks" "has no metric 'box'" plot run-a --metric box -o c.png
+checks=$((checks + 1))
+[[ -z $(ls -A plot-tmp) ]] || fail "a failed plot left its scratch files: $(ls -A plot-tmp)"
 
 checks=$((checks + 1))
 "$DFLOW" --help > out.txt 2>&1 || fail "--help exits non-zero"

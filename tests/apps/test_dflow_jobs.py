@@ -11,6 +11,7 @@ Usage: test_dflow_jobs.py BUILD/apps   (where dflow and dflow-count are)
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -253,5 +254,6 @@ finally:
         print(open(os.path.join(tmp, "serve.log")).read())
 
 if failures:
-    sys.exit("%d check(s) failed" % failures)
+    sys.exit("%d check(s) failed; scratch files in %s" % (failures, tmp))
+shutil.rmtree(tmp, ignore_errors=True)
 print("dflow jobs: all checks passed")

@@ -7,6 +7,7 @@ screenshot, stop it from the page and see it stopped.
 Usage: test_dflow_jobs_page.py BUILD/apps SCREENSHOT.png
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 BIN, SCREENSHOT = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="dflow-jobs-page-")
+os.environ["TMPDIR"] = tmp  # Chromium's profile and singleton socket go here too, and go with it
 root = os.path.join(tmp, "root")
 subprocess.run([os.path.join(BIN, "dflow-count"), "generate", "--out", os.path.join(root, "flowers"),
                 "--images", "8", "--width", "72", "--height", "40", "--max-flowers", "6", "--seed", "3"],
@@ -102,3 +104,4 @@ finally:
         service.wait(timeout=30)
     except subprocess.TimeoutExpired:
         service.kill()
+shutil.rmtree(tmp, ignore_errors=True)  # kept, with the service's log, when a check failed
