@@ -15,10 +15,34 @@
 #include <string>
 #include <type_traits>
 
+#include "apps/common/data_parallel_settings.h"
+#include "dist/cluster.h"
 #include "dist/training/data_parallel.h"
 #include "dist/training/elastic.h"
 
 namespace dflow::apps {
+
+// The workers of a run: a fixed cluster, an elastic job (whose ranks are
+// known once it joins: until then it prepares as the launcher's index), or
+// this process alone (index 0 of 1).
+struct TrainingWorkers {
+  std::optional<dist::ClusterSpec> cluster;
+  std::optional<dist::ElasticWorker> elastic;
+  int index = 0, count = 1;
+  // Whether the gradients are averaged across processes (fed to the update).
+  bool distributed() const { return cluster.has_value() || elastic.has_value(); }
+};
+// Throws as TrainingCluster and ElasticTrainingWorker (apps/common/workers.h) do.
+TrainingWorkers FindTrainingWorkers(const DataParallelSettings& settings, const std::string& device);
+
+// A stop by Ctrl-C: after StopOnSignals, SIGINT and SIGTERM only record the
+// request; the loop then saves a checkpoint and ends at the next step, and
+// the app exits 130.
+void StopOnSignals();
+bool StopSignalled();
+// With workers, true on every worker at the same step once any of them was
+// signalled (DataParallelStrategy::AnyWorker); `strategy` null: this process.
+bool StopRequested(dist::DataParallelStrategy* strategy);
 
 struct TrainingLoopResult {
   int64_t step = 0;      // the last step done

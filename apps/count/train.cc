@@ -1,8 +1,6 @@
 // dflow-count train: trains the density counter on a point-annotated
 // dataset, with periodic atomic checkpoints, exact resume and RUN/config.json.
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -20,10 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Set by SIGINT/SIGTERM: the loop saves a checkpoint and stops.
-std::atomic<bool> g_stop_requested{false};
-void RequestStop(int) { g_stop_requested = true; }
-
 struct TrainLoop {
   const TrainSettings& settings;
   const models::DensityCounter& model;
@@ -40,8 +34,6 @@ struct TrainLoop {
     if (!chief()) return "";
     return saver.Save(session, (fs::path(CheckpointDir(settings)) / "model").string(), step);
   }
-  // With workers, a stop request on any of them stops all at the same step.
-  bool StopRequested() const { return strategy ? strategy->AnyWorker(g_stop_requested) : g_stop_requested.load(); }
   // Loss, counts and learning rate of one step; with workers, the gradients
   // are averaged first.
   std::vector<Tensor> Step(const models::Batch& batch) const {
@@ -63,7 +55,7 @@ struct TrainLoop {
         .total_steps = settings.total_steps,
         .checkpoint_every = settings.checkpoint_every,
         .strategy = strategy,
-        .stop_requested = [&] { return StopRequested(); },
+        .stop_requested = [&] { return apps::StopRequested(strategy); },
         .input = input,
         .run_step =
             [&](int64_t step, const models::Batch& batch) {
@@ -91,21 +83,15 @@ int Train(TrainSettings settings, bool resume) {
   CheckSessionDevice(settings.device);  // before the run directory is written
   if (apps::UsesParameterServers(settings.parallel, settings.device))
     return TrainWithParameterServers(std::move(settings), resume);
-  // With workers, only the chief (worker 0) writes the run directory. An
-  // elastic worker learns its rank when it joins; until then it prepares as
-  // the launcher's index.
-  std::optional<dist::ElasticWorker> elastic = apps::ElasticTrainingWorker(settings.parallel, settings.device);
-  std::optional<dist::ClusterSpec> cluster;
-  if (!elastic) cluster = apps::TrainingCluster(settings.parallel, settings.device);
-  const int worker = elastic ? apps::ProvisionalWorkerIndex(*elastic) : apps::WorkerIndex(cluster);
-  const int workers = elastic ? std::max(worker + 1, settings.parallel.workers) : apps::NumWorkers(cluster);
-  PreparedRun run = PrepareRun(settings, resume, worker, workers);
+  // With workers, only the chief (worker 0) writes the run directory.
+  const apps::TrainingWorkers workers = apps::FindTrainingWorkers(settings.parallel, settings.device);
+  PreparedRun run = PrepareRun(settings, resume, workers.index, workers.count);
   const std::optional<std::string>& latest = run.latest;
 
   Scope scope = Scope::NewRootScope();
   scope.graph().set_seed(static_cast<int64_t>(settings.seed));
   models::DensityCounterOptions model_options = ModelOptions(settings);
-  model_options.fed_gradients = cluster.has_value() || elastic.has_value();
+  model_options.fed_gradients = workers.distributed();
   models::DensityCounter model = models::BuildDensityCounter(scope, model_options);
   Saver saver(scope, SaverOptions{.max_to_keep = settings.keep});
   SessionOptions session_options;
@@ -113,8 +99,8 @@ int Train(TrainSettings settings, bool resume) {
   if (!settings.device.empty()) session_options.devices = {settings.device};
   Session session(scope, session_options);
   std::unique_ptr<dist::DataParallelStrategy> strategy;
-  if (cluster) strategy = apps::MakeStrategy(settings.parallel, *cluster, model.variables);
-  if (elastic) strategy = apps::MakeElasticStrategy(settings.parallel, *elastic, model.variables);
+  if (workers.cluster) strategy = apps::MakeStrategy(settings.parallel, *workers.cluster, model.variables);
+  if (workers.elastic) strategy = apps::MakeElasticStrategy(settings.parallel, *workers.elastic, model.variables);
   const bool chief = !strategy || strategy->is_chief();
   int64_t start = 0;
   if (resume && chief) {
@@ -124,21 +110,20 @@ int Train(TrainSettings settings, bool resume) {
   }
   // Every worker starts from the chief's variables (optimizer slots and global step included).
   if (strategy) apps::SynchronizeVariables(session, saver, *strategy);
-  if (resume || elastic) start = session.Run({model.global_step})[0].scalar<int64_t>();
+  if (resume || workers.elastic) start = session.Run({model.global_step})[0].scalar<int64_t>();
   if (resume) std::cout << "resuming " << (chief ? *latest : "the chief's checkpoint") << " at step " << start << "\n";
   PrintPlan(settings);
-  std::signal(SIGINT, RequestStop);
-  std::signal(SIGTERM, RequestStop);
+  apps::StopOnSignals();
   TrainLoop loop{settings, model, session, saver, strategy.get(), {}};
   // The pipeline PrepareRun made starts at step 0 for the prepared rank.
   loop.input = [&](int64_t from) -> std::unique_ptr<models::InputPipeline> {
     const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
     std::unique_ptr<models::InputPipeline> prepared = std::move(run.pipeline);
-    if (prepared && from == 0 && rank == worker && ranks == workers) return prepared;
+    if (prepared && from == 0 && rank == workers.index && ranks == workers.count) return prepared;
     return std::make_unique<models::InputPipeline>(run.index, PipelineOptionsFor(settings, from, rank, ranks));
   };
   loop.Run(start);
-  return g_stop_requested ? 130 : 0;
+  return apps::StopSignalled() ? 130 : 0;
 }
 
 }  // namespace dflow::count_app

@@ -2,9 +2,7 @@
 // periodic atomic checkpoints, exact resume and RUN/config.json; with
 // --workers, data-parallel over a ring all-reduce (apps/common/workers.h) or,
 // with --strategy ps, parameter servers (train_ps.cc).
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -27,10 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Set by SIGINT/SIGTERM: the loop saves a checkpoint and stops.
-std::atomic<bool> g_stop_requested{false};
-void RequestStop(int) { g_stop_requested = true; }
-
 struct TrainLoop {
   const TrainSettings& settings;
   const DetectorGraph& graph;
@@ -47,8 +41,6 @@ struct TrainLoop {
     if (!chief()) return "";
     return saver.Save(session, (fs::path(CheckpointDir(settings)) / "model").string(), step);
   }
-  // With workers, a stop request on any of them stops all at the same step.
-  bool StopRequested() const { return strategy ? strategy->AnyWorker(g_stop_requested) : g_stop_requested.load(); }
   // This worker's total, box and class loss, then the learning rate; with
   // workers, the gradients are averaged first and each worker updates its
   // own batch-norm statistics.
@@ -81,7 +73,7 @@ struct TrainLoop {
         .total_steps = settings.total_steps,
         .checkpoint_every = settings.checkpoint_every,
         .strategy = strategy,
-        .stop_requested = [&] { return StopRequested(); },
+        .stop_requested = [&] { return apps::StopRequested(strategy); },
         .input = input,
         .run_step =
             [&](int64_t step, const models::DetectionBatch& batch) {
@@ -134,30 +126,8 @@ SessionOptions TrainingSessionOptions(const TrainSettings& settings, const std::
   return options;
 }
 
-// The workers of this run: a fixed cluster, an elastic job (whose ranks are
-// known once it joins: until then it prepares as the launcher's index), or
-// this process alone.
-struct Workers {
-  std::optional<dist::ClusterSpec> cluster;
-  std::optional<dist::ElasticWorker> elastic;
-  int index = 0, count = 1;
-};
-Workers FindWorkers(const TrainSettings& settings) {
-  Workers w;
-  w.elastic = apps::ElasticTrainingWorker(settings.parallel, settings.device);
-  if (w.elastic) {
-    w.index = apps::ProvisionalWorkerIndex(*w.elastic);
-    w.count = std::max(w.index + 1, settings.parallel.workers);
-  } else {
-    w.cluster = apps::TrainingCluster(settings.parallel, settings.device);
-    w.index = apps::WorkerIndex(w.cluster);
-    w.count = apps::NumWorkers(w.cluster);
-  }
-  return w;
-}
-
 int TrainOnSession(TrainSettings& settings, bool resume, PreparedRun& run, const DetectorGraph& trained,
-                   Session& session, const Workers& workers) {
+                   Session& session, const apps::TrainingWorkers& workers) {
   Saver saver(trained.scope, SaverOptions{.max_to_keep = settings.keep});
   std::unique_ptr<dist::DataParallelStrategy> strategy;
   if (workers.cluster) strategy = apps::MakeStrategy(settings.parallel, *workers.cluster, trained.trained);
@@ -166,8 +136,7 @@ int TrainOnSession(TrainSettings& settings, bool resume, PreparedRun& run, const
       StartVariables(session, trained, saver, settings, resume ? run.latest : std::nullopt, strategy.get());
   if (workers.elastic) start = session.Run({trained.global_step})[0].scalar<int64_t>();  // a later joiner's
   PrintPlan(settings, trained);
-  std::signal(SIGINT, RequestStop);
-  std::signal(SIGTERM, RequestStop);
+  apps::StopOnSignals();
   TrainLoop loop{settings, trained, session, saver, strategy.get(), {}};
   // PrepareRun's pipeline starts a new run for the prepared rank.
   loop.input = [&](int64_t from) -> std::unique_ptr<models::DetectionPipeline> {
@@ -178,7 +147,7 @@ int TrainOnSession(TrainSettings& settings, bool resume, PreparedRun& run, const
   };
   auto [stopped, seconds] = loop.Run(start);
   if (settings.session > 0 && !stopped && loop.chief()) FinishSession(settings, seconds);
-  return g_stop_requested ? 130 : 0;
+  return apps::StopSignalled() ? 130 : 0;
 }
 
 }  // namespace
@@ -188,12 +157,11 @@ int Train(TrainSettings settings, bool resume, const models::DatasetPart* exempl
   if (apps::UsesParameterServers(settings.parallel, settings.device))
     return TrainWithParameterServers(std::move(settings), resume, exemplars);
   std::optional<apps::ModelSplit> split = apps::WorkerModelSplit(settings.parallel, settings.device, settings.threads);
-  const Workers workers = FindWorkers(settings);
+  const apps::TrainingWorkers workers = apps::FindTrainingWorkers(settings.parallel, settings.device);
   PreparedRun run = PrepareRun(settings, resume, workers.index, workers.count, exemplars);
   // The schedule reads total_steps.
-  const bool fed = workers.cluster || workers.elastic;
   std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(
-      settings, fed ? TrainOp::kFedGradients : TrainOp::kMinimize, split ? split->devices : models::ModelPartDevices{});
+      settings, workers.distributed() ? TrainOp::kFedGradients : TrainOp::kMinimize, split ? split->devices : models::ModelPartDevices{});
   try {
     Session session(graph->scope, TrainingSessionOptions(settings, split));
     int code = TrainOnSession(settings, resume, run, *graph, session, workers);
