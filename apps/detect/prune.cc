@@ -126,6 +126,8 @@ void InitFromPruned(Session& session, const DetectorGraph& g, const Saver& saver
             << "%: ";
   if (Masked(s.prune))
     std::cout << zeros << " of " << models::CountParameters(weights) << " weights are zero, kept zero while training\n";
+  else if (after == before)
+    std::cout << "every channel kept (the unpruned control), " << after << " parameters\n";
   else
     std::cout << s.channels.size() << " layers thinned, " << before << " -> " << after << " parameters\n";
 }

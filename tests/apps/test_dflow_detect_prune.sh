@@ -68,6 +68,21 @@ tail -1 "$TMP/eval.txt" | python3 -c "import json, sys; assert 'AP50' in json.lo
 (($(stat -c %s "$TMP/thin.json") < $(stat -c %s "$TMP/wide.json") / 2)) ||
   fail "the thinned graph file is not smaller than half the wide one"
 
+# --sparsity 0: the unpruned control starts from the very weights it was given.
+"$EXE" prune --checkpoint "$TMP/run" --mode channels --sparsity 0 --out "$TMP/kept" --steps 0 --threads 1 \
+  > "$TMP/kept.txt" 2>&1 || { cat "$TMP/kept.txt"; fail "prune --sparsity 0"; }
+grep -q "channels at 0%: every channel kept (the unpruned control), [0-9]* parameters" "$TMP/kept.txt" ||
+  { cat "$TMP/kept.txt"; fail "prune --sparsity 0: summary"; }
+PYTHONPATH=$TMP python3 - "$TMP" <<'PY' || fail "prune --sparsity 0: the weights changed"
+import sys
+from tensors import tensors, weights
+root = sys.argv[1]
+wide, kept = weights(tensors(root + "/run")), weights(tensors(root + "/kept"))
+assert wide.keys() == kept.keys() and len(wide) > 20, (sorted(wide), sorted(kept))
+for name in wide:
+    assert wide[name] == kept[name], name
+PY
+
 # The benchmark's CSV row names the pruning.
 "$EXE" bench --checkpoint "$TMP/thin" --images "$TMP/data/images" --limit 2 --threads 1 --csv "$TMP/runs.csv" \
   > "$TMP/bench.txt" 2>&1 || { cat "$TMP/bench.txt"; fail "bench of the thinned run"; }
