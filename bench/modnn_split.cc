@@ -1,6 +1,6 @@
 // MoDNN's Biased One-Dimensional Partition (dist/modnn/modnn_split.h) on this
 // machine: VGG-16's conv3_3 layer (3x3 conv, 256 -> 256 channels on a 56x56
-// image, + bias + ReLU + 2x2 max pool; seed 003 measures VGG-16), one
+// image, + bias + ReLU + 2x2 max pool; MoDNN measures VGG-16), one
 // image, float32, in one process with two CPU devices of one thread each.
 // k = 1 runs the layer whole (it lands on one device); k = 2 splits it into
 // two strips of equal speed, one per device, the input sliced and the

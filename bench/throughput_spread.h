@@ -1,4 +1,4 @@
-// The spread of per-step throughput, as seed 004's Table 5.2 reports it for
+// The spread of per-step throughput, as the flower-counting thesis's Table 5.2 reports it for
 // parameter servers and ring all-reduce: each step's images/s, then their
 // mean and standard deviation.
 #pragma once

@@ -1,4 +1,4 @@
-// The counting network of seed 004 (Table 3.1; reference/torch_models.py
+// The counting network of the flower-counting thesis (Table 3.1; reference/torch_models.py
 // CountNet): three MCNN columns of conv-pool-conv-pool-conv-conv with 9/7,
 // 7/5 and 5/3 kernels and 16/20/24 base channels, each brought back to full
 // resolution by two stride-2 transposed convolutions, concatenated (60

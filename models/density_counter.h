@@ -1,4 +1,4 @@
-// The counting app's model (seed 004): CountNet with its placeholders, the
+// The counting app's model (the flower-counting thesis): CountNet with its placeholders, the
 // seed's loss, an Adam train op and the per-image counts, in one graph that
 // serves training, evaluation and prediction; plus prediction on images of
 // any size by tiling, batching the tiles and stitching their density maps.

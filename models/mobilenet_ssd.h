@@ -1,4 +1,4 @@
-// MobileNetV1-SSD300 of seed 000 (Listing A.2; reference/torch_models.py
+// MobileNetV1-SSD300 of the on-line detector training thesis (Listing A.2; reference/torch_models.py
 // MobileNetSSD): a conv_bn stem and 13 depthwise-separable blocks to 1024
 // channels, four extra blocks (1x1 then 3x3 stride 2), and 3x3 box and class
 // heads on six feature maps ([512, 1024, 512, 256, 256, 256] channels, 6

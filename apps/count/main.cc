@@ -1,4 +1,4 @@
-// dflow-count: density-map counting (seed 004) from images to counts and
+// dflow-count: density-map counting (the flower-counting thesis) from images to counts and
 // heatmaps. Subcommands: generate, train, eval, predict (see --help).
 #include <iostream>
 

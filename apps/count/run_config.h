@@ -24,7 +24,7 @@ struct TrainSettings {
   double sigma = 2.0;             // ground-truth Gaussian, pixels
   double learning_rate = 2e-3;    // Adam, cosine-decayed to 5% over the run (docs/counting.md)
   double density_scale = 100.0;   // see models/density_counter.h
-  bool balance = false;           // seed 004's count-bin balancing (--balance)
+  bool balance = false;           // the flower-counting thesis's count-bin balancing (--balance)
   std::string bins = "0,1,2,3,4,5-7,8+";
   bool flip = true;               // random horizontal flips
   int threads = 2;                // compute threads

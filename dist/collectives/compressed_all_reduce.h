@@ -1,5 +1,5 @@
-// The mean of the ranks' gradients sent through a gradient codec (seed 003,
-// AdaLearner): each rank encodes its own gradient — 1-bit with its own
+// The mean of the ranks' gradients sent through a gradient codec (the
+// AdaLearner thesis): each rank encodes its own gradient — 1-bit with its own
 // error-feedback residual, or fp16 — the encoded gradients are all-gathered,
 // and every rank decodes all N and adds them in rank order. Every rank thus
 // computes the same bits, and a rank sends (N-1) encoded gradients: for

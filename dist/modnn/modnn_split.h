@@ -1,4 +1,4 @@
-// MoDNN's Biased One-Dimensional Partition (seed 003, section 2.2.3) as a
+// MoDNN's Biased One-Dimensional Partition (its thesis, section 2.2.3) as a
 // graph rewrite: one convolution layer split into k strips along the longer
 // spatial side of its output, each strip on its own device, sized by speed.
 //

@@ -1,4 +1,4 @@
-// Gradient codecs for data-parallel training (seed 003, AdaLearner): what a
+// Gradient codecs for data-parallel training (AdaLearner): what a
 // worker sends instead of its float32 gradient. fp16 halves the bytes; 1-bit
 // quantization sends one sign bit per element plus, per column (the last
 // dimension: a dense layer's output unit, a conv filter), the mean of the

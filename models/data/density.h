@@ -1,4 +1,4 @@
-// Ground-truth density maps for counting (seed 004, ch. 3): a unit impulse
+// Ground-truth density maps for counting (the flower-counting thesis, ch. 3): a unit impulse
 // at each annotated point, blurred by a normalised Gaussian, so that the
 // map sums to the number of points and a network's count is the sum of its
 // predicted map.

@@ -1,4 +1,4 @@
-// Synthetic field images for the counting app (seed 004): a green/brown
+// Synthetic field images for the counting app (the flower-counting thesis): a green/brown
 // crop texture with 0..max_flowers small yellow flowers, plus the
 // distractors the seed's old blob counter mistook for flowers: bright
 // specular patches (sun reflection) and tan road strips (dusty roadside).

@@ -1,4 +1,4 @@
-// The counting app's input pipeline (seed 004, sec. 4.4): annotated images
+// The counting app's input pipeline (the flower-counting thesis, sec. 4.4): annotated images
 // of any size are cut into fixed-size tiles, optionally balanced over count
 // bins, shuffled, decoded in parallel, batched and prefetched on a background
 // thread, and sharded so that each data-parallel worker reads its own part.

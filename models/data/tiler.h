@@ -1,4 +1,4 @@
-// Cutting images of any size into fixed-size tiles (seed 004 trains on
+// Cutting images of any size into fixed-size tiles (the flower-counting thesis trains on
 // 224x224 tiles of 1280x720 frames) and stitching per-tile density maps
 // back into one map. Tiles form a grid from the top-left corner; the last
 // row and column of tiles run past the image's edge and are padded with

@@ -1,4 +1,4 @@
-// Counting metrics (seed 004, ch. 5): mean absolute error, root mean
+// Counting metrics (the flower-counting thesis, ch. 5): mean absolute error, root mean
 // squared error and mean relative error of predicted counts, overall and
 // per bin of the true count. MRE leaves out images whose true count is 0
 // (the relative error is undefined there), as the seed does.
