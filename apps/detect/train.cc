@@ -160,8 +160,9 @@ int Train(TrainSettings settings, bool resume, const models::DatasetPart* exempl
   const apps::TrainingWorkers workers = apps::FindTrainingWorkers(settings.parallel, settings.device);
   PreparedRun run = PrepareRun(settings, resume, workers.index, workers.count, exemplars);
   // The schedule reads total_steps.
-  std::unique_ptr<DetectorGraph> graph = BuildTrainingGraph(
-      settings, workers.distributed() ? TrainOp::kFedGradients : TrainOp::kMinimize, split ? split->devices : models::ModelPartDevices{});
+  const TrainOp train_op = workers.distributed() ? TrainOp::kFedGradients : TrainOp::kMinimize;
+  std::unique_ptr<DetectorGraph> graph =
+      BuildTrainingGraph(settings, train_op, split ? split->devices : models::ModelPartDevices{});
   try {
     Session session(graph->scope, TrainingSessionOptions(settings, split));
     int code = TrainOnSession(settings, resume, run, *graph, session, workers);
