@@ -215,6 +215,7 @@ cudaError_t LaunchTopK(cudaStream_t stream, CastType type, const void* x, int64_
       TopKTyped(stream, s, static_cast<const int64_t*>(x), rows, n, k,
                 static_cast<int64_t*>(values), indices, status);
       break;
+    default: return cudaErrorInvalidValue;  // TopK is registered for the four above only
   }
   return status;
 }

@@ -31,13 +31,24 @@ class GpuUnaryKernel : public OpKernel {
   }
 };
 
-std::optional<cuda::CastType> GpuCastType(DType dtype) {
+// The element types of the arithmetic kernels (binary ops, AssignAdd).
+std::optional<cuda::CastType> GpuNumberType(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return cuda::CastType::kF32;
     case DType::kFloat64: return cuda::CastType::kF64;
     case DType::kInt32: return cuda::CastType::kI32;
     case DType::kInt64: return cuda::CastType::kI64;
     default: return std::nullopt;
+  }
+}
+
+// Those Cast converts between: every dtype but float16.
+std::optional<cuda::CastType> GpuCastType(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return cuda::CastType::kBool;
+    case DType::kUInt8: return cuda::CastType::kU8;
+    case DType::kInt8: return cuda::CastType::kI8;
+    default: return GpuNumberType(dtype);
   }
 }
 
@@ -70,7 +81,7 @@ class GpuBinaryKernel : public OpKernel {
     CudaDevice& gpu = cuda::Gpu(ctx);
     Tensor zero_divisor;  // -1, read as unsigned by the device: above every offset
     if (kDivides) zero_divisor = gpu.CopyToDevice(Tensor::Scalar<int64_t>(-1), node().Describe());
-    cuda::LaunchBinary(cuda::Stream(ctx), kFn, *GpuCastType(x.dtype()), x.raw_data(), y.raw_data(),
+    cuda::LaunchBinary(cuda::Stream(ctx), kFn, *GpuNumberType(x.dtype()), x.raw_data(), y.raw_data(),
                        z.raw_data(), z.NumElements(), same, index,
                        kDivides ? reinterpret_cast<unsigned long long*>(zero_divisor.raw_data()) : nullptr);
     cuda::CheckLaunch(ctx, "Binary");
@@ -135,7 +146,11 @@ class GpuFillKernel : public OpKernel {
     Tensor& out = ctx.allocate_output(0, Shape(dims));
     size_t elem = DTypeSize(value.dtype());
     cudaStream_t stream = cuda::Stream(ctx);
-    if (elem == 4) {
+    if (elem == 1) {
+      uint8_t bits;
+      std::memcpy(&bits, value.raw_data(), 1);
+      cuda::LaunchFill8(stream, bits, out.raw_data(), out.NumElements());
+    } else if (elem == 4) {
       uint32_t bits;
       std::memcpy(&bits, value.raw_data(), 4);
       cuda::LaunchFill32(stream, bits, out.raw_data(), out.NumElements());
@@ -144,7 +159,7 @@ class GpuFillKernel : public OpKernel {
       std::memcpy(&bits, value.raw_data(), 8);
       cuda::LaunchFill64(stream, bits, out.raw_data(), out.NumElements());
     } else {
-      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Fill handles 4- and 8-byte dtypes, not ",
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Fill handles 1-, 4- and 8-byte dtypes, not ",
            DTypeName(value.dtype()));
     }
     cuda::CheckLaunch(ctx, "Fill");
@@ -160,8 +175,8 @@ class GpuCastKernel : public OpKernel {
     if (x.dtype() == to) return ctx.set_output(0, x);
     auto from_type = GpuCastType(x.dtype()), to_type = GpuCastType(to);
     if (!from_type || !to_type)
-      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Cast converts between float32, "
-           "float64, int32 and int64, not ", DTypeName(x.dtype()), " to ", DTypeName(to));
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Cast converts between every dtype but "
+           "float16, not ", DTypeName(x.dtype()), " to ", DTypeName(to));
     Tensor& y = ctx.allocate_output(0, x.shape());
     cuda::LaunchCast(cuda::Stream(ctx), *from_type, x.raw_data(), *to_type, y.raw_data(),
                      x.NumElements());
@@ -182,8 +197,8 @@ cuda::BroadcastIndex OutputIndex(const OpKernelContext& ctx, const Shape& out) {
 
 int RequireWordSized(const OpKernelContext& ctx, DType dtype) {
   int bytes = static_cast<int>(DTypeSize(dtype));
-  if (bytes != 4 && bytes != 8)
-    Fail(Code::kUnimplemented, ctx.node().Describe(), ": the GPU kernel handles 4- and 8-byte "
+  if (bytes != 1 && bytes != 4 && bytes != 8)
+    Fail(Code::kUnimplemented, ctx.node().Describe(), ": the GPU kernel handles 1-, 4- and 8-byte "
          "dtypes, not ", DTypeName(dtype));
   return bytes;
 }
@@ -255,7 +270,7 @@ class GpuAssignUpdateKernel : public OpKernel {
   void Compute(OpKernelContext& ctx) const override {
     Variable* var = ctx.input_variable(0);
     const Tensor& delta = ctx.input(1);
-    auto type = GpuCastType(delta.dtype());
+    auto type = GpuNumberType(delta.dtype());
     if (!type)
       Fail(Code::kUnimplemented, node().Describe(), ": the GPU kernel updates float32, float64, "
            "int32 and int64 variables, not ", DTypeName(delta.dtype()));
@@ -323,13 +338,24 @@ DFLOW_GPU_BINARY("Pow", kPow);
 DFLOW_GPU_BINARY("ReluGrad", kReluGrad);
 REGISTER_KERNEL_FOR_TYPES("AddN", "GPU", GpuAddN, float);
 REGISTER_KERNEL_FOR_TYPES("BiasAdd", "GPU", GpuBiasAdd, float);
-REGISTER_KERNEL("Fill", "GPU", GpuFillKernel);
-REGISTER_KERNEL("Cast", "GPU", GpuCastKernel);
-REGISTER_KERNEL("BroadcastTo", "GPU", GpuBroadcastToKernel);
-REGISTER_KERNEL("Select", "GPU", GpuSelectKernel);
-REGISTER_KERNEL("OnesLike", "GPU", GpuOnesLikeKernel);
-REGISTER_KERNEL("AssignAdd", "GPU", GpuAssignUpdateKernel<false>);
-REGISTER_KERNEL("AssignSub", "GPU", GpuAssignUpdateKernel<true>);
+// Registered for exactly the dtypes they run, so that placement (soft
+// placement's fallback included) sees the others as having no GPU kernel.
+template <typename T> using GpuFill = GpuFillKernel;
+template <typename T> using GpuCast = GpuCastKernel;  // by SrcT; DstT float16 fails when it runs
+template <typename T> using GpuBroadcastTo = GpuBroadcastToKernel;
+template <typename T> using GpuSelect = GpuSelectKernel;
+template <typename T> using GpuOnesLike = GpuOnesLikeKernel;
+template <typename T> using GpuAssignAdd = GpuAssignUpdateKernel<false>;
+template <typename T> using GpuAssignSub = GpuAssignUpdateKernel<true>;
+#define DFLOW_GPU_BYTE_AND_WORD_TYPES float, double, int32_t, int64_t, bool, uint8_t, int8_t
+REGISTER_KERNEL_FOR_TYPES("Fill", "GPU", GpuFill, DFLOW_GPU_BYTE_AND_WORD_TYPES);
+REGISTER_KERNEL_FOR_TYPES("Cast", "GPU", GpuCast, DFLOW_GPU_BYTE_AND_WORD_TYPES);
+REGISTER_KERNEL_FOR_TYPES("BroadcastTo", "GPU", GpuBroadcastTo, DFLOW_GPU_BYTE_AND_WORD_TYPES);
+REGISTER_KERNEL_FOR_TYPES("Select", "GPU", GpuSelect, DFLOW_GPU_BYTE_AND_WORD_TYPES);
+#undef DFLOW_GPU_BYTE_AND_WORD_TYPES
+REGISTER_KERNEL_FOR_TYPES("OnesLike", "GPU", GpuOnesLike, float, double, int32_t, int64_t);
+REGISTER_KERNEL_FOR_TYPES("AssignAdd", "GPU", GpuAssignAdd, float, double, int32_t, int64_t);
+REGISTER_KERNEL_FOR_TYPES("AssignSub", "GPU", GpuAssignSub, float, double, int32_t, int64_t);
 
 }  // namespace
 }  // namespace dflow

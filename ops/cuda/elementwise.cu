@@ -137,11 +137,13 @@ __global__ void FillKernel(T bits, T* out, int64_t n) {
   DFLOW_GRID_STRIDE(i, n) out[i] = bits;
 }
 
-// Like the CPU Cast: floats to integers truncate, saturate at the integer's
-// range, and NaN becomes 0.
+// Like the CPU Cast: anything to bool is x != 0; floats to integers
+// truncate, saturate at the integer's range, and NaN becomes 0.
 template <typename To, typename From>
 __device__ To Convert(From x) {
-  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     if (x != x) return To(0);
     if (x <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
     if (x >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
@@ -162,6 +164,9 @@ void CastFrom(cudaStream_t stream, const From* x, CastType to, void* y, int64_t 
     case kF64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<double*>(y), n); break;
     case kI32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int32_t*>(y), n); break;
     case kI64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int64_t*>(y), n); break;
+    case kBool: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<bool*>(y), n); break;
+    case kU8: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<uint8_t*>(y), n); break;
+    case kI8: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int8_t*>(y), n); break;
   }
 }
 
@@ -218,13 +223,16 @@ void LaunchAssignUpdate(cudaStream_t stream, CastType type, void* var, const voi
     case kF64: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<double*>(var), static_cast<const double*>(delta), n, subtract); break;
     case kI32: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<int32_t*>(var), static_cast<const int32_t*>(delta), n, subtract); break;
     case kI64: AssignUpdateKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<int64_t*>(var), static_cast<const int64_t*>(delta), n, subtract); break;
+    default: break;  // the kernel is registered for the four above only
   }
 }
 
 void LaunchBroadcastCopy(cudaStream_t stream, int element_bytes, const void* x, void* out,
                          int64_t n, const BroadcastIndex& index) {
   if (n <= 0) return;
-  if (element_bytes == 4)
+  if (element_bytes == 1)
+    BroadcastCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x), static_cast<uint8_t*>(out), n, index);
+  else if (element_bytes == 4)
     BroadcastCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(out), n, index);
   else
     BroadcastCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(out), n, index);
@@ -233,7 +241,9 @@ void LaunchBroadcastCopy(cudaStream_t stream, int element_bytes, const void* x, 
 void LaunchSelect(cudaStream_t stream, int element_bytes, const bool* condition, const void* t,
                   const void* e, void* out, int64_t n, const BroadcastIndex& index) {
   if (n <= 0) return;
-  if (element_bytes == 4)
+  if (element_bytes == 1)
+    SelectKernel<<<Blocks(n), kThreads, 0, stream>>>(condition, static_cast<const uint8_t*>(t), static_cast<const uint8_t*>(e), static_cast<uint8_t*>(out), n, index);
+  else if (element_bytes == 4)
     SelectKernel<<<Blocks(n), kThreads, 0, stream>>>(condition, static_cast<const uint32_t*>(t), static_cast<const uint32_t*>(e), static_cast<uint32_t*>(out), n, index);
   else
     SelectKernel<<<Blocks(n), kThreads, 0, stream>>>(condition, static_cast<const uint64_t*>(t), static_cast<const uint64_t*>(e), static_cast<uint64_t*>(out), n, index);
@@ -276,6 +286,10 @@ void LaunchAccumulate(cudaStream_t stream, const float* x, float* acc, int64_t n
   if (n > 0) AccumulateKernel<<<Blocks(n), kThreads, 0, stream>>>(x, acc, n);
 }
 
+void LaunchFill8(cudaStream_t stream, uint8_t bits, void* out, int64_t n) {
+  if (n > 0) FillKernel<<<Blocks(n), kThreads, 0, stream>>>(bits, static_cast<uint8_t*>(out), n);
+}
+
 void LaunchFill32(cudaStream_t stream, uint32_t bits, void* out, int64_t n) {
   if (n > 0) FillKernel<<<Blocks(n), kThreads, 0, stream>>>(bits, static_cast<uint32_t*>(out), n);
 }
@@ -293,6 +307,9 @@ void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, 
     case kF64: CastFrom(stream, static_cast<const double*>(x), to, y, n); break;
     case kI32: CastFrom(stream, static_cast<const int32_t*>(x), to, y, n); break;
     case kI64: CastFrom(stream, static_cast<const int64_t*>(x), to, y, n); break;
+    case kBool: CastFrom(stream, static_cast<const bool*>(x), to, y, n); break;
+    case kU8: CastFrom(stream, static_cast<const uint8_t*>(x), to, y, n); break;
+    case kI8: CastFrom(stream, static_cast<const int8_t*>(x), to, y, n); break;
   }
 }
 

@@ -28,8 +28,8 @@ enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kSquaredDiffer
                       kReluGrad, kFloorDiv, kFloorMod };
 
 void LaunchUnary(cudaStream_t stream, UnaryFn fn, const float* x, float* y, int64_t n);
-// Element types of Cast, AssignAdd and the binary ops.
-enum class CastType { kF32, kF64, kI32, kI64 };
+// Element types: the binary ops and AssignAdd take the first four, Cast all.
+enum class CastType { kF32, kF64, kI32, kI64, kBool, kU8, kI8 };
 // z = fn(x, y) over float32 (kF32), int32 or int64 elements; `same_shape`
 // takes the contiguous path and ignores `index`. Integers follow the CPU's
 // rules (wrapping arithmetic; Div, FloorDiv, FloorMod as C and Python); a
@@ -43,19 +43,20 @@ void LaunchBiasAdd(cudaStream_t stream, const float* x, const float* bias, float
                    int64_t channels);
 // acc[i] += x[i]
 void LaunchAccumulate(cudaStream_t stream, const float* x, float* acc, int64_t n);
-// Fills n elements of 4 or 8 bytes with one bit pattern.
+// Fills n elements of 1, 4 or 8 bytes with one bit pattern.
+void LaunchFill8(cudaStream_t stream, uint8_t bits, void* out, int64_t n);
 void LaunchFill32(cudaStream_t stream, uint32_t bits, void* out, int64_t n);
 void LaunchFill64(cudaStream_t stream, uint64_t bits, void* out, int64_t n);
-// Element-wise conversion between float32, float64, int32 and int64.
+// Element-wise conversion between any two CastTypes, as the CPU's Cast.
 void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, void* y, int64_t n);
 // var += delta (var -= delta when `subtract`), in place; integers wrap.
 void LaunchAssignUpdate(cudaStream_t stream, CastType type, void* var, const void* delta,
                         int64_t n, bool subtract);
-// out = x broadcast to the index's dims (x_strides), for 4- or 8-byte elements.
+// out = x broadcast to the index's dims (x_strides), for 1-, 4- or 8-byte elements.
 void LaunchBroadcastCopy(cudaStream_t stream, int element_bytes, const void* x, void* out,
                          int64_t n, const BroadcastIndex& index);
 // out = condition ? t : e with condition (bool bytes), t (x_strides) and e
-// (y_strides) broadcast; 4- or 8-byte elements.
+// (y_strides) broadcast; 1-, 4- or 8-byte elements.
 void LaunchSelect(cudaStream_t stream, int element_bytes, const bool* condition, const void* t,
                   const void* e, void* out, int64_t n, const BroadcastIndex& index);
 

@@ -232,6 +232,40 @@ TEST_CASE("cuda: Fill, ZerosLike, Reshape, Identity and Cast match the CPU", "[c
                           .attrs = {{"DstT", DType::kFloat32}}});
 }
 
+TEST_CASE("cuda: bool and byte tensors cast, fill, select and broadcast like the CPU", "[cuda]") {
+  // Anything to bool is x != 0 (negatives and NaN too); floats to bytes
+  // truncate and saturate.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor specials = Tensor::FromVector<float>({-2.5f, -0.0f, 0.0f, 0.5f, 1.0f, 300.0f, -300.0f, nan});
+  for (DType to : {DType::kBool, DType::kUInt8, DType::kInt8})
+    ExpectSameOnAllDevices({.op = "Cast", .inputs = {specials}, .attrs = {{"DstT", to}}});
+  Tensor flags = Tensor::FromVector<bool>({true, false, true}, Shape{3});
+  for (DType to : {DType::kFloat32, DType::kInt32, DType::kInt64})
+    ExpectSameOnAllDevices({.op = "Cast", .inputs = {flags}, .attrs = {{"DstT", to}}});
+  ExpectSameOnAllDevices({.op = "Cast", .inputs = {Tensor::FromVector<uint8_t>({0, 7, 200, 255})},
+                          .attrs = {{"DstT", DType::kInt8}}});
+  ExpectSameOnAllDevices({.op = "Fill", .inputs = {Tensor::FromVector<int64_t>({2, 3}), Tensor::Scalar(true)},
+                          .const_inputs = {0}});
+  ExpectSameOnAllDevices({.op = "Select",
+                          .inputs = {flags, Tensor::FromVector<uint8_t>({1, 2, 3}),
+                                     Tensor::FromVector<uint8_t>({9, 8, 7})}});
+  ExpectSameOnAllDevices({.op = "BroadcastTo",
+                          .inputs = {Tensor::FromVector<bool>({true, false}, Shape{2, 1}),
+                                     Tensor::FromVector<int64_t>({2, 3})},
+                          .const_inputs = {1}});
+}
+
+TEST_CASE("cuda: a Max reduction's gradient (its mask cast from bool) trains like the CPU", "[cuda]") {
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape{4, 3});
+  Output w = ops::Variable(s.WithOpName("w"), Floats({3, 5}, 91, -0.5, 0.5));
+  Output loss = ops::Mean(s, ops::Max(s, ops::MatMul(s, x, w), 1), 0);
+  Node* train = Sgd(s).Minimize(s, loss);
+  Node* init = ops::GlobalVariablesInitializer(s);
+  if (BuiltWithCuda()) CheckGpuKernelsFor(s.graph());  // every op placed on the GPU runs there
+  ExpectGraphSameOnAllDevices(s, {{x, Floats({4, 3}, 92)}}, {loss, w}, {{init}, {train}, {train}}, 10);
+}
+
 TEST_CASE("cuda: an MLP trains the same on the GPU as on the CPU", "[cuda]") {
   auto compare = [](Mlp mlp) {
     std::vector<std::vector<TensorName>> before = {{mlp.init}};

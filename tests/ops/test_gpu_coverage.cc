@@ -5,6 +5,7 @@
 // so test-only ops do not count. A build without CUDA skips it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -36,6 +37,18 @@ const std::set<std::string> kNoGpuKernel = {
     "QuantizedAddAndRequantize", "QuantizedAddAndReluAndRequantize", "QuantizedRelu",
     "QuantizedConv2DWithBiasAndReluAndDequantize", "QuantizedDepthwiseConv2DWithBiasAndDequantize",
     "QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize",
+};
+
+// Ops whose GPU kernel is registered for every dtype: those that move,
+// describe or fill bytes whatever they mean, and those whose op has one
+// dtype only (bool, or float boxes). A kernel that computes is registered
+// for the dtypes it runs, so that placement sees the others as having no
+// GPU kernel (soft placement puts them on the CPU) instead of placing them
+// where they fail when they run.
+const std::set<std::string> kAnyDTypeOnGpu = {
+    "_Arg", "_Retval", "_Send", "_Recv", "_HostToDevice", "_DeviceToHost", "Const", "HostConst", "Placeholder",
+    "NoOp", "Identity", "StopGradient", "Reshape", "Squeeze", "ExpandDims", "ZerosLike", "Shape", "Size",
+    "ConcatV2", "Split", "LogicalAnd", "LogicalOr", "LogicalNot", "BoxIou", "CombinedNonMaxSuppression",
 };
 
 std::string Listing(const std::set<std::string>& names) {
@@ -70,6 +83,20 @@ TEST_CASE("gpu coverage: exactly the listed ops have no GPU kernel", "[cuda]") {
   CHECK(gained.empty());
   CHECK(lost.empty());
   CHECK(unlisted.empty());
+}
+
+TEST_CASE("gpu coverage: only kernels that move bytes are registered for every dtype", "[cuda]") {
+  if (!DFLOW_WITH_CUDA) {
+    WARN("skipped: dflow was built without CUDA");
+    return;
+  }
+  std::set<std::string> any;
+  for (const OpDef* def : OpRegistry::Global().All()) {
+    std::vector<DType> types = KernelRegistry::Global().RegisteredTypes(def->name, "GPU");
+    if (std::find(types.begin(), types.end(), DType::kInvalid) != types.end()) any.insert(def->name);
+  }
+  INFO("GPU kernels registered for every dtype (" << any.size() << "):\n" << Listing(any));
+  CHECK(any == kAnyDTypeOnGpu);
 }
 
 // Every declared host-memory arg (ops/cuda/host_memory.cc) names an arg of
