@@ -168,6 +168,32 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
     const bool synchronous_const = node.op() == "Const" && !item.kernel->AsAsync();
     if (item.num_in_edges == 0) (synchronous_const ? const_roots_ : roots_).push_back(self);
   }
+  if (HasDeviceMemory(device_->type())) CheckInputMemory(item_of);
+}
+
+// On a device with memory of its own, every input must arrive in the memory
+// its kernel reads it from (graph/memory_types.h). Partitioning moves values
+// there, so a mismatch means the graph was partitioned without this device
+// type's host-memory declarations (by a client without the GPU module): the
+// kernel would be handed a host pointer as device memory, or the reverse.
+void Executor::CheckInputMemory(const std::vector<int>& item_of) const {
+  for (const Item& item : items_) {
+    const Node& node = *item.node;
+    if (node.op() == "_Send") continue;  // sends from either memory
+    const std::vector<MemoryType> inputs = MemoryTypesOf(node, device_->type()).inputs;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      if (item.input_is_ref[i]) continue;  // the variable itself, where it lives
+      const NodeOut& in = node.input(i);
+      const uint64_t source_host = items_[item_of[in.node->id()]].host_outputs;
+      const bool host = in.index < 64 && (source_host >> in.index & 1);
+      if (host == (inputs[i] == MemoryType::kHost)) continue;
+      const char* have = host ? "host" : "device";
+      const char* want = host ? "device" : "host";
+      Fail(Code::kInternal, node.Describe(), " on ", device_->name(), ": input ", i, " comes from ",
+           in.node->Describe(), " in ", have, " memory but its kernel reads it from ", want,
+           " memory (was the graph partitioned without this device type's host-memory declarations?)");
+    }
+  }
 }
 
 Executor::~Executor() = default;

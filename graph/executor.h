@@ -80,6 +80,7 @@ class Executor {
   void ReportFetch(int item, Step& step) const;
   void ReleaseInputs(int item, Step& step) const;
   void RecordError(const Item& item, Step& step, Code code, const std::string& message) const;
+  void CheckInputMemory(const std::vector<int>& item_of) const;
 
   std::shared_ptr<Graph> graph_;
   Device* device_;

@@ -95,8 +95,8 @@ class Partitioner {
   }
 
   // A tensor sent to a device with memory of its own is received in host
-  // memory when a consumer there reads it from the host: the others then
-  // take an upload (_HostToDevice), which does not wait as a download would.
+  // memory when a consumer there reads it from the host (no copy to the
+  // device and back): the others then take an upload (_HostToDevice).
   void NoteHostReceives(const Node& node) {
     const std::string& device = DeviceOf(node);
     for (int i = 0; i < node.num_inputs(); ++i) {

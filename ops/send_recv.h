@@ -43,6 +43,8 @@ void ReceiveInto(OpKernelContext& ctx, const Node& node, AsyncOpKernel::Done don
       ctx.set_output(0, place(std::move(value)));
     } catch (const Error& e) {
       return done(e);
+    } catch (const std::exception& e) {  // not lost: done is this _Recv's only way to end
+      return done(Error(Code::kInternal, StrCat(node.Describe(), ": ", e.what())));
     }
     done(std::nullopt);
   });

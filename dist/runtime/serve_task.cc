@@ -90,7 +90,7 @@ void StopServedTasks(const ClusterSpec& cluster, const std::vector<ServedTask>& 
   for (const ServedTask& served : tasks) {
     const std::string device = ClusterSpec::TaskPrefix(served.task);
     options.device_filters.push_back(device);
-    Scope on_task = root.WithDevice(device);
+    Scope on_task = root.WithDevice(device + "/device:CPU:0");  // StopCode reads it on the host
     Output stop = ops::Variable(on_task.WithOpName(served.stop_variable), Shape(), DType::kInt64);
     stops.emplace_back(ops::Assign(on_task, stop, Tensor::Scalar<int64_t>(code)).node());
   }

@@ -326,6 +326,26 @@ TEST_CASE("a graph wholly on a device with host-memory inputs gets its moves too
   CHECK(host_const);
 }
 
+TEST_CASE("a partition that hands a device kernel a value in the wrong memory is refused when loaded",
+          "[cluster]") {
+  // As a process without the device's host-memory declarations would cut it:
+  // Shape's output, made in host memory, straight into Identity, which reads
+  // device memory (a real GPU kernel would be handed a host pointer).
+  auto graph = std::make_shared<Graph>();
+  Node* x = graph->AddNode({.name = "x", .op = "_Arg", .attrs = {{"T", DType::kFloat32}, {"index", int64_t{0}}}});
+  Node* shape = graph->AddNode({.name = "shape_x", .op = "Shape", .inputs = {{x, 0}},
+                                .attrs = {{"T", DType::kFloat32}, {"out_type", DType::kInt32}}});
+  graph->AddNode({.name = "copied", .op = "Identity", .inputs = {{shape, 0}}, .attrs = {{"T", DType::kInt32}}});
+  ThreadPool pool(1, "test-wrong-memory");
+  std::unique_ptr<Device> cpu = NewCpuDevice(kCpu, &pool);
+  FakeDevice fake(kFake, *cpu);
+  ResourceStore resources;
+  ExpectError([&] { Executor executor(graph, &fake, &resources); }, Code::kInternal,
+              "Identity 'copied' on " + kFake + ": input 0 comes from Shape 'shape_x' in host memory but its "
+              "kernel reads it from device memory");
+  CHECK_NOTHROW(Executor(graph, cpu.get(), &resources));  // on the host, every value is in host memory
+}
+
 TEST_CASE("a target of no registered scheme is refused by name", "[cluster]") {
   Scope s = Scope::NewRootScope();
   ops::Const(s, 1.0f);
