@@ -28,25 +28,34 @@ inline Rendezvous& StepRendezvous(const OpKernelContext& ctx) {
 // Receives the step's tensor for `node` (a _Recv) without holding a thread,
 // then sets output 0 to place(value): the value itself on the host, a copy
 // of it on a GPU. `done` gets the first error: the rendezvous's, a value
-// that is not the tensor `node` expects, or place's.
+// that is not the tensor `node` expects, or place's. A tensor that arrives
+// later is handed over on the sender's thread (a CPU partition's executor
+// thread, or a worker's message thread that serves every peer), so a place
+// that may wait (a copy into a GPU's memory waits for its stream) asks for
+// `place_on_device_threads`: it then runs on the receiving device's threads.
 template <typename Place>
-void ReceiveInto(OpKernelContext& ctx, const Node& node, AsyncOpKernel::Done done, Place place) {
+void ReceiveInto(OpKernelContext& ctx, const Node& node, AsyncOpKernel::Done done, Place place,
+                 bool place_on_device_threads = false) {
   RendezvousKey key = SendRecvKey(node, ctx.step().step_id);
-  StepRendezvous(ctx).RecvAsync(key, [&ctx, &node, key, done = std::move(done), place = std::move(place)](
-                                         std::optional<Error> error, Tensor value) {
+  StepRendezvous(ctx).RecvAsync(key, [&ctx, &node, key, done = std::move(done), place = std::move(place),
+                                      place_on_device_threads](std::optional<Error> error, Tensor value) {
     const DType dtype = node.output_dtype(0);
     if (!error && (!value.valid() || value.dtype() != dtype))
       error = Error(Code::kInternal, StrCat("received ", value.valid() ? value.SummaryString() : "no tensor",
                                             " for ", key.ToString(), ", expected dtype ", DTypeName(dtype)));
     if (error) return done(std::move(error));
-    try {
-      ctx.set_output(0, place(std::move(value)));
-    } catch (const Error& e) {
-      return done(e);
-    } catch (const std::exception& e) {  // not lost: done is this _Recv's only way to end
-      return done(Error(Code::kInternal, StrCat(node.Describe(), ": ", e.what())));
-    }
-    done(std::nullopt);
+    auto finish = [&ctx, &node, done, place, value = std::move(value)]() mutable {
+      try {
+        ctx.set_output(0, place(std::move(value)));
+      } catch (const Error& e) {
+        return done(e);
+      } catch (const std::exception& e) {  // not lost: done is this _Recv's only way to end
+        return done(Error(Code::kInternal, StrCat(node.Describe(), ": ", e.what())));
+      }
+      done(std::nullopt);
+    };
+    if (place_on_device_threads) return ctx.device().compute_pool()->Schedule(std::move(finish));
+    finish();
   });
 }
 

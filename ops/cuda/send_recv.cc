@@ -31,8 +31,10 @@ class GpuRecvKernel : public AsyncOpKernel {
 
   void ComputeAsync(OpKernelContext& ctx, Done done) const override {
     if (host_memory_) return ReceiveInto(ctx, node(), std::move(done), [](Tensor value) { return value; });
-    ReceiveInto(ctx, node(), std::move(done),
-                [this, &ctx](const Tensor& value) { return cuda::Gpu(ctx).CopyToDevice(value, node().Describe()); });
+    ReceiveInto(
+        ctx, node(), std::move(done),
+        [this, &ctx](const Tensor& value) { return cuda::Gpu(ctx).CopyToDevice(value, node().Describe()); },
+        /*place_on_device_threads=*/true);
   }
 
  private:

@@ -93,8 +93,10 @@ class FakeRecvKernel final : public AsyncOpKernel {
   explicit FakeRecvKernel(const Node& node)
       : AsyncOpKernel(node), host_(MemoryTypesOf(node, "FAKE").outputs[0] == MemoryType::kHost) {}
   void ComputeAsync(OpKernelContext& ctx, Done done) const override {
-    ReceiveInto(ctx, node(), std::move(done),
-                [this, &ctx](const Tensor& value) { return host_ ? value : OnFakeDevice(ctx, value); });
+    // As the GPU's: the copy into the device's memory on the device's threads.
+    ReceiveInto(
+        ctx, node(), std::move(done),
+        [this, &ctx](const Tensor& value) { return host_ ? value : OnFakeDevice(ctx, value); }, !host_);
   }
 
  private:
