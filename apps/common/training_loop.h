@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +17,8 @@
 #include <type_traits>
 
 #include "apps/common/data_parallel_settings.h"
+#include "apps/common/progress.h"
+#include "apps/common/workers.h"
 #include "dist/cluster.h"
 #include "dist/training/data_parallel.h"
 #include "dist/training/elastic.h"
@@ -95,6 +98,57 @@ struct TrainingLoop {
     }
     r.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
     r.input_wait_fraction = r.seconds > 0 ? waiting / r.seconds : 0;
+    return r;
+  }
+};
+
+// An app's training run around TrainingLoop: the progress line every
+// `report_every` steps (the chief also records each step in
+// RUN/metrics.jsonl), checkpoints CHECKPOINT_DIR/model-STEP written by the
+// chief alone (every `checkpoint_every` steps and at the end), a regroup on
+// `global_step` when an elastic job's workers change, and the summary.
+template <typename Pipeline>
+struct AppTrainingRun {
+  using Batch = typename TrainingLoop<Pipeline>::Batch;
+  int64_t total_steps = 0, checkpoint_every = 0, report_every = 10;
+  std::string out, checkpoint_dir;
+  Session* session = nullptr;
+  const Saver* saver = nullptr;
+  Output global_step;
+  dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
+  // This worker's input from a step on, for its rank in the current ring
+  // (an elastic job reshards at every change of membership).
+  std::function<std::unique_ptr<Pipeline>(int64_t start)> input;
+  // Runs `batch` as step `step` (1-based) and reports it to `progress`.
+  std::function<void(int64_t step, const Batch& batch, Progress& progress)> run_step;
+
+  bool chief() const { return !strategy || strategy->is_chief(); }
+  // Only the chief writes checkpoints; the others return "".
+  std::string Checkpoint(int64_t step) const {
+    if (!chief()) return "";
+    return saver->Save(*session, (std::filesystem::path(checkpoint_dir) / "model").string(), step);
+  }
+
+  // Runs steps start+1 .. total_steps.
+  TrainingLoopResult Run(int64_t start) const {
+    Progress progress(start, total_steps, report_every);
+    if (chief()) progress.RecordTo(MetricsFile(out));
+    TrainingLoop<Pipeline> loop{
+        .total_steps = total_steps,
+        .checkpoint_every = checkpoint_every,
+        .strategy = strategy,
+        .stop_requested = [&] { return StopRequested(strategy); },
+        .input = input,
+        .run_step = [&](int64_t step, const Batch& batch) { run_step(step, batch, progress); },
+        .checkpoint = [&](int64_t step) { Checkpoint(step); },
+        .regroup = [&](int64_t step, const std::string& why) {
+          return Regroup(*strategy, *session, *saver, global_step, step, why);
+        }};
+    const TrainingLoopResult r = loop.Run(start);
+    progress.Finish();
+    std::string path = Checkpoint(r.step);
+    PrintSummary(r.stopped, r.step, progress, r.input_wait_fraction,
+                 chief() ? std::optional<std::string>(path) : std::nullopt);
     return r;
   }
 };

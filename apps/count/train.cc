@@ -1,9 +1,7 @@
 // dflow-count train: trains the density counter on a point-annotated
 // dataset, with periodic atomic checkpoints, exact resume and RUN/config.json.
-#include <chrono>
-#include <filesystem>
-#include <functional>
 #include <iostream>
+#include <memory>
 
 #include "apps/count/commands.h"
 #include "apps/count/training.h"
@@ -16,66 +14,19 @@
 namespace dflow::count_app {
 namespace {
 
-namespace fs = std::filesystem;
-
-struct TrainLoop {
-  const TrainSettings& settings;
-  const models::DensityCounter& model;
-  Session& session;
-  const Saver& saver;
-  dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
-  // This worker's input from a step on, for its rank in the current ring
-  // (an elastic job reshards at every change of membership).
-  std::function<std::unique_ptr<models::InputPipeline>(int64_t start)> input;
-
-  bool chief() const { return !strategy || strategy->is_chief(); }
-  // Only the chief writes checkpoints; the others return "".
-  std::string Checkpoint(int64_t step) const {
-    if (!chief()) return "";
-    return saver.Save(session, (fs::path(CheckpointDir(settings)) / "model").string(), step);
-  }
-  // Loss, counts and learning rate of one step; with workers, the gradients
-  // are averaged first.
-  std::vector<Tensor> Step(const models::Batch& batch) const {
-    FeedList feeds = {{model.images, batch.images}, {model.target, batch.density}};
-    if (!strategy) return session.Run(feeds, {model.loss, model.counts, model.learning_rate}, {model.train});
-    dist::ReplicatedStep names{.gradients = {model.gradients.begin(), model.gradients.end()},
-                               .gradient_feeds = {model.gradient_feeds.begin(), model.gradient_feeds.end()},
-                               .apply = {model.train},
-                               .extra_fetches = {model.loss, model.counts, model.learning_rate},
-                               .local_targets = {}};
-    return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
-  }
-
-  // Runs steps start+1 .. total; returns the last step done.
-  int64_t Run(int64_t start) {
-    Progress progress(start, settings.total_steps, 10);
-    if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
-    apps::TrainingLoop<models::InputPipeline> loop{
-        .total_steps = settings.total_steps,
-        .checkpoint_every = settings.checkpoint_every,
-        .strategy = strategy,
-        .stop_requested = [&] { return apps::StopRequested(strategy); },
-        .input = input,
-        .run_step =
-            [&](int64_t step, const models::Batch& batch) {
-              std::vector<Tensor> out = Step(batch);
-              progress.Update(step, static_cast<int64_t>(batch.counts.size()),
-                              {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch.counts)}},
-                              {{"lr", out[2].scalar<float>()}});
-            },
-        .checkpoint = [&](int64_t step) { Checkpoint(step); },
-        .regroup = [&](int64_t step, const std::string& why) {
-          return apps::Regroup(*strategy, session, saver, model.global_step, step, why);
-        }};
-    const apps::TrainingLoopResult r = loop.Run(start);
-    progress.Finish();
-    std::string path = Checkpoint(r.step);
-    PrintSummary(r.stopped, r.step, progress, r.input_wait_fraction,
-                 chief() ? std::optional<std::string>(path) : std::nullopt);
-    return r.step;
-  }
-};
+// Loss, counts and learning rate of one step; with workers, the gradients
+// are averaged first.
+std::vector<Tensor> RunStep(Session& session, const models::DensityCounter& model,
+                            dist::DataParallelStrategy* strategy, const models::Batch& batch) {
+  FeedList feeds = {{model.images, batch.images}, {model.target, batch.density}};
+  if (!strategy) return session.Run(feeds, {model.loss, model.counts, model.learning_rate}, {model.train});
+  dist::ReplicatedStep names{.gradients = {model.gradients.begin(), model.gradients.end()},
+                             .gradient_feeds = {model.gradient_feeds.begin(), model.gradient_feeds.end()},
+                             .apply = {model.train},
+                             .extra_fetches = {model.loss, model.counts, model.learning_rate},
+                             .local_targets = {}};
+  return dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
+}
 
 }  // namespace
 
@@ -114,15 +65,30 @@ int Train(TrainSettings settings, bool resume) {
   if (resume) std::cout << "resuming " << (chief ? *latest : "the chief's checkpoint") << " at step " << start << "\n";
   PrintPlan(settings);
   apps::StopOnSignals();
-  TrainLoop loop{settings, model, session, saver, strategy.get(), {}};
-  // The pipeline PrepareRun made starts at step 0 for the prepared rank.
-  loop.input = [&](int64_t from) -> std::unique_ptr<models::InputPipeline> {
-    const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
-    std::unique_ptr<models::InputPipeline> prepared = std::move(run.pipeline);
-    if (prepared && from == 0 && rank == workers.index && ranks == workers.count) return prepared;
-    return std::make_unique<models::InputPipeline>(run.index, PipelineOptionsFor(settings, from, rank, ranks));
-  };
-  loop.Run(start);
+  apps::AppTrainingRun<models::InputPipeline> training{
+      .total_steps = settings.total_steps,
+      .checkpoint_every = settings.checkpoint_every,
+      .report_every = 10,
+      .out = settings.out,
+      .checkpoint_dir = CheckpointDir(settings),
+      .session = &session,
+      .saver = &saver,
+      .global_step = model.global_step,
+      .strategy = strategy.get(),
+      // The pipeline PrepareRun made starts at step 0 for the prepared rank.
+      .input = [&](int64_t from) -> std::unique_ptr<models::InputPipeline> {
+        const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
+        std::unique_ptr<models::InputPipeline> prepared = std::move(run.pipeline);
+        if (prepared && from == 0 && rank == workers.index && ranks == workers.count) return prepared;
+        return std::make_unique<models::InputPipeline>(run.index, PipelineOptionsFor(settings, from, rank, ranks));
+      },
+      .run_step = [&](int64_t step, const models::Batch& batch, apps::Progress& progress) {
+        std::vector<Tensor> out = RunStep(session, model, strategy.get(), batch);
+        progress.Update(step, static_cast<int64_t>(batch.counts.size()),
+                        {{"loss", out[0].scalar<float>()}, {"mae", BatchMae(out[1], batch.counts)}},
+                        {{"lr", out[2].scalar<float>()}});
+      }};
+  training.Run(start);
   return apps::StopSignalled() ? 130 : 0;
 }
 

@@ -2,13 +2,10 @@
 // periodic atomic checkpoints, exact resume and RUN/config.json; with
 // --workers, data-parallel over a ring all-reduce (apps/common/workers.h) or,
 // with --strategy ps, parameter servers (train_ps.cc).
-#include <chrono>
-#include <filesystem>
-#include <functional>
 #include <iostream>
+#include <memory>
 
 #include "apps/common/model_split.h"
-#include "apps/common/progress.h"
 #include "apps/common/training_loop.h"
 #include "apps/common/workers.h"
 #include "apps/detect/commands.h"
@@ -23,76 +20,29 @@
 namespace dflow::detect_app {
 namespace {
 
-namespace fs = std::filesystem;
-
-struct TrainLoop {
-  const TrainSettings& settings;
-  const DetectorGraph& graph;
-  Session& session;
-  const Saver& saver;
-  dist::DataParallelStrategy* strategy = nullptr;  // null: single-process
-  // This worker's input from a step on, for its rank in the current ring
-  // (an elastic job reshards at every change of membership).
-  std::function<std::unique_ptr<models::DetectionPipeline>(int64_t start)> input;
-
-  bool chief() const { return !strategy || strategy->is_chief(); }
-  // Only the chief writes checkpoints; the others return "".
-  std::string Checkpoint(int64_t step) const {
-    if (!chief()) return "";
-    return saver.Save(session, (fs::path(CheckpointDir(settings)) / "model").string(), step);
+// This worker's total, box and class loss, then the learning rate; with
+// workers, the gradients are averaged first and each worker updates its own
+// batch-norm statistics.
+std::vector<Tensor> RunStep(Session& session, const DetectorGraph& g, dist::DataParallelStrategy* strategy,
+                            const models::DetectionBatch& batch) {
+  FeedList feeds = BatchFeeds(g, batch);
+  std::vector<TensorName> losses = LossFetches(g);
+  losses.push_back(g.learning_rate);
+  std::vector<Tensor> out;
+  if (!strategy) {
+    out = session.Run(feeds, losses, {g.train});
+  } else {
+    const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
+    dist::ReplicatedStep names{.gradients = {g.gradients.begin(), g.gradients.end()},
+                               .gradient_feeds = {g.gradient_feeds.begin(), g.gradient_feeds.end()},
+                               .apply = {g.train},
+                               .extra_fetches = losses,
+                               .local_targets = {batch_norm.begin(), batch_norm.end()}};
+    out = dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
   }
-  // This worker's total, box and class loss, then the learning rate; with
-  // workers, the gradients are averaged first and each worker updates its
-  // own batch-norm statistics.
-  std::vector<Tensor> Step(const models::DetectionBatch& batch) const {
-    const DetectorGraph& g = graph;
-    FeedList feeds = BatchFeeds(g, batch);
-    std::vector<TensorName> losses = LossFetches(g);
-    losses.push_back(g.learning_rate);
-    std::vector<Tensor> out;
-    if (!strategy) {
-      out = session.Run(feeds, losses, {g.train});
-    } else {
-      const std::vector<Output>& batch_norm = g.net.batch_norm_updates;
-      dist::ReplicatedStep names{.gradients = {g.gradients.begin(), g.gradients.end()},
-                                 .gradient_feeds = {g.gradient_feeds.begin(), g.gradient_feeds.end()},
-                                 .apply = {g.train},
-                                 .extra_fetches = losses,
-                                 .local_targets = {batch_norm.begin(), batch_norm.end()}};
-      out = dist::RunDataParallelStep(session, *strategy, apps::InBackpropOrder(std::move(names)), feeds);
-    }
-    if (g.apply_masks) session.Run({}, {}, {g.apply_masks});  // the pruned weights back to zero
-    return out;
-  }
-
-  // Returns whether a stop request ended the run early, and its seconds.
-  std::pair<bool, double> Run(int64_t start) {
-    apps::Progress progress(start, settings.total_steps, 20);
-    if (chief()) progress.RecordTo(apps::MetricsFile(settings.out));
-    apps::TrainingLoop<models::DetectionPipeline> loop{
-        .total_steps = settings.total_steps,
-        .checkpoint_every = settings.checkpoint_every,
-        .strategy = strategy,
-        .stop_requested = [&] { return apps::StopRequested(strategy); },
-        .input = input,
-        .run_step =
-            [&](int64_t step, const models::DetectionBatch& batch) {
-              std::vector<Tensor> out = Step(batch);
-              progress.Update(step, batch.images.shape().dim(0), LossMetrics(graph, out),
-                              {{"lr", out.back().scalar<float>()}});
-            },
-        .checkpoint = [&](int64_t step) { Checkpoint(step); },
-        .regroup = [&](int64_t step, const std::string& why) {
-          return apps::Regroup(*strategy, session, saver, graph.global_step, step, why);
-        }};
-    const apps::TrainingLoopResult r = loop.Run(start);
-    progress.Finish();
-    std::string path = Checkpoint(r.step);
-    apps::PrintSummary(r.stopped, r.step, progress, r.input_wait_fraction,
-                       chief() ? std::optional<std::string>(path) : std::nullopt);
-    return {r.stopped, r.seconds};
-  }
-};
+  if (g.apply_masks) session.Run({}, {}, {g.apply_masks});  // the pruned weights back to zero
+  return out;
+}
 
 // The variables a run starts from: the chief restores the latest checkpoint
 // (resume) or initialises them (and the backbone from --init-from); then
@@ -137,16 +87,30 @@ int TrainOnSession(TrainSettings& settings, bool resume, PreparedRun& run, const
   if (workers.elastic) start = session.Run({trained.global_step})[0].scalar<int64_t>();  // a later joiner's
   PrintPlan(settings, trained);
   apps::StopOnSignals();
-  TrainLoop loop{settings, trained, session, saver, strategy.get(), {}};
-  // PrepareRun's pipeline starts a new run for the prepared rank.
-  loop.input = [&](int64_t from) -> std::unique_ptr<models::DetectionPipeline> {
-    const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
-    std::unique_ptr<models::DetectionPipeline> prepared = std::move(run.pipeline);
-    if (prepared && from == 0 && rank == workers.index && ranks == workers.count) return prepared;
-    return OpenPipeline(settings, run, from - settings.session_start, rank, ranks);
-  };
-  auto [stopped, seconds] = loop.Run(start);
-  if (settings.session > 0 && !stopped && loop.chief()) FinishSession(settings, seconds);
+  apps::AppTrainingRun<models::DetectionPipeline> training{
+      .total_steps = settings.total_steps,
+      .checkpoint_every = settings.checkpoint_every,
+      .report_every = 20,
+      .out = settings.out,
+      .checkpoint_dir = CheckpointDir(settings),
+      .session = &session,
+      .saver = &saver,
+      .global_step = trained.global_step,
+      .strategy = strategy.get(),
+      // PrepareRun's pipeline starts a new run for the prepared rank.
+      .input = [&](int64_t from) -> std::unique_ptr<models::DetectionPipeline> {
+        const int rank = strategy ? strategy->worker() : 0, ranks = strategy ? strategy->num_workers() : 1;
+        std::unique_ptr<models::DetectionPipeline> prepared = std::move(run.pipeline);
+        if (prepared && from == 0 && rank == workers.index && ranks == workers.count) return prepared;
+        return OpenPipeline(settings, run, from - settings.session_start, rank, ranks);
+      },
+      .run_step = [&](int64_t step, const models::DetectionBatch& batch, apps::Progress& progress) {
+        std::vector<Tensor> out = RunStep(session, trained, strategy.get(), batch);
+        progress.Update(step, batch.images.shape().dim(0), LossMetrics(trained, out),
+                        {{"lr", out.back().scalar<float>()}});
+      }};
+  const apps::TrainingLoopResult result = training.Run(start);
+  if (settings.session > 0 && !result.stopped && training.chief()) FinishSession(settings, result.seconds);
   return apps::StopSignalled() ? 130 : 0;
 }
 
