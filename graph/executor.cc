@@ -49,11 +49,9 @@ struct Executor::Step {
 
 namespace {
 
-// Bit o set: output o of `node` lives in host memory on `device_type`
-// (graph/memory_types.h). Outputs past the 64th stay in device memory.
-uint64_t HostOutputs(const Node& node, const std::string& device_type) {
-  if (!HasDeviceMemory(device_type)) return 0;
-  std::vector<MemoryType> outputs = MemoryTypesOf(node, device_type).outputs;
+// Bit o set: output o lives in host memory (graph/memory_types.h). Outputs
+// past the 64th stay in device memory.
+uint64_t HostOutputs(const std::vector<MemoryType>& outputs) {
   uint64_t bits = 0;
   for (size_t o = 0; o < outputs.size() && o < 64; ++o)
     if (outputs[o] == MemoryType::kHost) bits |= uint64_t{1} << o;
@@ -125,6 +123,9 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
   std::vector<Node*> order = graph_->TopologicalOrder();
   std::vector<int> item_of(graph_->id_bound(), -1);
   items_.resize(order.size());
+  // On a device with memory of its own: where each node's inputs are read.
+  const bool device_memory = HasDeviceMemory(device_->type());
+  std::vector<std::vector<MemoryType>> input_memory(device_memory ? order.size() : 0);
   for (size_t i = 0; i < order.size(); ++i) {
     Item& item = items_[i];
     item.node = order[i];
@@ -132,7 +133,11 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
     item.first_output_slot = num_slots_;
     num_slots_ += order[i]->num_outputs();
     item.kernel = KernelRegistry::Global().Create(*order[i], device_->type());
-    item.host_outputs = HostOutputs(*order[i], device_->type());
+    if (device_memory) {
+      NodeMemoryTypes types = MemoryTypesOf(*order[i], device_->type());
+      item.host_outputs = HostOutputs(types.outputs);
+      input_memory[i] = std::move(types.inputs);
+    }
     if (order[i]->op() == "_Arg") {
       ++num_args_;
       arg_bound_ = std::max(arg_bound_, order[i]->attr<int64_t>("index") + 1);
@@ -168,7 +173,7 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
     const bool synchronous_const = node.op() == "Const" && !item.kernel->AsAsync();
     if (item.num_in_edges == 0) (synchronous_const ? const_roots_ : roots_).push_back(self);
   }
-  if (HasDeviceMemory(device_->type())) CheckInputMemory(item_of);
+  if (device_memory) CheckInputMemory(item_of, input_memory);
 }
 
 // On a device with memory of its own, every input must arrive in the memory
@@ -176,11 +181,13 @@ Executor::Executor(std::shared_ptr<Graph> graph, Device* device, ResourceStore* 
 // there, so a mismatch means the graph was partitioned without this device
 // type's host-memory declarations (by a client without the GPU module): the
 // kernel would be handed a host pointer as device memory, or the reverse.
-void Executor::CheckInputMemory(const std::vector<int>& item_of) const {
-  for (const Item& item : items_) {
+void Executor::CheckInputMemory(const std::vector<int>& item_of,
+                                const std::vector<std::vector<MemoryType>>& input_memory) const {
+  for (size_t index = 0; index < items_.size(); ++index) {
+    const Item& item = items_[index];
     const Node& node = *item.node;
     if (node.op() == "_Send") continue;  // sends from either memory
-    const std::vector<MemoryType> inputs = MemoryTypesOf(node, device_->type()).inputs;
+    const std::vector<MemoryType>& inputs = input_memory[index];
     for (int i = 0; i < node.num_inputs(); ++i) {
       if (item.input_is_ref[i]) continue;  // the variable itself, where it lives
       const NodeOut& in = node.input(i);

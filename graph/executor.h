@@ -24,6 +24,7 @@
 
 #include "graph/graph.h"
 #include "graph/kernel.h"
+#include "graph/memory_types.h"
 #include "graph/run_metadata.h"
 
 namespace dflow {
@@ -80,7 +81,8 @@ class Executor {
   void ReportFetch(int item, Step& step) const;
   void ReleaseInputs(int item, Step& step) const;
   void RecordError(const Item& item, Step& step, Code code, const std::string& message) const;
-  void CheckInputMemory(const std::vector<int>& item_of) const;
+  void CheckInputMemory(const std::vector<int>& item_of,
+                        const std::vector<std::vector<MemoryType>>& input_memory) const;
 
   std::shared_ptr<Graph> graph_;
   Device* device_;

@@ -11,6 +11,11 @@
 
 namespace dflow::testing {
 
+// float32 values drawn uniformly from [lo, hi), the same for a seed.
+inline Tensor Floats(const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return RandomTensor(DType::kFloat32, shape, seed, lo, hi);
+}
+
 // "/device:CPU:0", then "/device:GPU:N" for each visible GPU.
 std::vector<std::string> TestDevices();
 bool GpuVisible();

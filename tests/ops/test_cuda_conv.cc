@@ -15,10 +15,6 @@ using namespace dflow::testing;
 
 namespace {
 
-Tensor Floats(const Shape& shape, uint64_t seed) {
-  return RandomTensor(DType::kFloat32, shape, seed, -2, 2);
-}
-
 TEST_CASE("cuda: Conv2D, _FusedConv2D and the conv gradients match the CPU", "[cuda]") {
   struct Case {
     Shape filter;

@@ -11,10 +11,6 @@ using namespace dflow::testing;
 
 namespace {
 
-Tensor Floats(const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return RandomTensor(DType::kFloat32, shape, seed, lo, hi);
-}
-
 TEST_CASE("cuda: reductions over any axes match the CPU", "[cuda]") {
   const std::vector<std::vector<int64_t>> axes_cases = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
   for (std::string op : {"Sum", "Mean", "Max", "Min"})

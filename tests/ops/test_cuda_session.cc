@@ -20,10 +20,6 @@ namespace {
 const std::string kHost = "/job:localhost/replica:0/task:0/device:CPU:0";
 const std::string kGpu = "/job:localhost/replica:0/task:0/device:GPU:0";
 
-Tensor Floats(const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return RandomTensor(DType::kFloat32, shape, seed, lo, hi);
-}
-
 // A two-layer MLP with dense softmax cross-entropy (no GPU kernel) and an
 // Adam step. `first` and `second` are the layers' device requests.
 struct Mlp {
