@@ -180,12 +180,16 @@ Output AddFeatureImitation(DetectorGraph& g, const TrainSettings& s, const Detec
   const auto imitated = static_cast<size_t>(s.imitation_maps);
   DFLOW_REQUIRE(imitated <= maps.size(), "feature imitation of ", imitated, " maps: the heads read ", maps.size());
   const auto end = static_cast<std::ptrdiff_t>(imitated > 0 ? imitated : maps.size());
-  g.loss.imitation_mask = ops::Placeholder(g.scope.WithOpName("imitation_mask"), DType::kFloat32, {-1, anchors});
+  const bool pearson = s.imitation_loss == "pearson";
+  // Only the fine-grained form reads a mask, fed by the training loop.
+  if (!pearson)
+    g.loss.imitation_mask = ops::Placeholder(g.scope.WithOpName("imitation_mask"), DType::kFloat32, {-1, anchors});
   detection::FeatureImitation imitation = detection::BuildFeatureImitationLoss(
       g.scope, {.student_maps = {maps.begin(), maps.begin() + end},
                 .teacher_maps = {teacher.feature_maps.begin(), teacher.feature_maps.begin() + end},
                 .anchor_mask = g.loss.imitation_mask,
-                .anchors_per_cell = anchors / cells});
+                .anchors_per_cell = anchors / cells,
+                .form = pearson ? detection::ImitationLoss::kPearson : detection::ImitationLoss::kFineGrained});
   g.loss.imitation_loss = imitation.loss;
   g.loss.imitation_adapters = imitation.adapter_variables;
   if (s.imitation_schedule == "constant")

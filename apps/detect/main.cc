@@ -100,8 +100,13 @@ dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
                      "objects (Wang et al. 2019), or both")
           ->check(CLI::IsMember({"output", "feature", "both"}))
           ->capture_default_str(),
-      app.add_option("--imitation-weight", s.imitation_weight, "Weight of the feature imitation term")
-          ->check(dflow::apps::NonNegativeReal())
+      app.add_option("--imitation-weight", s.imitation_weight,
+                     "Weight of the feature imitation term (default: 0.01 fine-grained, 1 pearson)")
+          ->check(dflow::apps::NonNegativeReal()),
+      app.add_option("--imitation-loss", s.imitation_loss,
+                     "Feature imitation as Wang et al. 2019 (squared difference at the cells near objects) or "
+                     "Cao et al. 2022 (PKD: every cell, each channel standardised, so 1 - Pearson correlation)")
+          ->check(CLI::IsMember({"fine-grained", "pearson"}))
           ->capture_default_str(),
       app.add_option("--imitation-maps", s.imitation_maps,
                      "Imitate only the first N maps the heads read, the finest (default: all)")

@@ -49,6 +49,7 @@ constexpr auto kForEachField = [](auto& json, auto& s, auto visit) {
   visit(json, "imitation_weight", s.imitation_weight, apps::kAddedLater);
   visit(json, "imitation_maps", s.imitation_maps, apps::kAddedLater);
   visit(json, "imitation_schedule", s.imitation_schedule, apps::kAddedLater);
+  visit(json, "imitation_loss", s.imitation_loss, apps::kAddedLater);
   visit(json, "distill_temperature", s.distill_temperature, apps::kAddedLater);
   visit(json, "distill_anchors", s.distill_anchors, apps::kAddedLater);
   visit(json, "distill_box", s.distill_box, apps::kAddedLater);
@@ -72,6 +73,10 @@ bool IsRetinaNet(const std::string& model) {
 bool IsSsd(const std::string& model) { return model == kSsdMobileNet || model == kSsdSqueezeNet; }
 
 double DefaultLearningRate(const std::string& model) { return IsRetinaNet(model) ? 1e-4 : 1e-2; }
+
+double DefaultImitationWeight(const std::string& imitation_loss) {
+  return imitation_loss == "pearson" ? 1.0 : 0.01;
+}
 
 int ResNetDepth(const std::string& model) { return model == kRetinaNetResNet50 ? 50 : 18; }
 
@@ -107,6 +112,8 @@ TrainSettings TrainSettingsFromJson(const nlohmann::json& json, const std::strin
                 source, ": \"prune\" must be l1-unstructured, l1-global or channels, got \"", s.prune, "\"");
   DFLOW_REQUIRE(s.distillation == "output" || s.distillation == "feature" || s.distillation == "both", source,
                 ": \"distillation\" must be output, feature or both, got \"", s.distillation, "\"");
+  DFLOW_REQUIRE(s.imitation_loss == "fine-grained" || s.imitation_loss == "pearson", source,
+                ": \"imitation_loss\" must be fine-grained or pearson, got \"", s.imitation_loss, "\"");
   DFLOW_REQUIRE(s.distill_temperature > 0, source, ": \"distill_temperature\" must be above 0, got ",
                 s.distill_temperature);
   DFLOW_REQUIRE(s.distill_anchors == "foreground" || s.distill_anchors == "all", source,

@@ -32,6 +32,9 @@ int64_t HeadMapCount(const std::string& model);
 // RetinaNet (its heads have no normalisation: at 1e-3 the subnets' ReLUs
 // died at the end of the warm-up and every anchor got the same scores).
 double DefaultLearningRate(const std::string& model);
+// Wang et al.'s lambda for the fine-grained form; for the Pearson form,
+// whose terms are near 1 per map at the start, 1.
+double DefaultImitationWeight(const std::string& imitation_loss);
 // 18 or 50 for a RetinaNet model.
 int ResNetDepth(const std::string& model);
 
@@ -100,10 +103,15 @@ struct TrainSettings {
   // feature term, distill_class_weight and distill_box_weight the outputs'.
   // The student imitates the first imitation_maps of the maps the heads read
   // (the finest; 0: all of them), with imitation_weight held "constant" or
-  // decaying to 0 at the last step along a "cosine".
+  // decaying to 0 at the last step along a "cosine". imitation_loss is
+  // Wang et al.'s "fine-grained" squared difference near the objects or
+  // Cao et al.'s "pearson" form (models/detection/feature_imitation.h);
+  // a negative imitation_weight stands for the form's own
+  // (DefaultImitationWeight).
   std::string distill_from;
   std::string distillation = "both";
-  double imitation_weight = 0.01;  // Wang et al.'s lambda
+  double imitation_weight = -1;
+  std::string imitation_loss = "fine-grained";
   int64_t imitation_maps = 0;
   std::string imitation_schedule = "constant";
   // The output term's soft targets: their temperature, and whether they

@@ -143,6 +143,7 @@ PreparedRun PrepareRun(TrainSettings& settings, bool resume, int worker, int wor
     settings.train_objects = static_cast<int64_t>(run.data.annotations.size());
   }
   if (settings.learning_rate <= 0) settings.learning_rate = DefaultLearningRate(settings.model);
+  if (settings.imitation_weight < 0) settings.imitation_weight = DefaultImitationWeight(settings.imitation_loss);
   run.anchors = DefaultBoxes(settings);
   run.pipeline = OpenPipeline(settings, run, 0, worker, workers);
   if (new_plan) settings.batches_per_epoch = run.pipeline->batches_per_epoch();

@@ -36,6 +36,29 @@ void CheckMaps(const FeatureImitationInputs& in) {
   }
 }
 
+// Each channel of an NHWC map standardised over the batch and the cells:
+// (x - mean) / sqrt(variance + epsilon). A channel constant over the batch
+// (a teacher's dead ReLU) becomes 0 rather than a division by zero.
+Output StandardisedChannels(const Scope& s, const Output& x) {
+  const Output centred = ops::Sub(s, x, ops::Mean(s, x, {0, 1, 2}, {.keep_dims = true}));
+  const Output variance = ops::Mean(s, ops::Square(s, centred), {0, 1, 2}, {.keep_dims = true});
+  return ops::Mul(s, centred, ops::Rsqrt(s, ops::Add(s, variance, 1e-5f)));
+}
+
+// The squared difference of one map pair, summed inside the mask (fine
+// grained), or averaged over every element of the standardised maps
+// (Pearson); `cells` gets the fine-grained form's masked cell count.
+Output MapTerm(const Scope& s, const FeatureImitationInputs& in, const Output& adapted, const Output& teacher,
+               const Output& mask, std::vector<Input>& cells) {
+  if (in.form == ImitationLoss::kPearson) {
+    const Output difference =
+        ops::SquaredDifference(s, StandardisedChannels(s, adapted), StandardisedChannels(s, teacher));
+    return ops::Mul(s, ops::Mean(s, difference, {0, 1, 2, 3}), 0.5f);
+  }
+  cells.push_back(ops::Sum(s, mask, {0, 1, 2, 3}));
+  return ops::Sum(s, ops::Mul(s, ops::SquaredDifference(s, adapted, teacher), mask), {0, 1, 2, 3});
+}
+
 }  // namespace
 
 Tensor ImitationMask(std::span<const float> anchors, const std::vector<std::vector<float>>& boxes, double psi) {
@@ -66,21 +89,26 @@ FeatureImitation BuildFeatureImitationLoss(const Scope& scope, const FeatureImit
   CheckMaps(in);
   Scope s = scope.NewSubScope("feature_imitation");
   FeatureImitation out;
-  std::vector<Input> squared, cells;
+  std::vector<Input> terms, cells;
   int64_t first = 0;
   for (size_t i = 0; i < in.student_maps.size(); ++i) {
     const Shape& map = in.teacher_maps[i].shape();
     Scope level = s.NewSubScope("map" + std::to_string(i + 1));
     ConvLayer adapter = Conv2D(level.NewSubScope("adapter"), in.student_maps[i], map.dim(3), 1);
     out.adapter_variables.insert(out.adapter_variables.end(), {adapter.filter, adapter.bias});
-    Output mask = CellMask(level, in.anchor_mask, first, map, in.anchors_per_cell);
-    Output difference = ops::SquaredDifference(level, adapter.output, ops::StopGradient(level, in.teacher_maps[i]));
-    squared.push_back(ops::Sum(level, ops::Mul(level, difference, mask), {0, 1, 2, 3}));
-    cells.push_back(ops::Sum(level, mask, {0, 1, 2, 3}));
+    const Output mask = in.form == ImitationLoss::kFineGrained
+                            ? CellMask(level, in.anchor_mask, first, map, in.anchors_per_cell)
+                            : Output();
+    terms.push_back(
+        MapTerm(level, in, adapter.output, ops::StopGradient(level, in.teacher_maps[i]), mask, cells));
     first += map.dim(1) * map.dim(2) * in.anchors_per_cell;
   }
+  if (in.form == ImitationLoss::kPearson) {
+    out.loss = ops::Identity(s.WithOpName("loss"), ops::AddN(s, terms));
+    return out;
+  }
   Output masked_cells = ops::Maximum(s, ops::AddN(s, cells), 1.0f);
-  out.loss = ops::Div(s.WithOpName("loss"), ops::AddN(s, squared), ops::Mul(s, masked_cells, 2.0f));
+  out.loss = ops::Div(s.WithOpName("loss"), ops::AddN(s, terms), ops::Mul(s, masked_cells, 2.0f));
   return out;
 }
 

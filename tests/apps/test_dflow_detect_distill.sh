@@ -3,8 +3,8 @@
 # student distilled from a trained teacher's outputs and feature maps (the
 # terms in the progress line, the teacher inside the student's checkpoints
 # unchanged, the adapters trained), resumed, evaluated like any run; one
-# imitating only the finest maps with a decaying weight; a
-# RetinaNet student imitates its teacher's pyramid; a teacher of other
+# imitating only the finest maps with a decaying weight; one in the Pearson
+# form; a RetinaNet student imitates its teacher's pyramid; a teacher of other
 # classes or other default boxes is refused before anything is written.
 # Usage: test_dflow_detect_distill.sh PATH/TO/dflow-detect
 set -u
@@ -68,6 +68,23 @@ assert [k.split("/")[1] for k in adapters] == ["map1"] * 2 + ["map2"] * 2, adapt
 config = json.load(open(run + "/config.json"))
 assert config["imitation_maps"] == 2 and config["imitation_schedule"] == "cosine", config
 PY
+# --- the Pearson form (Cao et al. 2022): no mask, its own default weight,
+# recorded and read back on resume
+"$EXE" train --data "$TMP/data" --out "$TMP/pearson" --size 64 --width 0.25 --steps 2 "${small[@]}" \
+  --teacher "$TMP/teacher" --distill feature --imitation-maps 2 --imitation-loss pearson \
+  > "$TMP/pearson.txt" 2>&1 || { cat "$TMP/pearson.txt"; fail "Pearson imitation"; }
+grep -q "imitation [0-9]" "$TMP/pearson.txt" || { cat "$TMP/pearson.txt"; fail "pearson: no imitation term"; }
+python3 -c "
+import json, sys
+fine, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert fine['imitation_loss'] == 'fine-grained' and fine['imitation_weight'] == 0.01, fine
+assert c['imitation_loss'] == 'pearson' and c['imitation_weight'] == 1, c
+c['imitation_loss'] = 'l1'
+json.dump(c, open(sys.argv[2], 'w'))" "$TMP/finest/config.json" "$TMP/pearson/config.json" || fail "pearson: the config"
+expect_error '"imitation_loss" must be fine-grained or pearson, got "l1"' "$EXE" train --out "$TMP/pearson" --resume \
+  --steps 3
+expect_error "imitation-loss" "$EXE" train --data "$TMP/data" --out "$TMP/bad" --size 64 --width 0.25 --steps 1 \
+  "${small[@]}" --teacher "$TMP/teacher" --imitation-loss l2
 # --- soft targets at temperature 2 on every anchor, the boxes bounded by the
 # teacher's (Chen et al. 2017), recorded and read back on resume
 "$EXE" train --data "$TMP/data" --out "$TMP/hot" --size 64 --width 0.25 --steps 2 "${small[@]}" \

@@ -2,8 +2,11 @@
 // mask keeps the anchors near each object as Wang et al. define them; the
 // loss is the squared difference inside the cells' mask over twice their
 // count, its gradient matches finite differences, and none reaches the
-// teacher.
+// teacher. The Pearson form (Cao et al. 2022) compares the maps standardised
+// per channel, so it ignores the teacher's scale and offset.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "autodiff/gradients.h"
 #include "graph/session.h"
@@ -104,6 +107,93 @@ TEST_CASE("Feature imitation: the loss over the masked cells, and its gradient",
   // An empty mask: no cell imitates, the loss is 0 (Np is at least 1).
   feeds[4].second = Tensor::Zeros(DType::kFloat32, {1, 10});
   CHECK(session.Run(feeds, {m.imitation.loss})[0].scalar<float>() == 0.0f);
+}
+
+// The 1x1 adapter's output computed here: [cells, 4] from [cells, in].
+Tensor Adapted(const Tensor& student, const Tensor& filter, const Tensor& bias) {
+  const int64_t in = student.shape().dim(3), cells = student.NumElements() / in;
+  Tensor out = Tensor::Zeros(DType::kFloat32, {student.shape().dim(0), student.shape().dim(1),
+                                               student.shape().dim(2), 4});
+  for (int64_t i = 0; i < cells; ++i)
+    for (int64_t c = 0; c < 4; ++c) {
+      float sum = bias.data<float>()[c];
+      for (int64_t k = 0; k < in; ++k) sum += student.data<float>()[i * in + k] * filter.data<float>()[k * 4 + c];
+      out.data<float>()[i * 4 + c] = sum;
+    }
+  return out;
+}
+
+// The Pearson form's loss computed here: each channel of the adapted
+// student and of the teacher standardised over the batch and cells, then
+// the mean squared difference over two.
+double PearsonLoss(const Tensor& adapted, const Tensor& teacher) {
+  const int64_t cells = teacher.NumElements() / 4;
+  auto standardised = [&](const Tensor& x) {
+    std::vector<double> z(cells * 4);
+    for (int64_t c = 0; c < 4; ++c) {
+      double mean = 0, variance = 0;
+      for (int64_t i = 0; i < cells; ++i) mean += x.data<float>()[i * 4 + c] / static_cast<double>(cells);
+      for (int64_t i = 0; i < cells; ++i) {
+        const double d = x.data<float>()[i * 4 + c] - mean;
+        variance += d * d / static_cast<double>(cells);
+      }
+      const double deviation = std::sqrt(variance + 1e-5);
+      for (int64_t i = 0; i < cells; ++i) z[i * 4 + c] = (x.data<float>()[i * 4 + c] - mean) / deviation;
+    }
+    return z;
+  };
+  const std::vector<double> a = standardised(adapted), t = standardised(teacher);
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += (a[i] - t[i]) * (a[i] - t[i]);
+  return sum / static_cast<double>(a.size()) / 2;
+}
+
+TEST_CASE("Feature imitation, Pearson form: standardised maps on every cell, and the gradient", "[imitation]") {
+  Scope scope = Scope::NewRootScope();
+  // Two images of 2x2 cells: each channel is standardised over 8 cells.
+  Output student = ops::Placeholder(scope.WithOpName("s"), DType::kFloat32, {2, 2, 2, 3});
+  Output teacher = ops::Placeholder(scope.WithOpName("t"), DType::kFloat32, {2, 2, 2, 4});
+  FeatureImitation imitation = BuildFeatureImitationLoss(
+      scope, {.student_maps = {student}, .teacher_maps = {teacher}, .anchor_mask = {}, .anchors_per_cell = 6,
+              .form = ImitationLoss::kPearson});
+  Session session(scope);
+  session.Run({}, {}, {ops::GlobalVariablesInitializer(scope)});
+  REQUIRE(imitation.adapter_variables.size() == 2);
+  std::vector<Tensor> w = session.Run({}, {imitation.adapter_variables[0], imitation.adapter_variables[1]});
+  const Tensor s = testing::RandomTensor(DType::kFloat32, {2, 2, 2, 3}, 5);
+  const Tensor t = testing::RandomTensor(DType::kFloat32, {2, 2, 2, 4}, 6);
+  const Tensor adapted = Adapted(s, w[0], w[1]);
+  auto loss_with = [&](const Tensor& student_map, const Tensor& teacher_map) {
+    return static_cast<double>(
+        session.Run({{student, student_map}, {teacher, teacher_map}}, {imitation.loss})[0].scalar<float>());
+  };
+  const double expected = PearsonLoss(adapted, t);
+  CHECK(expected > 0.1);
+  CHECK(loss_with(s, t) == Approx(expected).epsilon(1e-4));
+
+  // Only the teacher's pattern counts: scaled and shifted (3t + 5), it
+  // teaches the same, and a teacher equal to the adapted student up to scale
+  // and offset (every channel's r = 1) leaves nothing to learn.
+  auto affine = [](Tensor x, float scale, float offset) {
+    for (int64_t i = 0; i < x.NumElements(); ++i) x.data<float>()[i] = scale * x.data<float>()[i] + offset;
+    return x;
+  };
+  CHECK(loss_with(s, affine(t.Clone(), 3, 5)) == Approx(expected).epsilon(1e-4));
+  CHECK(loss_with(s, affine(adapted.Clone(), 2, -1)) == Approx(0).margin(1e-5));
+
+  std::vector<Output> grads = autodiff::AddGradients(scope, {imitation.loss}, {student, teacher});
+  REQUIRE(grads[0].valid());
+  CHECK(!grads[1].valid());  // the teacher is not trained
+  const Tensor g = session.Run({{student, s}, {teacher, t}}, {grads[0]})[0];
+  for (int64_t i = 0; i < s.NumElements(); ++i) {
+    auto loss_at = [&](float delta) {
+      Tensor moved = s.Clone();
+      moved.data<float>()[i] += delta;
+      return loss_with(moved, t);
+    };
+    INFO(i);
+    CHECK(g.data<float>()[i] == Approx((loss_at(1e-2f) - loss_at(-1e-2f)) / 2e-2).margin(2e-3));
+  }
 }
 
 TEST_CASE("Feature imitation: maps of different cells are refused", "[imitation]") {
