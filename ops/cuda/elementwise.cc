@@ -42,9 +42,10 @@ std::optional<cuda::CastType> GpuNumberType(DType dtype) {
   }
 }
 
-// Those Cast converts between: every dtype but float16.
+// Those Cast converts between: every dtype.
 std::optional<cuda::CastType> GpuCastType(DType dtype) {
   switch (dtype) {
+    case DType::kFloat16: return cuda::CastType::kF16;
     case DType::kBool: return cuda::CastType::kBool;
     case DType::kUInt8: return cuda::CastType::kU8;
     case DType::kInt8: return cuda::CastType::kI8;
@@ -168,20 +169,23 @@ class GpuFillKernel : public OpKernel {
 
 class GpuCastKernel : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit GpuCastKernel(const Node& node) : OpKernel(node), truncate_(node.attr<bool>("Truncate")) {}
   void Compute(OpKernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     DType to = node().output_dtype(0);
     if (x.dtype() == to) return ctx.set_output(0, x);
     auto from_type = GpuCastType(x.dtype()), to_type = GpuCastType(to);
     if (!from_type || !to_type)
-      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Cast converts between every dtype but "
-           "float16, not ", DTypeName(x.dtype()), " to ", DTypeName(to));
+      Fail(Code::kUnimplemented, node().Describe(), ": the GPU Cast has no conversion from ",
+           DTypeName(x.dtype()), " to ", DTypeName(to));
     Tensor& y = ctx.allocate_output(0, x.shape());
     cuda::LaunchCast(cuda::Stream(ctx), *from_type, x.raw_data(), *to_type, y.raw_data(),
-                     x.NumElements());
+                     x.NumElements(), truncate_);
     cuda::CheckLaunch(ctx, "Cast");
   }
+
+ private:
+  bool truncate_;
 };
 
 // The output index for `shape`s broadcast to `out` (up to kMaxRank dims).
@@ -341,7 +345,7 @@ REGISTER_KERNEL_FOR_TYPES("BiasAdd", "GPU", GpuBiasAdd, float);
 // Registered for exactly the dtypes they run, so that placement (soft
 // placement's fallback included) sees the others as having no GPU kernel.
 template <typename T> using GpuFill = GpuFillKernel;
-template <typename T> using GpuCast = GpuCastKernel;  // by SrcT; DstT float16 fails when it runs
+template <typename T> using GpuCast = GpuCastKernel;  // by SrcT, to any DstT
 template <typename T> using GpuBroadcastTo = GpuBroadcastToKernel;
 template <typename T> using GpuSelect = GpuSelectKernel;
 template <typename T> using GpuOnesLike = GpuOnesLikeKernel;
@@ -349,7 +353,7 @@ template <typename T> using GpuAssignAdd = GpuAssignUpdateKernel<false>;
 template <typename T> using GpuAssignSub = GpuAssignUpdateKernel<true>;
 #define DFLOW_GPU_BYTE_AND_WORD_TYPES float, double, int32_t, int64_t, bool, uint8_t, int8_t
 REGISTER_KERNEL_FOR_TYPES("Fill", "GPU", GpuFill, DFLOW_GPU_BYTE_AND_WORD_TYPES);
-REGISTER_KERNEL_FOR_TYPES("Cast", "GPU", GpuCast, DFLOW_GPU_BYTE_AND_WORD_TYPES);
+REGISTER_KERNEL_FOR_TYPES("Cast", "GPU", GpuCast, DFLOW_GPU_BYTE_AND_WORD_TYPES, Half);
 REGISTER_KERNEL_FOR_TYPES("BroadcastTo", "GPU", GpuBroadcastTo, DFLOW_GPU_BYTE_AND_WORD_TYPES);
 REGISTER_KERNEL_FOR_TYPES("Select", "GPU", GpuSelect, DFLOW_GPU_BYTE_AND_WORD_TYPES);
 #undef DFLOW_GPU_BYTE_AND_WORD_TYPES

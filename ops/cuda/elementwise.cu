@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include <cuda_fp16.h>
+
 #include "ops/cuda/grid.cuh"
 #include "ops/cuda/launch.h"
 
@@ -137,36 +139,48 @@ __global__ void FillKernel(T bits, T* out, int64_t n) {
   DFLOW_GRID_STRIDE(i, n) out[i] = bits;
 }
 
-// Like the CPU Cast: anything to bool is x != 0; floats to integers
-// truncate, saturate at the integer's range, and NaN becomes 0.
+// Like the CPU Cast: float16 converts through float; anything to bool is
+// x != 0; floats to integers truncate, saturate at the integer's range, and
+// NaN becomes 0; narrowing to float or float16 rounds to nearest even, or
+// toward zero when `truncate`.
 template <typename To, typename From>
-__device__ To Convert(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
+__device__ To Convert(From x, bool truncate) {
+  if constexpr (std::is_same_v<From, __half>) {
+    return Convert<To>(__half2float(x), truncate);
+  } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
+  } else if constexpr (std::is_same_v<To, __half>) {
+    const float f = Convert<float>(x, truncate);
+    return truncate ? __float2half_rz(f) : __float2half_rn(f);
+  } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, double>) {
+    return truncate ? __double2float_rz(x) : static_cast<float>(x);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     if (x != x) return To(0);
     if (x <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
     if (x >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
   }
-  return static_cast<To>(x);
 }
 
 template <typename From, typename To>
-__global__ void CastKernel(const From* x, To* y, int64_t n) {
-  DFLOW_GRID_STRIDE(i, n) y[i] = Convert<To>(x[i]);
+__global__ void CastKernel(const From* x, To* y, int64_t n, bool truncate) {
+  DFLOW_GRID_STRIDE(i, n) y[i] = Convert<To>(x[i], truncate);
 }
 
 template <typename From>
-void CastFrom(cudaStream_t stream, const From* x, CastType to, void* y, int64_t n) {
+void CastFrom(cudaStream_t stream, const From* x, CastType to, void* y, int64_t n, bool truncate) {
   using enum CastType;
   switch (to) {
-    case kF32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<float*>(y), n); break;
-    case kF64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<double*>(y), n); break;
-    case kI32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int32_t*>(y), n); break;
-    case kI64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int64_t*>(y), n); break;
-    case kBool: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<bool*>(y), n); break;
-    case kU8: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<uint8_t*>(y), n); break;
-    case kI8: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int8_t*>(y), n); break;
+    case kF32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<float*>(y), n, truncate); break;
+    case kF64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<double*>(y), n, truncate); break;
+    case kI32: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int32_t*>(y), n, truncate); break;
+    case kI64: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int64_t*>(y), n, truncate); break;
+    case kBool: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<bool*>(y), n, truncate); break;
+    case kU8: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<uint8_t*>(y), n, truncate); break;
+    case kI8: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<int8_t*>(y), n, truncate); break;
+    case kF16: CastKernel<<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<__half*>(y), n, truncate); break;
   }
 }
 
@@ -299,17 +313,18 @@ void LaunchFill64(cudaStream_t stream, uint64_t bits, void* out, int64_t n) {
 }
 
 void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, void* y,
-                int64_t n) {
+                int64_t n, bool truncate) {
   if (n <= 0) return;
   using enum CastType;
   switch (from) {
-    case kF32: CastFrom(stream, static_cast<const float*>(x), to, y, n); break;
-    case kF64: CastFrom(stream, static_cast<const double*>(x), to, y, n); break;
-    case kI32: CastFrom(stream, static_cast<const int32_t*>(x), to, y, n); break;
-    case kI64: CastFrom(stream, static_cast<const int64_t*>(x), to, y, n); break;
-    case kBool: CastFrom(stream, static_cast<const bool*>(x), to, y, n); break;
-    case kU8: CastFrom(stream, static_cast<const uint8_t*>(x), to, y, n); break;
-    case kI8: CastFrom(stream, static_cast<const int8_t*>(x), to, y, n); break;
+    case kF32: CastFrom(stream, static_cast<const float*>(x), to, y, n, truncate); break;
+    case kF64: CastFrom(stream, static_cast<const double*>(x), to, y, n, truncate); break;
+    case kI32: CastFrom(stream, static_cast<const int32_t*>(x), to, y, n, truncate); break;
+    case kI64: CastFrom(stream, static_cast<const int64_t*>(x), to, y, n, truncate); break;
+    case kBool: CastFrom(stream, static_cast<const bool*>(x), to, y, n, truncate); break;
+    case kU8: CastFrom(stream, static_cast<const uint8_t*>(x), to, y, n, truncate); break;
+    case kI8: CastFrom(stream, static_cast<const int8_t*>(x), to, y, n, truncate); break;
+    case kF16: CastFrom(stream, static_cast<const __half*>(x), to, y, n, truncate); break;
   }
 }
 

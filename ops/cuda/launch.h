@@ -29,7 +29,7 @@ enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kSquaredDiffer
 
 void LaunchUnary(cudaStream_t stream, UnaryFn fn, const float* x, float* y, int64_t n);
 // Element types: the binary ops and AssignAdd take the first four, Cast all.
-enum class CastType { kF32, kF64, kI32, kI64, kBool, kU8, kI8 };
+enum class CastType { kF32, kF64, kI32, kI64, kBool, kU8, kI8, kF16 };
 // z = fn(x, y) over float32 (kF32), int32 or int64 elements; `same_shape`
 // takes the contiguous path and ignores `index`. Integers follow the CPU's
 // rules (wrapping arithmetic; Div, FloorDiv, FloorMod as C and Python); a
@@ -47,8 +47,11 @@ void LaunchAccumulate(cudaStream_t stream, const float* x, float* acc, int64_t n
 void LaunchFill8(cudaStream_t stream, uint8_t bits, void* out, int64_t n);
 void LaunchFill32(cudaStream_t stream, uint32_t bits, void* out, int64_t n);
 void LaunchFill64(cudaStream_t stream, uint64_t bits, void* out, int64_t n);
-// Element-wise conversion between any two CastTypes, as the CPU's Cast.
-void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, void* y, int64_t n);
+// Element-wise conversion between any two CastTypes, as the CPU's Cast;
+// `truncate` (Cast's Truncate) rounds toward zero where it narrows to float
+// or float16.
+void LaunchCast(cudaStream_t stream, CastType from, const void* x, CastType to, void* y, int64_t n,
+                bool truncate);
 // var += delta (var -= delta when `subtract`), in place; integers wrap.
 void LaunchAssignUpdate(cudaStream_t stream, CastType type, void* var, const void* delta,
                         int64_t n, bool subtract);

@@ -252,6 +252,28 @@ TEST_CASE("cuda: bool and byte tensors cast, fill, select and broadcast like the
                           .const_inputs = {1}});
 }
 
+TEST_CASE("cuda: float16 casts, and Truncate, like the CPU", "[cuda]") {
+  // To float16: nearest even, 70000 beyond its range to inf, 1e-8 below its
+  // smallest subnormal to 0; from it: through float, saturating integers.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor floats = Tensor::FromVector<float>({-2.5f, -0.0f, 0.1f, 0.3f, 300.0f, -300.0f, 65519.0f, 70000.0f,
+                                             1e-8f, 6e-8f, nan});
+  ExpectSameOnAllDevices({.op = "Cast", .inputs = {floats}, .attrs = {{"DstT", DType::kFloat16}}});
+  const Tensor halves = floats.CastTo(DType::kFloat16);
+  for (DType to : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool, DType::kUInt8,
+                   DType::kInt8})
+    ExpectSameOnAllDevices({.op = "Cast", .inputs = {halves}, .attrs = {{"DstT", to}}});
+  for (const Tensor& from : {floats.CastTo(DType::kFloat64), RandomTensor(DType::kInt64, {6}, 92, -70000, 70000),
+                             Tensor::FromVector<bool>({true, false}, Shape{2})})
+    ExpectSameOnAllDevices({.op = "Cast", .inputs = {from}, .attrs = {{"DstT", DType::kFloat16}}});
+  // Truncate narrows toward zero: 0.1 to float and 0.3 to float16 land one
+  // step below the nearest value.
+  for (DType to : {DType::kFloat16, DType::kFloat32})
+    ExpectSameOnAllDevices({.op = "Cast", .inputs = {floats.CastTo(DType::kFloat64)},
+                            .attrs = {{"DstT", to}, {"Truncate", true}}});
+  ExpectSameOnAllDevices({.op = "Cast", .inputs = {floats}, .attrs = {{"DstT", DType::kFloat16}, {"Truncate", true}}});
+}
+
 TEST_CASE("cuda: a Max reduction's gradient (its mask cast from bool) trains like the CPU", "[cuda]") {
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape{4, 3});
