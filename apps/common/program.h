@@ -34,10 +34,14 @@ inline void SetUpProgram(CLI::App& app, const std::string& name) {
 }
 
 // Call once every option is added: --help shows no default for flags (off
-// unless given) nor for lists that start empty ("[]").
+// unless given), nor for lists that start empty ("[]"), nor for options whose
+// help says their default in words ("(default: one per core)"): their stored
+// value is a placeholder (0, -1) that means "work it out", not the default.
 inline void HideEmptyDefaults(CLI::App& app) {
   for (CLI::Option* option : app.get_options())
-    if (option->get_type_size() == 0 || option->get_default_str() == "[]") option->default_str("");
+    if (option->get_type_size() == 0 || option->get_default_str() == "[]" ||
+        option->get_description().find("(default") != std::string::npos)
+      option->default_str("");
   for (CLI::App* sub : app.get_subcommands({})) HideEmptyDefaults(*sub);
 }
 

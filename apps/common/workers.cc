@@ -55,7 +55,7 @@ void AddDataParallelOptions(CLI::App& app, DataParallelSettings& s) {
   app.add_option("--ps-mode", s.ps_mode, "With --strategy ps: sync (mean of all workers per step) or async");
   app.add_option("--codec", s.codec, "With --strategy ring: gradients on the wire, none, fp16 or 1bit (error feedback)")
       ->check(CLI::IsMember({"none", "fp16", "1bit"}));
-  app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (dflow launch --base-port)")
+  app.add_option("--base-port", s.base_port, "First port of the workers on 127.0.0.1 (default: dflow launch's, 2222)")
       ->check(IntegerRange(1, 65535));
   app.add_flag("--elastic", s.elastic,
                "With --strategy ring: workers may die (the others go on) or join later "

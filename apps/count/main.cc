@@ -40,8 +40,8 @@ void AddGenerate(CLI::App& app, GenerateSettings& s) {
 dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--data", s.data, "Dataset directory (points.json or points.csv)");
   app.add_option("--out", s.out, "Run directory: config.json and checkpoints/")->required();
-  app.add_option("--steps", s.steps, "Training steps")->check(AtLeast(1));
-  app.add_option("--epochs", s.epochs, "Training epochs (when --steps is not given)")
+  app.add_option("--steps", s.steps, "Training steps (default: none; give this or --epochs)")->check(AtLeast(1));
+  app.add_option("--epochs", s.epochs, "Training epochs (default: none; used when --steps is not given)")
       ->check(PositiveReal());
   std::vector<CLI::Option*> fixed = {
       app.get_option("--data"),

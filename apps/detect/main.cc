@@ -55,8 +55,8 @@ void AddConvert(CLI::App& app, ConvertSettings& s) {
 dflow::apps::TrainOptionGroups AddTrain(CLI::App& app, TrainSettings& s) {
   app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO");
   app.add_option("--out", s.out, "Run directory: config.json and checkpoints/")->required();
-  app.add_option("--steps", s.steps, "Training steps")->check(AtLeast(1));
-  app.add_option("--epochs", s.epochs, "Training epochs (when --steps is not given)")
+  app.add_option("--steps", s.steps, "Training steps (default: none; give this or --epochs)")->check(AtLeast(1));
+  app.add_option("--epochs", s.epochs, "Training epochs (default: none; used when --steps is not given)")
       ->check(PositiveReal());
   std::vector<CLI::Option*> fixed = {
       app.get_option("--data"),
@@ -144,8 +144,8 @@ void AddAddClass(CLI::App& app, AddClassSettings& s) {
   app.add_option("--from", s.from, "The old run (or one of its checkpoints)")->required();
   app.add_option("--data", s.data, "The new classes' data, annotated with them alone")->required();
   app.add_option("--out", s.out, "The new run")->required();
-  app.add_option("--steps", s.steps, "Training steps")->check(AtLeast(1));
-  app.add_option("--epochs", s.epochs, "Training epochs over the new data and the exemplars")
+  app.add_option("--steps", s.steps, "Training steps (default: none; give this or --epochs)")->check(AtLeast(1));
+  app.add_option("--epochs", s.epochs, "Training epochs over the new data and the exemplars (default: none)")
       ->check(PositiveReal());
   app.add_option("--exemplars", s.exemplars,
                  "Share of each old class's images kept as exemplars (the old run's memory when it has one)")
@@ -309,7 +309,7 @@ void AddBench(CLI::App& app, BenchSettings& s) {
   app.add_option("--warmup", s.warmup, "Untimed runs of the first input (graph set-up)")
       ->check(AtLeast(0))
       ->capture_default_str();
-  app.add_option("--limit", s.limit, "At most this many images or frames")->check(AtLeast(1));
+  app.add_option("--limit", s.limit, "At most this many images or frames (default: all)")->check(AtLeast(1));
   app.callback([checkpoint, graph, images, video] {
     if (checkpoint->count() + graph->count() == 0)
       throw CLI::ValidationError("bench", "give the detector: --checkpoint CKPT or --graph FILE.json");
@@ -322,7 +322,9 @@ void AddBench(CLI::App& app, BenchSettings& s) {
 
 int main(int argc, char** argv) {
   dflow::dist::KeepFreedMemoryForReceives();  // data-parallel training receives tensors
-  CLI::App app("dflow-detect: object detection (SSD on MobileNetV1) from datasets to boxes");
+  CLI::App app(
+      "dflow-detect: object detection (SSD on MobileNetV1 or SqueezeNet 1.1, RetinaNet on ResNet-18/50) "
+      "from datasets to boxes");
   dflow::apps::SetUpProgram(app, "dflow-detect");
   app.require_subcommand(1);
   TrainSettings train;

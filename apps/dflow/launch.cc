@@ -182,7 +182,7 @@ void AddLaunchCommand(CLI::App& app) {
                "a worker started later (with DFLOW_ELASTIC set to the rendezvous) joins");
   cmd->add_option("--max-restarts", settings->max_restarts,
                   "Start a worker that fails again, up to this many times in all (with --strategy ps or "
-                  "--elastic: the job takes it back; default 0)");
+                  "--elastic: the job takes it back)");
   cmd->add_option("--min-workers", settings->min_workers,
                   "--elastic: the job stops when fewer workers are left (default 1)");
   cmd->add_option("--max-workers", settings->max_workers,

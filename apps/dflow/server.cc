@@ -85,7 +85,8 @@ void AddServerCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand("server", "run a worker task of a cluster (until SIGINT/SIGTERM)");
   command->add_option("--cluster", args->cluster_file, "cluster JSON file (default: $DFLOW_CLUSTER)");
   command->add_option("--job", args->job, "this task's job (default: the cluster document's task)");
-  command->add_option("--task", args->task, "this task's index in its job")->check(apps::AtLeast(0));
+  command->add_option("--task", args->task, "this task's index in its job (default: the cluster document's task)")
+      ->check(apps::AtLeast(0));
   command->add_option("--bind", args->bind,
                       "listen on HOST:PORT instead of 127.0.0.1 (beyond loopback: with CURVE keys, or --insecure)");
   command->add_flag("--insecure", args->insecure,

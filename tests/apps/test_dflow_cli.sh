@@ -35,8 +35,13 @@ EOF
 expect_ok "--version" --version
 checks=$((checks + 1))
 grep -Eq '^dflow [0-9]+\.[0-9]+\.[0-9]+$' out.txt || fail "--version should print 'dflow X.Y.Z', got: $(cat out.txt)"
+expect_ok "launch --help" launch --help
+expect_contains "launch --help shows a default" out.txt "--base-port INT=2222"
+# A default the help says in words is not followed by the stored placeholder.
 expect_ok "run --help" run --help
-expect_contains "run --help shows a default" out.txt "--threads INT:0 to 1024=0"
+expect_contains "run --help says the threads' default" out.txt "Worker threads (default: one per core)"
+checks=$((checks + 1))
+grep -qF -- "--threads INT:0 to 1024=" out.txt && fail "run --help shows the threads' placeholder: $(grep -F -- --threads out.txt)"
 
 # --- dflow ops
 expect_ok "ops" ops

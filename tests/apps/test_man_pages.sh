@@ -33,6 +33,10 @@ check_page() {
   done
   [[ -z $missing ]] || fail "$name: options in --help but not on the page:$missing"
   grep -q "^\.SH SYNOPSIS" "$page" || fail "$name: the page has no SYNOPSIS"
+  # An option's help that says its default in words gets no stored one after it.
+  local twice
+  twice=$(grep -n "(default.*(default" "$page")
+  [[ -z $twice ]] || fail "$name: two defaults for one option: $twice"
   [[ $name == dflow-* && -z $commands ]] && fail "$name: the page lists no commands"
 }
 
