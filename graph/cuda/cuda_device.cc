@@ -75,6 +75,7 @@ CudaDevice::CudaDevice(std::string device_name, int ordinal, ThreadPool* pool)
   DFLOW_CUDA(cublasCreate(&cublas_), context);
   DFLOW_CUDA(cublasSetStream(cublas_, stream_), context);
   allocator_ = std::make_unique<CachingAllocator>(std::make_unique<CudaMemory>(ordinal_, stream_));
+  for (Staging& slot : uploads_) DFLOW_CUDA(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming), context);
 }
 
 CudaDevice::~CudaDevice() {
@@ -82,7 +83,11 @@ CudaDevice::~CudaDevice() {
   cudaStreamSynchronize(stream_);
   allocator_.reset();
   if (cublas_) cublasDestroy(cublas_);
-  if (staging_) cudaFreeHost(staging_);
+  for (Staging& slot : uploads_) {
+    if (slot.done) cudaEventDestroy(slot.done);
+    if (slot.data) cudaFreeHost(slot.data);
+  }
+  if (download_.data) cudaFreeHost(download_.data);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -96,18 +101,20 @@ void CudaDevice::Synchronize(std::string_view context) const {
   DFLOW_CUDA(cudaStreamSynchronize(stream_), context);
 }
 
-void* CudaDevice::StagingBuffer(size_t bytes, std::string_view context) {
-  if (bytes <= staging_bytes_) return staging_;
-  if (staging_) DFLOW_CUDA(cudaFreeHost(staging_), context);
-  staging_ = nullptr;
-  staging_bytes_ = 0;
+void* CudaDevice::Reserve(Staging& staging, size_t bytes, std::string_view context) {
+  if (bytes <= staging.bytes) return staging.data;
+  if (staging.data) DFLOW_CUDA(cudaFreeHost(staging.data), context);
+  staging.data = nullptr;
+  staging.bytes = 0;
   size_t grown = std::max(bytes, size_t{1} << 20);
-  DFLOW_CUDA(cudaHostAlloc(&staging_, grown, cudaHostAllocDefault), context);
-  staging_bytes_ = grown;
-  return staging_;
+  DFLOW_CUDA(cudaHostAlloc(&staging.data, grown, cudaHostAllocDefault), context);
+  staging.bytes = grown;
+  return staging.data;
 }
 
-// host bytes -> pinned staging -> device; the wait keeps staging reusable.
+// host bytes -> pinned staging -> device, with no wait for the stream: the
+// slots take turns, and a slot is reused once its own last copy is done
+// (cudaEventSynchronize on its event, normally long complete by then).
 Tensor CudaDevice::CopyToDevice(const Tensor& host, std::string_view context) {
   if (host.allocator() && !host.allocator()->host_accessible())
     Fail(Code::kInternal, context, ": CopyToDevice got a tensor that is not in host memory");
@@ -115,15 +122,20 @@ Tensor CudaDevice::CopyToDevice(const Tensor& host, std::string_view context) {
   size_t bytes = host.TotalBytes();
   if (bytes == 0) return out;
   cudaStream_t stream = Activate(context);
-  std::lock_guard<std::mutex> lock(staging_mu_);
-  void* staging = StagingBuffer(bytes, context);
+  std::lock_guard<std::mutex> lock(upload_mu_);
+  Staging& slot = uploads_[next_upload_];
+  next_upload_ = (next_upload_ + 1) % kUploadSlots;
+  DFLOW_CUDA(cudaEventSynchronize(slot.done), context);
+  void* staging = Reserve(slot, bytes, context);
   std::memcpy(staging, host.raw_data(), bytes);
   DFLOW_CUDA(cudaMemcpyAsync(out.raw_data(), staging, bytes, cudaMemcpyHostToDevice, stream),
              context);
-  DFLOW_CUDA(cudaStreamSynchronize(stream), context);
+  DFLOW_CUDA(cudaEventRecord(slot.done, stream), context);
   return out;
 }
 
+// device -> pinned staging -> host bytes: the caller reads them, so this
+// waits for the stream (and so for the kernels that produce the value).
 Tensor CudaDevice::CopyToHost(const Tensor& on_device, std::string_view context) {
   Tensor out(on_device.dtype(), on_device.shape(), CpuAllocator());
   size_t bytes = on_device.TotalBytes();
@@ -132,8 +144,8 @@ Tensor CudaDevice::CopyToHost(const Tensor& on_device, std::string_view context)
     Fail(Code::kInternal, context, ": CopyToHost got ", on_device.SummaryString(), " from ",
          on_device.allocator() ? on_device.allocator()->name() : "nowhere", ", not from ", name());
   cudaStream_t stream = Activate(context);
-  std::lock_guard<std::mutex> lock(staging_mu_);
-  void* staging = StagingBuffer(bytes, context);
+  std::lock_guard<std::mutex> lock(download_mu_);
+  void* staging = Reserve(download_, bytes, context);
   DFLOW_CUDA(cudaMemcpyAsync(staging, on_device.raw_data(), bytes, cudaMemcpyDeviceToHost, stream),
              context);
   DFLOW_CUDA(cudaStreamSynchronize(stream), context);

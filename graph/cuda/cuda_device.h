@@ -1,8 +1,10 @@
 // CudaDevice: one visible GPU behind the Device interface ("/device:GPU:N").
 // Kernels enqueue work on the device's stream and return; the stream keeps
 // them in order, so a tensor freed on the host can be handed to the next
-// kernel at once (both run in stream order). Host <-> device copies go
-// through a pinned staging buffer and wait for the stream.
+// kernel at once (both run in stream order). Host -> device copies go
+// through a ring of pinned staging buffers and return once the copy is
+// enqueued; device -> host copies go through one pinned buffer and wait for
+// the stream (the caller reads the bytes).
 #pragma once
 
 #include <cublas_v2.h>
@@ -41,7 +43,9 @@ class CudaDevice final : public Device {
     fn(cublas_);
   }
 
-  // A new tensor in this GPU's memory holding `host`'s bytes.
+  // A new tensor in this GPU's memory holding `host`'s bytes. Returns once
+  // the copy is enqueued: kernels read the tensor in stream order, and the
+  // host tensor may be freed at once (its bytes are in a staging buffer).
   Tensor CopyToDevice(const Tensor& host, std::string_view context);
   // A new host tensor holding `on_device`'s bytes; waits for the stream.
   Tensor CopyToHost(const Tensor& on_device, std::string_view context);
@@ -49,8 +53,18 @@ class CudaDevice final : public Device {
   void Synchronize(std::string_view context) const;
 
  private:
-  // Pinned host memory of at least `bytes`, grown on demand; staging_mu_ held.
-  void* StagingBuffer(size_t bytes, std::string_view context);
+  // Pinned host memory that one copy reads or writes; `done` is recorded on
+  // the stream after an upload from it, so the next use waits for that
+  // copy alone, not for the whole stream.
+  struct Staging {
+    void* data = nullptr;
+    size_t bytes = 0;
+    cudaEvent_t done = nullptr;
+  };
+  static constexpr int kUploadSlots = 4;
+
+  // `staging`'s memory, at least `bytes`, grown on demand; its mutex held.
+  static void* Reserve(Staging& staging, size_t bytes, std::string_view context);
 
   int ordinal_;
   ThreadPool* pool_;
@@ -58,9 +72,11 @@ class CudaDevice final : public Device {
   cublasHandle_t cublas_ = nullptr;
   std::mutex cublas_mu_;
   std::unique_ptr<CachingAllocator> allocator_;
-  std::mutex staging_mu_;
-  void* staging_ = nullptr;
-  size_t staging_bytes_ = 0;
+  std::mutex upload_mu_;  // guards uploads_ and next_upload_
+  Staging uploads_[kUploadSlots];
+  int next_upload_ = 0;
+  std::mutex download_mu_;  // guards download_
+  Staging download_;
 };
 
 // The module's versions of DiscoverGpus and NewGpuDevice (graph/device.h),

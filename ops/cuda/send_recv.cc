@@ -4,8 +4,9 @@
 // the host on the GPU's stream through the device's pinned staging buffer,
 // waiting only for that copy (and so for the kernels queued before it,
 // which produce the value); _Recv waits for the tensor without holding a
-// thread, then copies it into the GPU's memory the same way, or keeps it in
-// host memory when its consumers read it there (`host_memory`). Also the
+// thread, then enqueues its copy into the GPU's memory without waiting
+// (graph/cuda/cuda_device.h), or keeps it in host memory when its
+// consumers read it there (`host_memory`). Also the
 // moves between the GPU's memory and the host's that partitioning adds
 // (graph/memory_types.h).
 #include "graph/memory_types.h"

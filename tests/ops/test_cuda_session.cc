@@ -131,3 +131,37 @@ TEST_CASE("cuda: a GPU session runs an op without a GPU kernel on the host under
   ExpectError([&] { without_fallback.Run(mlp.Feeds(), {mlp.loss}); }, Code::kUnimplemented,
               "op SoftmaxCrossEntropyWithLogits has no GPU kernel");
 }
+
+// Every fed value reaches the GPU through the device's ring of pinned upload
+// buffers (graph/cuda/cuda_device.h), and the upload returns before its copy
+// is done. Nine feeds a step, more than the ring's buffers, growing past the
+// first buffer size (1 MiB) so that buffers are reallocated, over three steps
+// with new values: a buffer reused or freed before its copy finished would
+// show as a wrong value.
+TEST_CASE("cuda: uploads through the staging ring keep every fed value", "[cuda]") {
+  if (SkipWithoutGpu("the upload ring")) return;
+  Scope s = Scope::NewRootScope().WithDevice("/device:GPU:0");
+  std::vector<Output> feeds, doubled;
+  for (int i = 0; i < 9; ++i) {
+    feeds.push_back(ops::Placeholder(s.WithOpName(StrCat("x", i)), DType::kFloat32));
+    doubled.push_back(ops::Mul(s, feeds.back(), ops::Const(s, 2.0f)));
+  }
+  SessionOptions options;
+  options.devices = {"/device:GPU:0"};
+  Session session(s, options);
+  for (uint64_t step = 0; step < 3; ++step) {
+    FeedList values;
+    for (int i = 0; i < 9; ++i)  // 256 to 1M floats (4 MiB)
+      values.push_back({feeds[i], Floats({int64_t{1} << (8 + 3 * (i % 5))}, step * 9 + i)});
+    std::vector<Tensor> out = session.Run(values, std::vector<TensorName>(doubled.begin(), doubled.end()));
+    for (int i = 0; i < 9; ++i) {
+      INFO("step " << step << ", feed " << i);
+      const Tensor& fed = values[i].second;
+      REQUIRE(out[i].NumElements() == fed.NumElements());
+      int64_t wrong = 0;
+      for (int64_t k = 0; k < fed.NumElements(); ++k)
+        wrong += out[i].data<float>()[k] != 2 * fed.data<float>()[k];
+      CHECK(wrong == 0);
+    }
+  }
+}
