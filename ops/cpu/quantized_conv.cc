@@ -245,37 +245,16 @@ class QuantizedConvKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    const bool depthwise = node().op().find("Depthwise") != std::string::npos;
-    const bool relu = node().op().find("Relu") != std::string::npos;
-    Shape filter = w.shape();
-    if (depthwise) {  // [KH, KW, C, M] is the grouped filter [KH, KW, 1, C * M]
-      DFLOW_REQUIRE(filter.rank() == 4 && x.rank() == 4 && filter.dim(2) == x.dim(3), node().Describe(),
-                    ": a depthwise filter must be [KH, KW, C, multiplier] for an input of C channels, got ",
-                    filter.ToString(), " for ", x.shape().ToString());
-      filter = Shape{filter.dim(0), filter.dim(1), 1, filter.dim(2) * filter.dim(3)};
-    }
-    const ConvGeometry g = cpu::KernelGeometry(node(), ConvParamsOf(node()), x.shape(), filter);
-    DFLOW_REQUIRE(ctx.input(2).rank() == 1 && ctx.input(2).NumElements() == g.out_c, node().Describe(),
-                  ": bias must be a vector of the ", g.out_c, " output channels, got ", ctx.input(2).SummaryString());
-    const cpu::MinFirstCodes in =
-        cpu::MinFirstInput(ctx, cpu::FiniteScalar(ctx, 3), cpu::FiniteScalar(ctx, 4), "the input");
-    // The padding is the code of 0.0, so the input's range must hold 0.0
-    // (QuantizeV2's ranges always do).
-    DFLOW_REQUIRE(in.zero_point >= 0 && in.zero_point <= 255, node().Describe(), ": the input's range [",
-                  cpu::FiniteScalar(ctx, 3), ", ", cpu::FiniteScalar(ctx, 4), "] must hold 0.0");
-    const std::vector<double> filter_steps = cpu::ChannelSteps(ctx, 5, 6, g.out_c, "the filter");
+    const cpu::QuantizedConv conv = cpu::QuantizedConvOf(ctx);
+    const cpu::ProductRanges& r = conv.ranges;
     const float* bias = ctx.input(2).data<float>();
-    if (node().op().ends_with("AndDequantize")) {
-      Convolve(ctx, g, in, cpu::Dequantization(in.step, filter_steps, bias, relu));
+    if (!r.requantize) {
+      Convolve(ctx, conv.geometry, r.in, cpu::Dequantization(r.in.step, r.weight_steps, bias, r.relu));
       return;
     }
-    const float out_min = cpu::FiniteScalar(ctx, 7), out_max = cpu::FiniteScalar(ctx, 8);
-    const cpu::MinFirstCodes out = cpu::MinFirstInput(ctx, out_min, out_max, "the output");
-    Convolve(ctx, g, in, cpu::Requantization(in.step, filter_steps, bias, out, relu));
-    *ctx.allocate_output(1, Shape()).data<float>() = out_min;
-    *ctx.allocate_output(2, Shape()).data<float>() = out_max;
+    Convolve(ctx, conv.geometry, r.in, cpu::Requantization(r.in.step, r.weight_steps, bias, r.out, r.relu));
+    *ctx.allocate_output(1, Shape()).data<float>() = r.out_min;
+    *ctx.allocate_output(2, Shape()).data<float>() = r.out_max;
   }
 
  private:

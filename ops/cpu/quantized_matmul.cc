@@ -16,14 +16,12 @@ class QuantizedMatMulKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext& ctx) const override {
+    const cpu::QuantizedMatMul mm = cpu::QuantizedMatMulOf(ctx);
+    const cpu::ProductRanges& r = mm.ranges;
+    const int64_t m = mm.m, k = mm.k, n = mm.n;
+    const bool tb = mm.transpose_b;
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const bool tb = node().attr<bool>("transpose_b");
-    const int64_t m = a.dim(0), k = a.dim(1), n = tb ? b.dim(0) : b.dim(1);
-    const cpu::MinFirstCodes in = cpu::MinFirstInput(ctx, cpu::FiniteScalar(ctx, 3), cpu::FiniteScalar(ctx, 4), "a");
-    const float out_min = cpu::FiniteScalar(ctx, 7), out_max = cpu::FiniteScalar(ctx, 8);
-    const cpu::MinFirstCodes out = cpu::MinFirstInput(ctx, out_min, out_max, "the output");
-    const std::vector<double> b_steps = cpu::ChannelSteps(ctx, 5, 6, n, "b");
     const float* bias = ctx.input(2).data<float>();
 
     auto packed = packed_.Get({k, n, tb}, b.data<int8_t>(), b.NumElements(), [&](const int8_t* bytes) {
@@ -37,14 +35,14 @@ class QuantizedMatMulKernel : public OpKernel {
       return cpu::Int8RhsCache::Packed{cpu::Int8Rhs(bytes, k, n)};
     });
     std::vector<int32_t> acc(m * n);
-    (*packed)[0].Multiply(ctx.device().compute_pool(), a.data<uint8_t>(), m, static_cast<int32_t>(in.zero_point),
+    (*packed)[0].Multiply(ctx.device().compute_pool(), a.data<uint8_t>(), m, static_cast<int32_t>(r.in.zero_point),
                           acc.data());
 
     uint8_t* codes = ctx.allocate_output(0, Shape{m, n}).data<uint8_t>();
-    const cpu::Requantization rq(in.step, b_steps, bias, out, false);
+    const cpu::Requantization rq(r.in.step, r.weight_steps, bias, r.out, false);
     for (int64_t i = 0; i < m; ++i) rq.Row(acc.data() + i * n, n, 0, codes + i * n);
-    *ctx.allocate_output(1, Shape()).data<float>() = out_min;
-    *ctx.allocate_output(2, Shape()).data<float>() = out_max;
+    *ctx.allocate_output(1, Shape()).data<float>() = r.out_min;
+    *ctx.allocate_output(2, Shape()).data<float>() = r.out_max;
   }
 
  private:

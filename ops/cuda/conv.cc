@@ -23,7 +23,7 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/conv_util.h"
-#include "ops/cuda/conv_launch.h"
+#include "ops/cuda/conv_shape.h"
 #include "ops/cuda/kernel_util.h"
 #include "ops/cuda/launch.h"
 
@@ -31,12 +31,6 @@ namespace dflow {
 namespace {
 
 constexpr int64_t kColumnBytes = int64_t{64} << 20;  // im2col buffer per chunk, about
-
-cuda::ConvShape Flatten(const ConvGeometry& g) {
-  return {g.batch,   g.in_h,     g.in_w,      g.in_c,     g.k_h,      g.k_w,
-          g.filter_c, g.out_c,   g.groups,    g.out_h,    g.out_w,    g.pad_top,
-          g.pad_left, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w};
-}
 
 // Row-major C[m, n] = op(A)[m, k] * op(B)[k, n] + beta * C, `batch` times,
 // with each operand's row length (ld) and element stride between batches.
@@ -138,7 +132,7 @@ Tensor Scratch(OpKernelContext& ctx, int64_t count) {
 // filled from x (or left unfilled when x is null: backprop input writes them).
 template <typename Fn>
 void ForEachChunk(OpKernelContext& ctx, const ConvGeometry& g, const float* x, const Fn& fn) {
-  const cuda::ConvShape shape = Flatten(g);
+  const cuda::ConvShape shape = cuda::ConvShapeOf(g);
   const int64_t chunk = ImagesPerChunk(g);
   Tensor cols = Scratch(ctx, g.groups * chunk * g.out_h * g.out_w * shape.patch());
   for (int64_t first = 0; first < g.batch; first += chunk) {
@@ -184,7 +178,7 @@ void ConvForward(OpKernelContext& ctx, const ConvGeometry& g, Forced forced, con
                                                    bias ? EpilogueOf(activation) : cuda::ConvEpilogue::kNone),
                              cuda::LaunchConvForwardGemm);
     case ConvAlgorithm::kDepthwise:
-      cuda::LaunchDepthwiseConv(stream, Flatten(g), x, w, y);
+      cuda::LaunchDepthwiseConv(stream, cuda::ConvShapeOf(g), x, w, y);
       cuda::CheckLaunch(ctx, "DepthwiseConv");
       break;
     case ConvAlgorithm::kPointwise: {
@@ -228,7 +222,7 @@ void ConvBackpropInput(OpKernelContext& ctx, const ConvGeometry& g, Forced force
                           cuda::LaunchConvInputGemm);
       return;
     case ConvAlgorithm::kDepthwise:
-      cuda::LaunchDepthwiseBackpropInput(stream, Flatten(g), w, dy, dx);
+      cuda::LaunchDepthwiseBackpropInput(stream, cuda::ConvShapeOf(g), w, dy, dx);
       return cuda::CheckLaunch(ctx, "DepthwiseBackpropInput");
     case ConvAlgorithm::kPointwise: {
       const int64_t rows = g.batch * g.in_h * g.in_w;
@@ -242,7 +236,7 @@ void ConvBackpropInput(OpKernelContext& ctx, const ConvGeometry& g, Forced force
         RunGemm(ctx, {rows, patch, og, false, true, g.out_c, g.out_c, patch, og, og, rows * patch,
                       g.groups, 0.0f},
                 dy + first * g.out_h * g.out_w * g.out_c, w, cols);
-        cuda::LaunchCol2Im(stream, Flatten(g), cols, first, images, dx);
+        cuda::LaunchCol2Im(stream, cuda::ConvShapeOf(g), cols, first, images, dx);
         cuda::CheckLaunch(ctx, "Col2Im");
       });
       return;
@@ -258,7 +252,7 @@ void ConvBackpropFilter(OpKernelContext& ctx, const ConvGeometry& g, Forced forc
       return RunImplicitGemm(ctx, cuda::ConvFilterGemm(Dims32(g), x, dy, dw),
                              cuda::LaunchConvFilterGemm);
     case ConvAlgorithm::kDepthwise:
-      cuda::LaunchDepthwiseBackpropFilter(cuda::Stream(ctx), Flatten(g), x, dy, dw);
+      cuda::LaunchDepthwiseBackpropFilter(cuda::Stream(ctx), cuda::ConvShapeOf(g), x, dy, dw);
       return cuda::CheckLaunch(ctx, "DepthwiseBackpropFilter");
     case ConvAlgorithm::kPointwise: {
       const int64_t rows = g.batch * g.in_h * g.in_w;

@@ -54,5 +54,33 @@ REGISTER_HOST_MEMORY("NonMaxSuppressionV5", "GPU", "max_output_size", "iou_thres
 REGISTER_HOST_MEMORY("CombinedNonMaxSuppression", "GPU", "max_output_size_per_class", "max_total_size",
                      "iou_threshold", "score_threshold");
 
+// The int8 ops' ranges (and the fused products' bias, which the output
+// stage is computed from on the host): read and made on the host, passed
+// from one int8 op to the next without a copy (ops/cuda/quant.cc).
+REGISTER_HOST_MEMORY("QuantizeV2", "GPU", "min_range", "max_range", "output_min", "output_max");
+REGISTER_HOST_MEMORY("Dequantize", "GPU", "min_range", "max_range");
+REGISTER_HOST_MEMORY("QuantizedRelu", "GPU", "min_features", "max_features", "min_activations", "max_activations");
+REGISTER_HOST_MEMORY("QuantizedAddAndRequantize", "GPU", "min_x", "max_x", "min_y", "max_y", "min_freezed_output",
+                     "max_freezed_output", "min_z", "max_z");
+REGISTER_HOST_MEMORY("QuantizedAddAndReluAndRequantize", "GPU", "min_x", "max_x", "min_y", "max_y",
+                     "min_freezed_output", "max_freezed_output", "min_z", "max_z");
+REGISTER_HOST_MEMORY("QuantizedMatMulWithBiasAndRequantize", "GPU", "bias", "min_a", "max_a", "min_b", "max_b",
+                     "min_freezed_output", "max_freezed_output", "min_out", "max_out");
+// The fused convolutions; those that requantize also give their output range.
+[[maybe_unused]] const bool kQuantizedConvHostMemory = [] {
+  const std::vector<std::string> ranges = {"bias", "min_input", "max_input", "min_filter", "max_filter"};
+  std::vector<std::string> requantized = ranges;
+  requantized.insert(requantized.end(), {"min_freezed_output", "max_freezed_output", "min_output", "max_output"});
+  for (const char* op : {"QuantizedConv2DWithBiasAndRequantize", "QuantizedConv2DWithBiasAndReluAndRequantize",
+                         "QuantizedDepthwiseConv2DWithBiasAndRequantize",
+                         "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize"})
+    RegisterHostMemory(op, "GPU", requantized);
+  for (const char* op : {"QuantizedConv2DWithBiasAndDequantize", "QuantizedConv2DWithBiasAndReluAndDequantize",
+                         "QuantizedDepthwiseConv2DWithBiasAndDequantize",
+                         "QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize"})
+    RegisterHostMemory(op, "GPU", ranges);
+  return true;
+}();
+
 }  // namespace
 }  // namespace dflow

@@ -30,18 +30,11 @@ const std::set<std::string> kNoGpuKernel = {
     "StalenessLogGlobalStep", "StalenessLogRecord",
     // in-graph data-parallel training, on the worker's CPU (ops/collective.cc)
     "DataParallelAllReduce", "DataParallelBroadcast",
-    // quantization for int8 CPU inference (ops/quant.cc, ops/quant_conv.cc)
-    "Dequantize", "QuantizeV2", "QuantizedMatMulWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize",
-    "QuantizedConv2DWithBiasAndReluAndRequantize", "QuantizedDepthwiseConv2DWithBiasAndRequantize",
-    "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "QuantizedConv2DWithBiasAndDequantize",
-    "QuantizedAddAndRequantize", "QuantizedAddAndReluAndRequantize", "QuantizedRelu",
-    "QuantizedConv2DWithBiasAndReluAndDequantize", "QuantizedDepthwiseConv2DWithBiasAndDequantize",
-    "QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize",
 };
 
 // Ops whose GPU kernel is registered for every dtype: those that move,
 // describe or fill bytes whatever they mean, and those whose op has one
-// dtype only (bool, or float boxes). A kernel that computes is registered
+// dtype only (bool, float boxes, the fused int8 ops). A kernel that computes is registered
 // for the dtypes it runs, so that placement sees the others as having no
 // GPU kernel (soft placement puts them on the CPU) instead of placing them
 // where they fail when they run.
@@ -49,6 +42,13 @@ const std::set<std::string> kAnyDTypeOnGpu = {
     "_Arg", "_Retval", "_Send", "_Recv", "_HostToDevice", "_DeviceToHost", "Const", "HostConst", "Placeholder",
     "NoOp", "Identity", "StopGradient", "Reshape", "Squeeze", "ExpandDims", "ZerosLike", "Shape", "Size",
     "ConcatV2", "Split", "LogicalAnd", "LogicalOr", "LogicalNot", "BoxIou", "CombinedNonMaxSuppression",
+    // the fused int8 ops: uint8 and int8 in, uint8 or float out, no type attr (ops/cuda/quant.cc)
+    "QuantizedAddAndRequantize", "QuantizedAddAndReluAndRequantize", "QuantizedRelu",
+    "QuantizedMatMulWithBiasAndRequantize", "QuantizedConv2DWithBiasAndRequantize",
+    "QuantizedConv2DWithBiasAndReluAndRequantize", "QuantizedDepthwiseConv2DWithBiasAndRequantize",
+    "QuantizedDepthwiseConv2DWithBiasAndReluAndRequantize", "QuantizedConv2DWithBiasAndDequantize",
+    "QuantizedConv2DWithBiasAndReluAndDequantize", "QuantizedDepthwiseConv2DWithBiasAndDequantize",
+    "QuantizedDepthwiseConv2DWithBiasAndReluAndDequantize",
 };
 
 std::string Listing(const std::set<std::string>& names) {
