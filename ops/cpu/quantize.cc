@@ -27,9 +27,10 @@ inline float RoundHalfEven(float v) {
 // code = round(clamp(x, lo, hi) * factor) - offset, clamped to the codes.
 // The scaled value is first clamped to a code beyond either end, which
 // changes no code and keeps it in RoundHalf*'s range; NaN becomes the
-// lowest code.
+// lowest code. The line by value: a store through a byte pointer may alias
+// anything, so fields read through a reference would be reloaded each element.
 template <typename Round, typename T>
-void Codes(const cpu::CodeLine& line, Round round, const float* x, int64_t n, T* q) {
+void Codes(const cpu::CodeLine line, Round round, const float* x, int64_t n, T* q) {
   const float below = line.lowest + line.offset - 1, above = line.highest + line.offset + 1;
   for (int64_t i = 0; i < n; ++i) {
     float v = std::clamp(x[i], line.lo, line.hi) * line.factor;
