@@ -1,8 +1,8 @@
 // QuantizeV2 and Dequantize on the CPU (ops/quant.cc has the arithmetic in
 // the ops' docs; TensorFlow's formulas for MIN_FIRST and SCALED): the lines
-// of ops/cpu/quantize_lines.h applied to each slice.
+// of ops/cpu/quantize_lines.h applied to each slice with the element
+// arithmetic every device shares (ops/quant_arithmetic.h).
 #include <algorithm>
-#include <cmath>
 
 #include "graph/kernel.h"
 #include "ops/cpu/quantize_lines.h"
@@ -10,34 +10,12 @@
 namespace dflow {
 namespace {
 
-// Rounding for |v| < 2^23, by truncating to an integer and correcting, in
-// arithmetic the compiler vectorises (std::round and std::rint are calls).
-// The GPU's kernel (ops/cuda/quant.cu) rounds with the same operations.
-inline float RoundHalfAway(float v) {
-  const float t = static_cast<float>(static_cast<int32_t>(v)), d = v - t;
-  return t + (d >= 0.5f ? 1.0f : 0.0f) - (d <= -0.5f ? 1.0f : 0.0f);
-}
-inline float RoundHalfEven(float v) {
-  const auto i = static_cast<int32_t>(v);
-  const float t = static_cast<float>(i), d = v - t;
-  const bool odd = (i & 1) != 0;
-  return t + (d > 0.5f || (d == 0.5f && odd) ? 1.0f : 0.0f) - (d < -0.5f || (d == -0.5f && odd) ? 1.0f : 0.0f);
-}
-
-// code = round(clamp(x, lo, hi) * factor) - offset, clamped to the codes.
-// The scaled value is first clamped to a code beyond either end, which
-// changes no code and keeps it in RoundHalf*'s range; NaN becomes the
-// lowest code. The line by value: a store through a byte pointer may alias
-// anything, so fields read through a reference would be reloaded each element.
-template <typename Round, typename T>
-void Codes(const cpu::CodeLine line, Round round, const float* x, int64_t n, T* q) {
-  const float below = line.lowest + line.offset - 1, above = line.highest + line.offset + 1;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = std::clamp(x[i], line.lo, line.hi) * line.factor;
-    v = v > below ? v : below;  // (NaN fails the comparison)
-    v = v < above ? v : above;
-    q[i] = static_cast<T>(std::clamp(round(v) - line.offset, line.lowest, line.highest));
-  }
+// x's codes on `line` (quant::Code). The line by value: a store through a
+// byte pointer may alias anything, so fields read through a reference would
+// be reloaded each element.
+template <typename T, bool kHalfToEven>
+void Codes(const quant::CodeLine line, const float* x, int64_t n, T* q) {
+  for (int64_t i = 0; i < n; ++i) q[i] = quant::Code<T, kHalfToEven>(line, x[i]);
 }
 
 template <typename T>
@@ -47,8 +25,8 @@ void QuantizeSlices(const OpKernelContext& ctx, const float* x, T* q, const cpu:
   for (int64_t c = 0; c < s.channels; ++c) {
     for (int64_t o = 0; o < s.outer; ++o) {
       const int64_t base = (o * s.channels + c) * s.inner;
-      if (to_even) Codes(lines.lines[c], RoundHalfEven, x + base, s.inner, q + base);
-      else Codes(lines.lines[c], RoundHalfAway, x + base, s.inner, q + base);
+      if (to_even) Codes<T, true>(lines.lines[c], x + base, s.inner, q + base);
+      else Codes<T, false>(lines.lines[c], x + base, s.inner, q + base);
     }
   }
 }
@@ -73,7 +51,7 @@ void DequantizeSlices(const T* q, float* x, const cpu::DequantizeLines& lines) {
     const double step = lines.lines[c].step, origin = lines.lines[c].origin;
     for (int64_t o = 0; o < s.outer; ++o) {
       const int64_t base = (o * s.channels + c) * s.inner;
-      for (int64_t i = 0; i < s.inner; ++i) x[base + i] = static_cast<float>(q[base + i] * step + origin);
+      for (int64_t i = 0; i < s.inner; ++i) x[base + i] = quant::Value(q[base + i], step, origin);
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/kernel.h"
+#include "ops/quant_arithmetic.h"
 
 namespace dflow::cpu {
 
@@ -19,21 +20,14 @@ struct Slices {
 };
 Slices SlicesOf(const Shape& shape, int64_t axis);
 
-// One slice's codes: code = round(clamp(x, lo, hi) * factor) - offset,
-// clamped to [lowest, highest] (round as the op's round_mode says). Six
-// floats, so that a device kernel can read an array of them as floats.
-struct CodeLine {
-  float lo, hi, factor, offset, lowest, highest;
-};
-static_assert(sizeof(CodeLine) == 6 * sizeof(float));
-
 // QuantizeV2's slices of input 0 along the axis attr, the code type (attr
 // T), the line per slice and the adjusted ranges it outputs (output_min,
-// output_max); checks the ranges, naming the node.
+// output_max); checks the ranges, naming the node. The lines are
+// quant::CodeLine (ops/quant_arithmetic.h).
 struct QuantizeLines {
   Slices slices;
   DType codes;
-  std::vector<CodeLine> lines{};
+  std::vector<quant::CodeLine> lines{};
   std::vector<float> out_min{}, out_max{};
 };
 QuantizeLines QuantizeLinesOf(const OpKernelContext& ctx);

@@ -9,6 +9,8 @@
 #include <limits>
 #include <vector>
 
+#include "ops/quant_arithmetic.h"
+
 namespace dflow::cpu {
 
 // MIN_FIRST codes of [min, max] (min < max): value = (code - zero_point) * step,
@@ -34,8 +36,9 @@ inline double ScaledStep(float min, float max, int lowest_code, int highest_code
 //   code = round(acc * scale[j] + offset[j]), clamped to [lowest, 255],
 // scale[j] = in_step * channel_steps[j] / out.step, offset[j] = bias[j] /
 // out.step + out.zero_point (rounding half away from zero; a ReLU raises
-// lowest to the zero point's code). Row's loop is plain arithmetic, so the
-// compiler vectorises it.
+// lowest to the zero point's code; quant::RequantizedCode, which the GPU's
+// kernels call too). Row's loop is plain arithmetic, so the compiler
+// vectorises it.
 struct Requantization {
   using Out = uint8_t;
   std::vector<float> scale, offset;
@@ -54,12 +57,8 @@ struct Requantization {
   void Row(const int32_t* acc, int64_t width, int64_t first, uint8_t* out) const {
     const float* s = scale.data() + first;
     const float* b = offset.data() + first;
-    for (int64_t j = 0; j < width; ++j) {
-      // Clamped first, the value is >= 0, where adding 0.5 and truncating
-      // rounds half away from zero.
-      const float v = std::clamp(static_cast<float>(acc[j]) * s[j] + b[j], lowest, 255.0f);
-      out[j] = static_cast<uint8_t>(static_cast<int32_t>(v + 0.5f));
-    }
+    const float floor = lowest;  // by value: the byte stores may alias the members
+    for (int64_t j = 0; j < width; ++j) out[j] = quant::RequantizedCode(acc[j], s[j], b[j], floor);
   }
 };
 
@@ -81,7 +80,7 @@ struct Dequantization {
     const float* s = scale.data() + first;
     const float* b = bias + first;
     const float lowest = relu ? 0.0f : -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < width; ++j) out[j] = std::max(static_cast<float>(acc[j]) * s[j] + b[j], lowest);
+    for (int64_t j = 0; j < width; ++j) out[j] = quant::DequantizedValue(acc[j], s[j], b[j], lowest);
   }
 };
 

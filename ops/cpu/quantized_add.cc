@@ -6,11 +6,12 @@
 #include "graph/kernel.h"
 #include "graph/thread_pool.h"
 #include "ops/cpu/quantized_inputs.h"
+#include "ops/quant_arithmetic.h"
 
 namespace dflow {
 namespace {
 
-// z = clamp(x a + y b + c, lowest, 255) rounded (cpu::AddLine).
+// z = clamp(x a + y b + c, lowest, 255) rounded (cpu::AddLine, quant::AddedCode).
 class QuantizedAddKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -28,13 +29,7 @@ class QuantizedAddKernel : public OpKernel {
     // so values read through references would be reloaded every element.
     ctx.pool().ParallelFor((n + kBlock - 1) / kBlock, kBlock, [=](int64_t first, int64_t last) {
       const int64_t end = std::min(n, last * kBlock);
-      for (int64_t i = first * kBlock; i < end; ++i) {
-        float v = static_cast<float>(px[i]) * a + static_cast<float>(py[i]) * b + c;
-        v = v < lowest ? lowest : v;
-        v = v > 255.0f ? 255.0f : v;
-        // Clamped, the value is >= 0, where adding 0.5 and truncating rounds half away from zero.
-        pz[i] = static_cast<uint8_t>(static_cast<int32_t>(v + 0.5f));
-      }
+      for (int64_t i = first * kBlock; i < end; ++i) pz[i] = quant::AddedCode(px[i], py[i], a, b, c, lowest);
     });
     *ctx.allocate_output(1, Shape()).data<float>() = ctx.input(6).data<float>()[0];
     *ctx.allocate_output(2, Shape()).data<float>() = ctx.input(7).data<float>()[0];

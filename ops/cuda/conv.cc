@@ -23,7 +23,7 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/conv_util.h"
-#include "ops/cuda/conv_shape.h"
+#include "ops/cuda/conv_launch.h"
 #include "ops/cuda/kernel_util.h"
 #include "ops/cuda/launch.h"
 

@@ -23,11 +23,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DFLOW_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define DFLOW_HOST_DEVICE inline
-#endif
+#include "ops/host_device.h"
 
 namespace dflow::cuda {
 

@@ -1,17 +1,22 @@
-// A convolution's geometry (ops/conv.h) flattened for the device kernels
-// (conv_launch.h's ConvShape): the host code of the float convolutions
-// (conv.cc) and of the int8 ones (quant_conv.cc) both launch with it.
+// A convolution's sizes as the CUDA kernels take them: plain C++, so that
+// the host-compiled index arithmetic (quant_sums.h) and its CPU-only tests
+// use it too. The host code makes it with ConvShapeOf (kernel_util.h).
 #pragma once
 
-#include "ops/conv.h"
-#include "ops/cuda/conv_launch.h"
+#include <cstdint>
 
 namespace dflow::cuda {
 
-inline ConvShape ConvShapeOf(const ConvGeometry& g) {
-  return {g.batch,    g.in_h,     g.in_w,     g.in_c,     g.k_h,      g.k_w,
-          g.filter_c, g.out_c,    g.groups,   g.out_h,    g.out_w,    g.pad_top,
-          g.pad_left, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w};
-}
+// One convolution's sizes (ops/conv.h's ConvGeometry, flattened for the
+// device). Input [N, H, W, C], filter [KH, KW, Cg, O], output [N, OH, OW, O];
+// groups = C / Cg. Output (oh, ow) tap (kh, kw) reads input row
+// oh * stride_h - pad_top + kh * dilation_h (and the same for columns).
+struct ConvShape {
+  int64_t batch, in_h, in_w, in_c;
+  int64_t k_h, k_w, filter_c, out_c, groups;
+  int64_t out_h, out_w, pad_top, pad_left, stride_h, stride_w, dilation_h, dilation_w;
+  // Columns of one group's im2col matrix: KH * KW * Cg.
+  constexpr int64_t patch() const { return k_h * k_w * filter_c; }
+};
 
 }  // namespace dflow::cuda

@@ -13,6 +13,12 @@ void CheckLaunch(const OpKernelContext& ctx, const char* kernel) {
          cudaGetErrorName(status), " (", cudaGetErrorString(status), ")");
 }
 
+ConvShape ConvShapeOf(const ConvGeometry& g) {
+  return {g.batch,    g.in_h,     g.in_w,     g.in_c,     g.k_h,      g.k_w,
+          g.filter_c, g.out_c,    g.groups,   g.out_h,    g.out_w,    g.pad_top,
+          g.pad_left, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w};
+}
+
 Tensor HostInput(const OpKernelContext& ctx, int input) {
   const Tensor& t = ctx.input(input);
   if (!t.allocator() || t.allocator()->host_accessible()) return t;

@@ -12,6 +12,8 @@
 #include "graph/cuda/cuda_check.h"
 #include "graph/cuda/cuda_device.h"
 #include "graph/kernel.h"
+#include "ops/conv.h"
+#include "ops/cuda/conv_shape.h"
 
 namespace dflow::cuda {
 
@@ -40,6 +42,9 @@ template <typename Kernel>
 KernelRegistrar Float32Kernel(const char* op) {
   return GpuKernel<Kernel>(op, DType::kFloat32);
 }
+
+// A convolution's geometry flattened for the kernels.
+ConvShape ConvShapeOf(const ConvGeometry& g);
 
 // Row-major strides of `shape`.
 std::vector<int64_t> Strides(const Shape& shape);

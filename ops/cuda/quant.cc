@@ -13,7 +13,6 @@
 
 #include "ops/cpu/quantize_lines.h"
 #include "ops/cpu/quantized_inputs.h"
-#include "ops/cuda/conv_shape.h"
 #include "ops/cuda/kernel_util.h"
 #include "ops/cuda/quant_launch.h"
 
@@ -36,7 +35,7 @@ class GpuQuantizeKernel : public OpKernel {
     const Tensor& input = ctx.input(0);
     const cpu::QuantizeLines lines = cpu::QuantizeLinesOf(ctx);
     std::vector<float> table;
-    for (const cpu::CodeLine& line : lines.lines)
+    for (const quant::CodeLine& line : lines.lines)
       table.insert(table.end(), {line.lo, line.hi, line.factor, line.offset, line.lowest, line.highest});
     const Tensor on_device = Upload(ctx, table);
     Tensor& q = ctx.allocate_output(0, input.shape());

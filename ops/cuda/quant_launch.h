@@ -1,18 +1,18 @@
 // Launchers of the int8 CUDA kernels (ops/cuda/quant.cu): QuantizeV2,
 // Dequantize, the fused int8 convolutions and dense layer, the int8
-// residual addition and ReLU. The OpKernels around them (ops/cuda/quant.cc,
-// quant_conv.cc) read the ranges on the host, with the CPU's code
-// (ops/cpu/quantize_lines.h, quantized_inputs.h), and upload per-slice or
-// per-channel tables; the kernels apply them element by element with the
-// CPU kernels' operations. Each enqueues on `stream` and returns; the caller
-// checks the launch.
+// residual addition and ReLU. The OpKernels around them (ops/cuda/quant.cc)
+// read the ranges on the host, with the CPU's code (ops/cpu/quantize_lines.h,
+// quantized_inputs.h), and upload per-slice or per-channel tables; the
+// kernels apply them element by element with the arithmetic the CPU kernels
+// call too (ops/quant_arithmetic.h). Each enqueues on `stream` and returns;
+// the caller checks the launch.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "ops/cuda/conv_launch.h"
+#include "ops/cuda/conv_shape.h"
 
 namespace dflow::cuda {
 
@@ -21,10 +21,9 @@ struct SliceIndex {
   int64_t count, channels, inner;
 };
 
-// QuantizeV2: q[e] = round(clamp(x[e], lo, hi) * factor) - offset clamped to
-// [lowest, highest], `lines` holding (lo, hi, factor, offset, lowest,
-// highest) per slice (ops/cpu/quantize_lines.h's CodeLine); q is int8
-// (int8_codes) or uint8; ties to even or away from zero.
+// QuantizeV2: q[e] = quant::Code of x[e] on its slice's line, `lines`
+// holding a quant::CodeLine (six floats) per slice; q is int8 (int8_codes)
+// or uint8; ties to even or away from zero.
 void LaunchQuantize(cudaStream_t stream, const SliceIndex& s, const float* x, const float* lines,
                     bool half_to_even, bool int8_codes, void* q);
 // Dequantize: x[e] = float(q[e] * step + origin) in double, `lines` holding

@@ -21,6 +21,7 @@
 #include "ops/nn.h"
 #include "ops/state.h"
 #include "tests/ops/device_test_util.h"
+#include "tests/ops/int8_conv_cases.h"
 
 using namespace dflow;
 using namespace dflow::testing;
@@ -96,30 +97,14 @@ TEST_CASE("cuda: QuantizeV2 and Dequantize match the CPU exactly, per tensor and
 }
 
 TEST_CASE("cuda: the fused int8 convolutions match the CPU, every kind and stage", "[cuda]") {
-  struct Case {
-    Shape filter;
-    std::vector<int64_t> strides, dilations;
-    std::string padding;
-    bool depthwise;
-  };
-  // Dense, strided SAME, dilated VALID, grouped (2 groups), 1x1, depthwise
-  // (multiplier 1, strided; multiplier 2).
-  const std::vector<Case> cases = {{{3, 3, 4, 5}, {1, 1, 1, 1}, {1, 1, 1, 1}, "SAME", false},
-                                   {{3, 2, 4, 6}, {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME", false},
-                                   {{2, 3, 4, 3}, {1, 1, 1, 1}, {1, 2, 2, 1}, "VALID", false},
-                                   {{3, 3, 2, 6}, {1, 1, 2, 1}, {1, 1, 1, 1}, "SAME", false},
-                                   {{1, 1, 4, 7}, {1, 1, 1, 1}, {1, 1, 1, 1}, "VALID", false},
-                                   {{3, 3, 4, 1}, {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME", true},
-                                   {{3, 3, 4, 2}, {1, 1, 1, 1}, {1, 1, 1, 1}, "SAME", true}};
   const Tensor x = Codes({2, 7, 6, 4}, 311);
-  for (const Case& c : cases) {
-    const int64_t out_c = c.depthwise ? c.filter.dim(2) * c.filter.dim(3) : c.filter.dim(3);
+  for (const Int8ConvCase& c : Int8ConvCases()) {
+    const int64_t out_c = c.out_channels();
     std::vector<float> filter_min, filter_max;
     for (int64_t o = 0; o < out_c; ++o) filter_min.push_back(-0.1f * (o + 1)), filter_max.push_back(0.1f * (o + 1));
-    const std::string kind = c.depthwise ? "QuantizedDepthwiseConv2DWithBias" : "QuantizedConv2DWithBias";
     for (const char* stage : {"AndRequantize", "AndReluAndRequantize", "AndDequantize", "AndReluAndDequantize"}) {
       INFO("filter " << c.filter.ToString() << " padding " << c.padding << " " << stage);
-      OpRun run = {.op = kind + stage,
+      OpRun run = {.op = c.op(stage),
                    .inputs = {x, Weights(c.filter, 312), Floats({out_c}, 313), Tensor::Scalar(-1.5f),
                               Tensor::Scalar(2.5f), Tensor::FromVector(filter_min), Tensor::FromVector(filter_max)},
                    .attrs = {{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}},
