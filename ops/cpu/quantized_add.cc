@@ -25,11 +25,17 @@ class QuantizedAddKernel : public OpKernel {
     // Plain arithmetic the compiler vectorises; a pool task per 64 Ki elements.
     constexpr int64_t kBlock = 1 << 16;
     const int64_t n = x.NumElements();
-    // The constants by value: a store through uint8_t* may alias anything,
-    // so values read through references would be reloaded every element.
     ctx.pool().ParallelFor((n + kBlock - 1) / kBlock, kBlock, [=](int64_t first, int64_t last) {
+      // Everything in locals: a store through uint8_t* may alias anything,
+      // the closure's members included, which would then be reloaded every
+      // element and keep the loop from vectorising.
+      const float ka = a, kb = b, kc = c, floor = lowest;
+      const uint8_t* x_codes = px;
+      const uint8_t* y_codes = py;
+      uint8_t* z_codes = pz;
       const int64_t end = std::min(n, last * kBlock);
-      for (int64_t i = first * kBlock; i < end; ++i) pz[i] = quant::AddedCode(px[i], py[i], a, b, c, lowest);
+      for (int64_t i = first * kBlock; i < end; ++i)
+        z_codes[i] = quant::AddedCode(x_codes[i], y_codes[i], ka, kb, kc, floor);
     });
     *ctx.allocate_output(1, Shape()).data<float>() = ctx.input(6).data<float>()[0];
     *ctx.allocate_output(2, Shape()).data<float>() = ctx.input(7).data<float>()[0];
