@@ -172,7 +172,9 @@ double Int8LatencySeconds(const Bench& b, const Settings& s, std::string& layers
   for (const models::QuantizedLayer& layer : q.layers) quantized += layer.quantized;
   layers = std::to_string(quantized) + " of " + std::to_string(q.layers.size());
   Bench int8;
-  int8.session = std::make_unique<Session>(q.graph, SessionOptions{.num_threads = s.threads});
+  SessionOptions options{.num_threads = s.threads};
+  if (!s.device.empty()) options.devices = {s.device};  // as the float graph (calibration ran on the CPU)
+  int8.session = std::make_unique<Session>(q.graph, options);
   const FeedList feeds = {{std::string("images"), Random({1, s.size, s.size, 3}, 1)}};
   const std::vector<TensorName> fetches(b.fetches.begin(), b.fetches.end());
   int8.step = [&] { int8.session->Run(feeds, fetches); };
