@@ -17,7 +17,6 @@ class QuantizedAddKernel : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext& ctx) const override {
     const cpu::AddLine line = cpu::QuantizedAddLineOf(ctx);
-    const float a = line.a, b = line.b, c = line.c, lowest = line.lowest;
     const Tensor& x = ctx.input(0);
     const uint8_t* px = x.data<uint8_t>();
     const uint8_t* py = ctx.input(1).data<uint8_t>();
@@ -29,16 +28,15 @@ class QuantizedAddKernel : public OpKernel {
       // Everything in locals: a store through uint8_t* may alias anything,
       // the closure's members included, which would then be reloaded every
       // element and keep the loop from vectorising.
-      const float ka = a, kb = b, kc = c, floor = lowest;
+      const float a = line.a, b = line.b, c = line.c, floor = line.lowest;
       const uint8_t* x_codes = px;
       const uint8_t* y_codes = py;
       uint8_t* z_codes = pz;
       const int64_t end = std::min(n, last * kBlock);
       for (int64_t i = first * kBlock; i < end; ++i)
-        z_codes[i] = quant::AddedCode(x_codes[i], y_codes[i], ka, kb, kc, floor);
+        z_codes[i] = quant::AddedCode(x_codes[i], y_codes[i], a, b, c, floor);
     });
-    *ctx.allocate_output(1, Shape()).data<float>() = ctx.input(6).data<float>()[0];
-    *ctx.allocate_output(2, Shape()).data<float>() = ctx.input(7).data<float>()[0];
+    cpu::RepeatInputRange(ctx, 6);
   }
 };
 
@@ -52,8 +50,7 @@ class QuantizedReluKernel : public OpKernel {
     const uint8_t* px = x.data<uint8_t>();
     uint8_t* py = ctx.allocate_output(0, x.shape()).data<uint8_t>();
     for (int64_t i = 0; i < x.NumElements(); ++i) py[i] = std::max(px[i], zero);
-    *ctx.allocate_output(1, Shape()).data<float>() = ctx.input(1).data<float>()[0];
-    *ctx.allocate_output(2, Shape()).data<float>() = ctx.input(2).data<float>()[0];
+    cpu::RepeatInputRange(ctx, 1);
   }
 };
 

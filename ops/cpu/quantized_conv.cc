@@ -253,8 +253,7 @@ class QuantizedConvKernel : public OpKernel {
       return;
     }
     Convolve(ctx, conv.geometry, r.in, cpu::Requantization(r.in.step, r.weight_steps, bias, r.out, r.relu));
-    *ctx.allocate_output(1, Shape()).data<float>() = r.out_min;
-    *ctx.allocate_output(2, Shape()).data<float>() = r.out_max;
+    cpu::WriteOutputRange(ctx, r.out_min, r.out_max);
   }
 
  private:

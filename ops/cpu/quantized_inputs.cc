@@ -81,6 +81,15 @@ QuantizedMatMul QuantizedMatMulOf(const OpKernelContext& ctx) {
   return {a.dim(0), a.dim(1), n, transpose_b, ProductRangesOf(ctx, n, "a", "b")};
 }
 
+void WriteOutputRange(OpKernelContext& ctx, float min, float max) {
+  *ctx.allocate_output(1, Shape()).data<float>() = min;
+  *ctx.allocate_output(2, Shape()).data<float>() = max;
+}
+
+void RepeatInputRange(OpKernelContext& ctx, int min_input) {
+  WriteOutputRange(ctx, ctx.input(min_input).data<float>()[0], ctx.input(min_input + 1).data<float>()[0]);
+}
+
 namespace {
 
 float Scalar(const OpKernelContext& ctx, int input, const char* name) {

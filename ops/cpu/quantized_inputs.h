@@ -55,6 +55,12 @@ struct QuantizedMatMul {
 };
 QuantizedMatMul QuantizedMatMulOf(const OpKernelContext& ctx);
 
+// Allocates outputs 1 and 2, the scalar range [min, max] of output 0's
+// codes, and writes it (in host memory on every device).
+void WriteOutputRange(OpKernelContext& ctx, float min, float max);
+// The same, repeating the scalar range of inputs `min_input` and `min_input + 1`.
+void RepeatInputRange(OpKernelContext& ctx, int min_input);
+
 // The int8 residual addition (QuantizedAdd[AndRelu]AndRequantize: x and y
 // of one shape, the ranges of x, y and the output in inputs 2-7):
 // z = the code of clamp(x a + y b + c, lowest, 255), with a = sx / so,

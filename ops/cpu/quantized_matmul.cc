@@ -41,8 +41,7 @@ class QuantizedMatMulKernel : public OpKernel {
     uint8_t* codes = ctx.allocate_output(0, Shape{m, n}).data<uint8_t>();
     const cpu::Requantization rq(r.in.step, r.weight_steps, bias, r.out, false);
     for (int64_t i = 0; i < m; ++i) rq.Row(acc.data() + i * n, n, 0, codes + i * n);
-    *ctx.allocate_output(1, Shape()).data<float>() = r.out_min;
-    *ctx.allocate_output(2, Shape()).data<float>() = r.out_max;
+    cpu::WriteOutputRange(ctx, r.out_min, r.out_max);
   }
 
  private:

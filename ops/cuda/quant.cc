@@ -92,12 +92,6 @@ UploadedStage StageOf(const OpKernelContext& ctx, const cpu::ProductRanges& r) {
   return up;
 }
 
-// The output range of an ...AndRequantize product, on the host.
-void SetOutputRange(OpKernelContext& ctx, const cpu::ProductRanges& r) {
-  *ctx.allocate_output(1, Shape()).data<float>() = r.out_min;
-  *ctx.allocate_output(2, Shape()).data<float>() = r.out_max;
-}
-
 class GpuQuantizedConvKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -105,7 +99,7 @@ class GpuQuantizedConvKernel : public OpKernel {
     const cpu::QuantizedConv conv = cpu::QuantizedConvOf(ctx);
     const UploadedStage up = StageOf(ctx, conv.ranges);
     Tensor& y = ctx.allocate_output(0, conv.geometry.output_shape());
-    if (conv.ranges.requantize) SetOutputRange(ctx, conv.ranges);
+    if (conv.ranges.requantize) cpu::WriteOutputRange(ctx, conv.ranges.out_min, conv.ranges.out_max);
     if (y.NumElements() == 0) return;
     cuda::LaunchQuantizedConv(cuda::Stream(ctx), cuda::ConvShapeOf(conv.geometry), ctx.input(0).data<uint8_t>(),
                               ctx.input(1).data<int8_t>(), static_cast<int32_t>(conv.ranges.in.zero_point), up.stage,
@@ -121,7 +115,7 @@ class GpuQuantizedMatMulKernel : public OpKernel {
     const cpu::QuantizedMatMul mm = cpu::QuantizedMatMulOf(ctx);
     const UploadedStage up = StageOf(ctx, mm.ranges);
     Tensor& y = ctx.allocate_output(0, Shape{mm.m, mm.n});
-    SetOutputRange(ctx, mm.ranges);
+    cpu::WriteOutputRange(ctx, mm.ranges.out_min, mm.ranges.out_max);
     if (y.NumElements() == 0) return;
     cuda::LaunchQuantizedMatMul(cuda::Stream(ctx), mm.m, mm.k, mm.n, mm.transpose_b, ctx.input(0).data<uint8_t>(),
                                 ctx.input(1).data<int8_t>(), static_cast<int32_t>(mm.ranges.in.zero_point), up.stage,
@@ -137,8 +131,7 @@ class GpuQuantizedAddKernel : public OpKernel {
     const cpu::AddLine line = cpu::QuantizedAddLineOf(ctx);
     const Tensor& x = ctx.input(0);
     Tensor& z = ctx.allocate_output(0, x.shape());
-    *ctx.allocate_output(1, Shape()).data<float>() = ctx.input(6).data<float>()[0];
-    *ctx.allocate_output(2, Shape()).data<float>() = ctx.input(7).data<float>()[0];
+    cpu::RepeatInputRange(ctx, 6);
     if (x.NumElements() == 0) return;
     cuda::LaunchQuantizedAdd(cuda::Stream(ctx), x.NumElements(), x.data<uint8_t>(), ctx.input(1).data<uint8_t>(),
                              line.a, line.b, line.c, line.lowest, z.data<uint8_t>());
@@ -153,8 +146,7 @@ class GpuQuantizedReluKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const uint8_t floor = cpu::QuantizedReluFloor(ctx);
     Tensor& y = ctx.allocate_output(0, x.shape());
-    *ctx.allocate_output(1, Shape()).data<float>() = ctx.input(1).data<float>()[0];
-    *ctx.allocate_output(2, Shape()).data<float>() = ctx.input(2).data<float>()[0];
+    cpu::RepeatInputRange(ctx, 1);
     if (x.NumElements() == 0) return;
     cuda::LaunchQuantizedRelu(cuda::Stream(ctx), x.NumElements(), x.data<uint8_t>(), floor, y.data<uint8_t>());
     cuda::CheckLaunch(ctx, "QuantizedRelu");
