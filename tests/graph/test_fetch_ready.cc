@@ -48,7 +48,7 @@ class WaitForFetchReportKernel : public OpKernel {
 };
 REGISTER_KERNEL("TestWaitForFetchReport", "CPU", WaitForFetchReportKernel);
 
-Tensor Floats(std::vector<float> values) { return Tensor::FromVector<float>(values); }
+Tensor FloatTensor(std::vector<float> values) { return Tensor::FromVector<float>(values); }
 
 }  // namespace
 
@@ -69,7 +69,7 @@ TEST_CASE("on_fetch_ready reports every fetch once, with the tensor Run returns"
   std::vector<TensorName> fetches = {b, a, b, x};
   for (int run = 0; run < 3; ++run) {  // the cached executor reports again
     reported.clear();
-    std::vector<Tensor> results = session.Run({{x, Floats({1, 2})}}, fetches, {}, options);
+    std::vector<Tensor> results = session.Run({{x, FloatTensor({1, 2})}}, fetches, {}, options);
     REQUIRE(reported.size() == fetches.size());
     for (size_t i = 0; i < fetches.size(); ++i) {
       REQUIRE(reported[i].size() == 1);
@@ -83,7 +83,7 @@ TEST_CASE("on_fetch_ready is called before the rest of the step runs", "[fetch_r
   // callback reported `early`: reported only at the end of the step, it
   // would wait out its deadline and output false.
   Scope s = Scope::NewRootScope();
-  Output early = ops::Mul(s.WithOpName("early"), ops::Const(s, Floats({1, 2})), 3.0f);
+  Output early = ops::Mul(s.WithOpName("early"), ops::Const(s, FloatTensor({1, 2})), 3.0f);
   Node* later = s.WithControlDependencies({early}).WithOpName("later").AddOp("TestWaitForFetchReport", {});
   Session session(s, {.num_threads = 2});
   gate.opened = false;
@@ -97,7 +97,7 @@ TEST_CASE("on_fetch_ready is called before the rest of the step runs", "[fetch_r
 
 TEST_CASE("an error thrown by on_fetch_ready fails the step and names the fetch", "[fetch_ready]") {
   Scope s = Scope::NewRootScope();
-  Output a = ops::Add(s.WithOpName("a"), ops::Const(s, Floats({1, 2})), 1.0f);
+  Output a = ops::Add(s.WithOpName("a"), ops::Const(s, FloatTensor({1, 2})), 1.0f);
   Output b = ops::Mul(s.WithOpName("b"), a, 2.0f);
   Session session(s);
   RunOptions options;

@@ -30,7 +30,7 @@ namespace {
 
 constexpr bool kBuiltWithCuda = DFLOW_WITH_CUDA;
 
-bool Contains(const std::string& text, const std::string& part) {
+bool HasText(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -67,7 +67,7 @@ TEST_CASE("gpu module: without a GPU, DiscoverGpus gives no device and the reaso
   }
   INFO("reason: " << gpus.reason);
   if (!kBuiltWithCuda) {
-    CHECK(Contains(gpus.reason, "built without CUDA"));
+    CHECK(HasText(gpus.reason, "built without CUDA"));
     return;
   }
   // The module was built beside libdflow.so and loads; the CUDA runtime says why there is no GPU.
@@ -77,8 +77,8 @@ TEST_CASE("gpu module: without a GPU, DiscoverGpus gives no device and the reaso
   if (!std::getenv("DFLOW_CUDA_MODULE"))
     CHECK(module.path ==
           (std::filesystem::path(LibdflowPath()).parent_path() / kGpuModuleFileName).string());
-  CHECK((Contains(gpus.reason, "cudaGetDeviceCount failed: cudaError") ||
-         Contains(gpus.reason, "the CUDA runtime sees no device")));
+  CHECK((HasText(gpus.reason, "cudaGetDeviceCount failed: cudaError") ||
+         HasText(gpus.reason, "the CUDA runtime sees no device")));
 }
 
 TEST_CASE("gpu module: a GPU session without a GPU fails with kUnavailable and the reason",
@@ -129,8 +129,8 @@ TEST_CASE("gpu module: a file that is not a shared library is rejected with dler
   std::filesystem::remove(path);
   CHECK(load.api == nullptr);
   INFO(load.reason);
-  CHECK(Contains(load.reason, "cannot load the CUDA module '" + path.string() + "': "));
-  CHECK(Contains(load.reason, "invalid ELF header"));
+  CHECK(HasText(load.reason, "cannot load the CUDA module '" + path.string() + "': "));
+  CHECK(HasText(load.reason, "invalid ELF header"));
 }
 
 TEST_CASE("gpu module: a shared library without the entry point is not a dflow module",
@@ -144,8 +144,8 @@ TEST_CASE("gpu module: a shared library without the entry point is not a dflow m
   GpuModuleLoad load = OpenGpuModule(path);
   CHECK(load.api == nullptr);
   INFO(load.reason);
-  CHECK(Contains(load.reason, "'" + path + "' is not a dflow CUDA module: "));
-  CHECK(Contains(load.reason, kGpuModuleEntryPoint));
+  CHECK(HasText(load.reason, "'" + path + "' is not a dflow CUDA module: "));
+  CHECK(HasText(load.reason, kGpuModuleEntryPoint));
 }
 
 // Run by tests/meson.build with DFLOW_CUDA_MODULE=/nonexistent/libdflow_cuda_override.so.
@@ -157,11 +157,11 @@ TEST_CASE("gpu module: $DFLOW_CUDA_MODULE picks the module, and a bad one is nam
   CHECK(gpus.count == 0);
   INFO("reason: " << gpus.reason);
   if (!kBuiltWithCuda) {
-    CHECK(Contains(gpus.reason, "built without CUDA"));
+    CHECK(HasText(gpus.reason, "built without CUDA"));
     return;
   }
   CHECK(LoadGpuModule().path == chosen);
-  CHECK(Contains(gpus.reason, StrCat("cannot load the CUDA module '", chosen, "': ", chosen,
+  CHECK(HasText(gpus.reason, StrCat("cannot load the CUDA module '", chosen, "': ", chosen,
                                      ": cannot open shared object file")));
   ExpectError(OpenGpuSession, Code::kUnavailable, StrCat("no GPU is visible for /device:GPU:0: ", gpus.reason));
   // Without the module there are no GPU kernels, so placement never picks a GPU.
@@ -178,12 +178,12 @@ TEST_CASE("gpu module: a process that never asks for a GPU never maps cudart",
   testing::ExpectEqual(session.Run({y})[0],
                        Tensor::FromVector<float>({7, 10, 15, 22}).Reshaped(Shape{2, 2}));
   std::string maps = ProcessMaps();
-  CHECK_FALSE(Contains(maps, kGpuModuleFileName));
-  CHECK_FALSE(Contains(maps, "libcudart"));
-  CHECK_FALSE(Contains(maps, "libcublas"));
+  CHECK_FALSE(HasText(maps, kGpuModuleFileName));
+  CHECK_FALSE(HasText(maps, "libcudart"));
+  CHECK_FALSE(HasText(maps, "libcublas"));
   // The check above can fail: asking for a GPU maps the module in a CUDA build.
   DiscoverGpus();
-  CHECK(Contains(ProcessMaps(), kGpuModuleFileName) == kBuiltWithCuda);
+  CHECK(HasText(ProcessMaps(), kGpuModuleFileName) == kBuiltWithCuda);
 }
 
 // Run by tests/meson.build in a process of its own, so that the threads race

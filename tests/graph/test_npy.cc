@@ -29,7 +29,7 @@ std::string MakeNpy(const std::string& dict, const std::string& data, int major 
   return out + header + data;
 }
 
-std::string Bytes(const Tensor& t) {
+std::string RawBytes(const Tensor& t) {
   return std::string(static_cast<const char*>(t.raw_data()), t.TotalBytes());
 }
 
@@ -55,7 +55,7 @@ TEST_CASE("npy round trip of every dtype and shape", "[io]") {
       CHECK(bytes[10 + header_len - 1] == '\n');
       Tensor back = ParseNpy(bytes);
       testing::ExpectEqual(back, t);
-      CHECK(Bytes(back) == Bytes(t));  // bit-exact, float16 included
+      CHECK(RawBytes(back) == RawBytes(t));  // bit-exact, float16 included
     }
   }
 }
@@ -77,20 +77,20 @@ TEST_CASE("npy reads versions 2.0 and 3.0 and numpy's byte-order spellings", "[i
   for (int major : {1, 2, 3}) {
     for (std::string descr : {"<i4", "=i4", "|i4", "i4"}) {
       std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2, 2), }";
-      testing::ExpectEqual(ParseNpy(MakeNpy(dict, Bytes(t), major)), t);
+      testing::ExpectEqual(ParseNpy(MakeNpy(dict, RawBytes(t), major)), t);
     }
   }
   // Double quotes, no trailing comma, other key order, Python 2 longs.
   std::string dict = "{\"shape\": (2L, 2L), \"fortran_order\": False, \"descr\": \"<i4\"}";
-  testing::ExpectEqual(ParseNpy(MakeNpy(dict, Bytes(t))), t);
+  testing::ExpectEqual(ParseNpy(MakeNpy(dict, RawBytes(t))), t);
   // Single-byte types may carry any byte-order character.
   Tensor u = Tensor::FromVector<uint8_t>({0, 255});
   testing::ExpectEqual(
-      ParseNpy(MakeNpy("{'descr': '>u1', 'fortran_order': False, 'shape': (2,)}", Bytes(u))), u);
+      ParseNpy(MakeNpy("{'descr': '>u1', 'fortran_order': False, 'shape': (2,)}", RawBytes(u))), u);
   // Fortran order is the same layout when at most one dimension exceeds 1.
   Tensor col = Tensor::FromVector<double>({1.5, 2.5, 3.5}, {3, 1});
   testing::ExpectEqual(
-      ParseNpy(MakeNpy("{'descr': '<f8', 'fortran_order': True, 'shape': (3, 1)}", Bytes(col))),
+      ParseNpy(MakeNpy("{'descr': '<f8', 'fortran_order': True, 'shape': (3, 1)}", RawBytes(col))),
       col);
 }
 

@@ -11,7 +11,6 @@
 
 using namespace dflow;
 using namespace dflow::models;
-using Catch::Matchers::Approx;
 using dflow::testing::ExpectError;
 
 namespace {
@@ -62,7 +61,7 @@ TEST_CASE("augment: flip mirrors the pixels and maps a box exactly", "[augment]"
         return wide;
       }(),
       {2, 4, 6, 10}, {3});
-  CHECK_THAT(boxes, Approx(Floats{0.2f, 0.5f, 0.6f, 0.8f}));
+  CHECK_THAT(boxes, Catch::Matchers::Approx(Floats{0.2f, 0.5f, 0.6f, 0.8f}));
   CHECK(labels == Ints{3});
 }
 
@@ -82,7 +81,7 @@ TEST_CASE("augment: expand pastes the pixels on the fill colour and shifts the b
         CHECK(out[(r * 12 + c) * 3 + k] == (pasted ? PixelOf(image, r - 3, c - 5, k) : fill[k]));
     }
   auto [boxes, labels] = Map(g, {1, 2, 3, 5}, {1});
-  CHECK_THAT(boxes, Approx(Floats{4 / 12.0f, 7 / 12.0f, 6 / 12.0f, 10 / 12.0f}));
+  CHECK_THAT(boxes, Catch::Matchers::Approx(Floats{4 / 12.0f, 7 / 12.0f, 6 / 12.0f, 10 / 12.0f}));
 }
 
 TEST_CASE("augment: crop keeps the boxes whose centre is inside, clipped, and drops the rest",
@@ -96,7 +95,7 @@ TEST_CASE("augment: crop keeps the boxes whose centre is inside, clipped, and dr
                               7, 7, 7, 9},     // no height: degenerate
                              {1, 2, 3, 4});
   CHECK(labels == Ints{1, 3});
-  CHECK_THAT(boxes, Approx(Floats{0.1f, 0.1f, 0.5f, 0.5f, 0.5f, 0.5f, 1, 1}));
+  CHECK_THAT(boxes, Catch::Matchers::Approx(Floats{0.1f, 0.1f, 0.5f, 0.5f, 0.5f, 0.5f, 1, 1}));
   // The crop's pixels are the window's.
   Tensor image = Pattern(20, 20);
   std::vector<float> out = Render(image, g, 10);
@@ -119,7 +118,7 @@ TEST_CASE("augment: resize scales the pixels bilinearly and keeps normalised box
   SeededRandom random(1);
   AugmentedExample e = Augment(Pattern(10, 40), {2, 8, 6, 16}, {2}, ResizeOnlyOptions(20), random);
   CHECK(e.image.shape() == Shape{20, 20, 3});
-  CHECK_THAT(e.boxes, Approx(Floats{0.2f, 0.2f, 0.6f, 0.4f}));
+  CHECK_THAT(e.boxes, Catch::Matchers::Approx(Floats{0.2f, 0.2f, 0.6f, 0.4f}));
 }
 
 TEST_CASE("augment: the crop sampler meets its minimum IoU or keeps the whole image", "[augment]") {
@@ -186,13 +185,13 @@ TEST_CASE("augment: saturation and hue go through HSV and back", "[augment]") {
     o.saturation_lower = o.saturation_upper = 1, o.hue_delta = 1e-9;
     SeededRandom random(1);
     DistortPhotometric(copy, o, random);
-    CHECK_THAT(copy.ToVector<float>(), Approx(image.ToVector<float>()).margin(1e-5));
+    CHECK_THAT(copy.ToVector<float>(), Catch::Matchers::Approx(image.ToVector<float>()).margin(1e-5));
   }
   SECTION("saturation 0 leaves the value (the largest channel) in every channel") {
     o.saturation_lower = o.saturation_upper = 0, o.hue_delta = 0;
     SeededRandom random(1);
     DistortPhotometric(image, o, random);
-    CHECK_THAT(image.ToVector<float>(), Approx(Floats{0.9f, 0.9f, 0.9f, 0.7f, 0.7f, 0.7f,
+    CHECK_THAT(image.ToVector<float>(), Catch::Matchers::Approx(Floats{0.9f, 0.9f, 0.9f, 0.7f, 0.7f, 0.7f,
                                                       0.5f, 0.5f, 0.5f}).margin(1e-6));
   }
 }

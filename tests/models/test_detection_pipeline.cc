@@ -22,18 +22,18 @@ using dflow::testing::WriteBytes;
 namespace {
 
 // One image: its size and white rectangles (x, y, w, h; whole pixels).
-struct Scene {
+struct PipelineScene {
   int64_t height = 0, width = 0;
   std::vector<BoxXYWH> rects;
 };
 
 // Writes scene i as "image<i>.png" and annotates each rectangle, the
 // categories alternating between ids 5 and 9 (labels 1 and 2).
-DetectionDataset WriteScenes(const ScratchDir& dir, const std::vector<Scene>& scenes) {
+DetectionDataset WriteScenes(const ScratchDir& dir, const std::vector<PipelineScene>& scenes) {
   DetectionDataset d;
   d.categories = {{5, "five"}, {9, "nine"}};
   for (size_t i = 0; i < scenes.size(); ++i) {
-    const Scene& s = scenes[i];
+    const PipelineScene& s = scenes[i];
     Tensor pixels(DType::kUInt8, {s.height, s.width, 3});
     std::fill_n(pixels.data<uint8_t>(), pixels.NumElements(), 0);
     for (const BoxXYWH& r : s.rects)
@@ -132,7 +132,7 @@ TEST_CASE("detection pipeline: without augmentation images are only resized, in 
 
 TEST_CASE("detection pipeline: shards are disjoint and cover the dataset", "[detection_pipeline]") {
   ScratchDir dir("detection_pipeline_shards");
-  DetectionDataset d = WriteScenes(dir, std::vector<Scene>(7, Scene{20, 24, {}}));
+  DetectionDataset d = WriteScenes(dir, std::vector<PipelineScene>(7, PipelineScene{20, 24, {}}));
   std::multiset<int64_t> seen;
   for (int shard = 0; shard < 3; ++shard) {
     DetectionPipelineOptions o;

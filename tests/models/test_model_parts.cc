@@ -26,14 +26,14 @@ const std::string kDevice[] = {"/job:localhost/replica:0/task:0/device:CPU:0",
                                "/job:localhost/replica:0/task:0/device:CPU:2"};
 const ModelPartDevices kParts{kDevice[0], kDevice[1], kDevice[2]};
 
-struct Built {
+struct BuiltParts {
   Output images, boxes, classes;
   std::vector<Output> variables, backbone_variables;
 };
 
-using Builder = std::function<Built(const Scope&, const ModelPartDevices&)>;
+using Builder = std::function<BuiltParts(const Scope&, const ModelPartDevices&)>;
 
-Built Ssd(const Scope& scope, const ModelPartDevices& devices, SsdBackbone backbone) {
+BuiltParts Ssd(const Scope& scope, const ModelPartDevices& devices, SsdBackbone backbone) {
   SsdNetwork net = BuildSsdNetwork(scope, {.backbone = backbone,
                                            .num_classes = 2,
                                            .image_size = 64,
@@ -43,7 +43,7 @@ Built Ssd(const Scope& scope, const ModelPartDevices& devices, SsdBackbone backb
   return {net.images, net.box_deltas, net.class_logits, net.variables, net.backbone_variables};
 }
 
-Built RetinaNet(const Scope& scope, const ModelPartDevices& devices) {
+BuiltParts RetinaNet(const Scope& scope, const ModelPartDevices& devices) {
   RetinaNetNetwork net =
       BuildRetinaNetNetwork(scope, {.num_classes = 2, .image_size = 64, .depth = 18, .training = false,
                                     .devices = devices});
@@ -54,7 +54,7 @@ void CheckSplit(const Builder& build) {
   // Where each part's variables ask to be.
   Scope split_scope = Scope::NewRootScope();
   split_scope.graph().set_seed(7);
-  Built split = build(split_scope, kParts);
+  BuiltParts split = build(split_scope, kParts);
   std::set<std::string> backbone;
   for (const Output& v : split.backbone_variables) {
     backbone.insert(v.node()->name());
@@ -70,7 +70,7 @@ void CheckSplit(const Builder& build) {
   // The same numbers as the network on one device (same seed, same graph).
   Scope one_scope = Scope::NewRootScope();
   one_scope.graph().set_seed(7);
-  Built one = build(one_scope, {});
+  BuiltParts one = build(one_scope, {});
   Session single(one_scope, {.num_threads = 1});
   Session three(split_scope, {.num_threads = 1, .devices = {kDevice[0], kDevice[1], kDevice[2]}});
   single.Run({}, {}, {ops::GlobalVariablesInitializer(one_scope)});

@@ -67,7 +67,7 @@ Tensor Mirror(const Tensor& slot) {
   return out;
 }
 
-double Sum(const Tensor& t) {
+double SumOf(const Tensor& t) {
   double s = 0;
   for (float v : t.flat<float>()) s += v;
   return s;
@@ -197,7 +197,7 @@ TEST_CASE("one epoch visits every tile once with density summing to the count", 
     for (int64_t j = 0; j < size; ++j) {
       const TileExample& e = b.examples[j];
       CHECK(b.counts[j] == static_cast<double>(e.count));
-      CHECK(std::abs(Sum(Slot(b.density, j)) - e.count) < 1e-3);
+      CHECK(std::abs(SumOf(Slot(b.density, j)) - e.count) < 1e-3);
       // The slot holds this tile's pixels scaled to [0, 1].
       Tensor crop = CropTile(ReadImage(index.images[e.image].path, 3), e.tile, 32);
       Tensor slot = Slot(b.images, j);
@@ -301,7 +301,7 @@ TEST_CASE("flips mirror the image and its density and keep the count", "[pipelin
         CHECK(Slot(b.images, j).Equals(Mirror(image)));
         CHECK(Slot(b.density, j).Equals(Mirror(density)));
       }
-      CHECK(std::abs(Sum(Slot(b.density, j)) - b.counts[j]) < 1e-3);
+      CHECK(std::abs(SumOf(Slot(b.density, j)) - b.counts[j]) < 1e-3);
     }
   }
   CHECK(flipped > 0);

@@ -21,7 +21,7 @@ using namespace dflow::models::detection;
 namespace {
 
 // Anchors per input size: levels 3..7 of ceil(S / 2^l)^2 cells, 9 per cell.
-int64_t ExpectedAnchors(int64_t size) {
+int64_t RetinaNetAnchors(int64_t size) {
   int64_t total = 0;
   for (int level = 3; level <= 7; ++level) {
     int64_t cells = (size + (int64_t{1} << level) - 1) >> level;
@@ -68,10 +68,10 @@ TEST_CASE("RetinaNet: anchors follow the pyramid of any input size", "[retinanet
     RetinaNetOptions options{.num_classes = 3, .image_size = size, .depth = 18};
     RetinaNetNetwork net = BuildRetinaNetNetwork(scope, options);
     INFO("size " << size);
-    CHECK(net.anchors.shape() == Shape{ExpectedAnchors(size), 4});
+    CHECK(net.anchors.shape() == Shape{RetinaNetAnchors(size), 4});
     CHECK(RetinaNetDefaultAnchors(options).shape() == net.anchors.shape());
-    CHECK(net.box_deltas.shape() == Shape{-1, ExpectedAnchors(size), 4});
-    CHECK(net.class_logits.shape() == Shape{-1, ExpectedAnchors(size), 3});
+    CHECK(net.box_deltas.shape() == Shape{-1, RetinaNetAnchors(size), 4});
+    CHECK(net.class_logits.shape() == Shape{-1, RetinaNetAnchors(size), 3});
     // Past the backbone: 8 FPN convolutions and the two heads' 5 layers,
     // one filter and bias each, the heads' shared by all five levels.
     CHECK(net.variables.size() - net.backbone_variables.size() == (8 + 2 * 5) * 2);
@@ -80,7 +80,7 @@ TEST_CASE("RetinaNet: anchors follow the pyramid of any input size", "[retinanet
   Scope inference = Scope::NewRootScope();
   CHECK(BuildRetinaNetNetwork(inference, {.image_size = 64, .depth = 18, .training = false})
             .batch_norm_updates.empty());
-  CHECK(ExpectedAnchors(320) == 9 * (40 * 40 + 20 * 20 + 10 * 10 + 5 * 5 + 3 * 3));
+  CHECK(RetinaNetAnchors(320) == 9 * (40 * 40 + 20 * 20 + 10 * 10 + 5 * 5 + 3 * 3));
 }
 
 TEST_CASE("RetinaNet: bad options are refused with their value", "[retinanet]") {

@@ -17,7 +17,7 @@ namespace {
 // Anchors per input size, the maps traced layer by layer: the stem
 // (3x3, stride 2, no padding), three 3x3 stride-2 pools rounding up, then
 // the extras (3x3 stride 2, padding 2 on the first, 1 after); 6 boxes a cell.
-int64_t ExpectedAnchors(int64_t size) {
+int64_t SqueezeNetSsdAnchors(int64_t size) {
   int64_t f = (size - 3) / 2 + 1;
   for (int pool = 0; pool < 3; ++pool) f = (f - 3 + 1) / 2 + 1;  // ceil((f - 3) / 2) + 1
   int64_t total = f * f * 6;
@@ -40,14 +40,14 @@ TEST_CASE("SqueezeNet-SSD: default boxes follow the feature maps of any input si
     Scope scope = Scope::NewRootScope();
     SsdNetwork net = BuildSsdNetwork(scope, SqueezeNetSsd(3, size));  // checks the maps
     INFO("size " << size);
-    CHECK(net.anchors.shape() == Shape{ExpectedAnchors(size), 4});
+    CHECK(net.anchors.shape() == Shape{SqueezeNetSsdAnchors(size), 4});
     CHECK(SsdDefaultBoxes(SqueezeNetSsd(3, size)).shape() == net.anchors.shape());
-    CHECK(net.box_deltas.shape().dim(1) == ExpectedAnchors(size));
+    CHECK(net.box_deltas.shape().dim(1) == SqueezeNetSsdAnchors(size));
     CHECK(net.class_logits.shape().dim(2) == 4);
     CHECK(net.backbone_variables.size() < net.variables.size());
   }
   // The reference's priors at 300 (squeezenet_ssd_config.py).
-  CHECK(ExpectedAnchors(300) == 6 * (18 * 18 + 10 * 10 + 5 * 5 + 3 * 3 + 2 * 2 + 1));
+  CHECK(SqueezeNetSsdAnchors(300) == 6 * (18 * 18 + 10 * 10 + 5 * 5 + 3 * 3 + 2 * 2 + 1));
 }
 
 TEST_CASE("SqueezeNet-SSD: the width multiplier is refused", "[squeezenet_ssd]") {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "ops/array_shapes.h"
@@ -49,6 +50,17 @@ inline int64_t Ravel(const std::vector<int64_t>& index, const Shape& shape) {
   int64_t flat = 0;
   for (int d = 0; d < shape.rank(); ++d) flat = flat * shape.dim(d) + index[d];
   return flat;
+}
+
+// The float64 element of x at a multi-index.
+inline double At(const Tensor& x, const std::vector<int64_t>& index) {
+  return x.data<double>()[Ravel(index, x.shape())];
+}
+
+// Shape/axis inputs alternate between Consts (shape inference sees values)
+// and fed Placeholders (only the kernel sees them): OpRun::const_inputs.
+inline std::set<int> ConstIf(bool as_const, std::set<int> inputs) {
+  return as_const ? inputs : std::set<int>{};
 }
 
 // A float64 tensor of `shape` whose element at index i is value(i).

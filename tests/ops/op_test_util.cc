@@ -114,7 +114,7 @@ void ExpectClose(const Tensor& actual, const Tensor& expected, double rtol, doub
 
 void ExpectEqual(const Tensor& actual, const Tensor& expected) { ExpectClose(actual, expected, 0, 0); }
 
-void ExpectError(const std::function<void()>& fn, Code code, const std::string& substring) {
+void ExpectErrorContaining(const std::function<void()>& fn, Code code, const std::string& substring) {
   try {
     fn();
   } catch (const Error& e) {

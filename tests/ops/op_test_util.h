@@ -2,6 +2,7 @@
 // given inputs, make random tensors, compare against a naive reference.
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <set>
 #include <string>
@@ -43,8 +44,15 @@ void ExpectClose(const Tensor& actual, const Tensor& expected, double rtol = 1e-
 void ExpectEqual(const Tensor& actual, const Tensor& expected);
 
 // Runs fn and checks it throws dflow::Error with `code` and a message
-// containing `substring`.
-void ExpectError(const std::function<void()>& fn, Code code, const std::string& substring);
+// containing `substring`. A template so that a braced list of parts, as in
+// ExpectError(fn, code, {"a", "b"}), is never taken for one string: it goes
+// to tests/models/checkpoint_test_util.h's overload when both are in sight.
+void ExpectErrorContaining(const std::function<void()>& fn, Code code, const std::string& substring);
+template <typename Substring>
+  requires std::convertible_to<const Substring&, std::string>
+void ExpectError(const std::function<void()>& fn, Code code, const Substring& substring) {
+  ExpectErrorContaining(fn, code, substring);
+}
 
 // uint8 `codes` are `values` (already clamped to [0, 255]) rounded half away
 // from zero. The int8 kernels requantize in float (ops/cpu/quantize_steps.h),

@@ -11,18 +11,6 @@
 using namespace dflow;
 using namespace dflow::testing;
 
-namespace {
-
-// Shape/axis inputs alternate between Consts (shape inference sees values)
-// and fed Placeholders (only the kernel sees them).
-std::set<int> ConstIf(bool as_const, std::set<int> inputs) { return as_const ? inputs : std::set<int>{}; }
-
-double At(const Tensor& x, const std::vector<int64_t>& index) {
-  return x.data<double>()[Ravel(index, x.shape())];
-}
-
-}  // namespace
-
 TEST_CASE("Reshape keeps the elements and resolves -1", "[array]") {
   std::mt19937_64 rng(1);
   for (int trial = 0; trial < 40; ++trial) {

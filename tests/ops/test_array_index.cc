@@ -11,12 +11,6 @@ using namespace dflow::testing;
 
 namespace {
 
-std::set<int> ConstIf(bool as_const, std::set<int> inputs) { return as_const ? inputs : std::set<int>{}; }
-
-double At(const Tensor& x, const std::vector<int64_t>& index) {
-  return x.data<double>()[Ravel(index, x.shape())];
-}
-
 bool Bit(int64_t mask, int i) { return (mask >> i) & 1; }
 
 // Python's slice(start, stop, step).indices(n): the positions visited.

@@ -22,14 +22,14 @@ const std::string kGpu = "/job:localhost/replica:0/task:0/device:GPU:0";
 
 // A two-layer MLP with dense softmax cross-entropy (no GPU kernel) and an
 // Adam step. `first` and `second` are the layers' device requests.
-struct Mlp {
+struct CutMlp {
   Scope s = Scope::NewRootScope();
   Output x, labels, loss;
   Node* train = nullptr;
   Node* init = nullptr;
   std::vector<Output> vars;
 
-  Mlp(const std::string& first, const std::string& second) {
+  CutMlp(const std::string& first, const std::string& second) {
     Scope a = s.WithDevice(first), b = s.WithDevice(second);
     x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, Shape{16, 8});
     labels = ops::Placeholder(s.WithOpName("labels"), DType::kFloat32, Shape{16, 4});
@@ -67,7 +67,7 @@ struct Mlp {
 };
 
 std::vector<Tensor> TrainOnCpu() {
-  Mlp mlp("", "");
+  CutMlp mlp("", "");
   Session session(mlp.s);
   return mlp.Train(session);
 }
@@ -91,7 +91,7 @@ std::map<std::string, std::string> DevicesRun(const RunMetadata& metadata) {
 
 TEST_CASE("cuda: a training step cut between the host CPU and the GPU equals the all-CPU one", "[cuda]") {
   if (SkipWithoutGpu("the CPU/GPU cut")) return;
-  Mlp mlp("/device:CPU:0", "/device:GPU:0");
+  CutMlp mlp("/device:CPU:0", "/device:GPU:0");
   SessionOptions options;
   options.devices = {kHost, kGpu};
   options.allow_soft_placement = true;  // the cross-entropy has no GPU kernel
@@ -113,7 +113,7 @@ TEST_CASE("cuda: a training step cut between the host CPU and the GPU equals the
 
 TEST_CASE("cuda: a GPU session runs an op without a GPU kernel on the host under soft placement", "[cuda]") {
   if (SkipWithoutGpu("the soft-placement fallback")) return;
-  Mlp mlp("", "");
+  CutMlp mlp("", "");
   SessionOptions options;
   options.devices = {"/device:GPU:0"};
   options.allow_soft_placement = true;

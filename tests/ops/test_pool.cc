@@ -138,9 +138,9 @@ std::vector<PoolCase> Cases() {
   return cases;
 }
 
-const std::vector<DType> kFloats = {DType::kFloat32, DType::kFloat64};
+const std::vector<DType> kPoolFloats = {DType::kFloat32, DType::kFloat64};
 
-double Tolerance(DType dtype) { return dtype == DType::kFloat32 ? 1e-5 : 1e-12; }
+double PoolTolerance(DType dtype) { return dtype == DType::kFloat32 ? 1e-5 : 1e-12; }
 
 // AvgPoolGrad of `g` for p's input shape (a constant int32 [4] input).
 Tensor RunAvgPoolGrad(const PoolCase& p, const Tensor& g) {
@@ -152,7 +152,7 @@ Tensor RunAvgPoolGrad(const PoolCase& p, const Tensor& g) {
 // MaxPoolGrad, MaxPoolGradGrad and AvgPoolGrad of case p against the
 // references, on random inputs drawn from `seed` on.
 void ExpectGradOpsMatchReferences(const PoolCase& p, DType dtype, uint64_t& seed) {
-  double tol = Tolerance(dtype);
+  double tol = PoolTolerance(dtype);
   Tensor x = RandomTensor(dtype, p.shape, seed++);
   Tensor y = MaxPoolRef(p, x);
   Tensor g = RandomTensor(dtype, y.shape(), seed++);
@@ -211,18 +211,18 @@ std::vector<PoolCase> ExplicitCases() {
 
 TEST_CASE("MaxPool and AvgPool match references", "[pool]") {
   uint64_t seed = 1;
-  for (DType dtype : kFloats)
+  for (DType dtype : kPoolFloats)
     for (const PoolCase& p : Cases()) {
       INFO(DTypeName(dtype) << p.ToString());
       Tensor x = RandomTensor(dtype, p.shape, seed++);
       ExpectEqual(Run("MaxPool", {x}, p.Attrs()), MaxPoolRef(p, x));
-      ExpectClose(Run("AvgPool", {x}, p.Attrs()), AvgPoolRef(p, x), Tolerance(dtype), Tolerance(dtype));
+      ExpectClose(Run("AvgPool", {x}, p.Attrs()), AvgPoolRef(p, x), PoolTolerance(dtype), PoolTolerance(dtype));
     }
 }
 
 TEST_CASE("pooling gradient ops match references", "[pool]") {
   uint64_t seed = 1000;
-  for (DType dtype : kFloats)
+  for (DType dtype : kPoolFloats)
     for (const PoolCase& p : Cases()) {
       INFO(DTypeName(dtype) << p.ToString());
       ExpectGradOpsMatchReferences(p, dtype, seed);
@@ -259,7 +259,7 @@ TEST_CASE("AvgPool with EXPLICIT padding does not count the padding", "[pool]") 
 
 TEST_CASE("pooling with SAME's pads given EXPLICIT equals SAME, gradients too", "[pool]") {
   uint64_t seed = 5000;
-  for (DType dtype : kFloats)
+  for (DType dtype : kPoolFloats)
     for (const PoolCase& same : SameCases()) {
       PoolCase e = AsExplicit(same);
       INFO(DTypeName(dtype) << same.ToString() << " vs" << e.ToString());
@@ -276,13 +276,13 @@ TEST_CASE("pooling with SAME's pads given EXPLICIT equals SAME, gradients too", 
 
 TEST_CASE("pooling with asymmetric EXPLICIT pads matches references", "[pool]") {
   uint64_t seed = 7000;
-  for (DType dtype : kFloats)
+  for (DType dtype : kPoolFloats)
     for (const PoolCase& p : ExplicitCases()) {
       INFO(DTypeName(dtype) << p.ToString());
       Tensor x = RandomTensor(dtype, p.shape, seed++);
       ExpectEqual(Run("MaxPool", {x}, p.Attrs()), MaxPoolRef(p, x));
-      ExpectClose(Run("AvgPool", {x}, p.Attrs()), AvgPoolRef(p, x), Tolerance(dtype),
-                  Tolerance(dtype));
+      ExpectClose(Run("AvgPool", {x}, p.Attrs()), AvgPoolRef(p, x), PoolTolerance(dtype),
+                  PoolTolerance(dtype));
       ExpectGradOpsMatchReferences(p, dtype, seed);
     }
 }

@@ -23,9 +23,9 @@ using namespace dflow::testing;
 
 namespace {
 
-Tensor Scalar(float v) { return Tensor::Scalar(v); }
+Tensor ScalarOf(float v) { return Tensor::Scalar(v); }
 
-struct Case {
+struct QuantConvCase {
   Shape input;   // [N, H, W, C]
   Shape filter;  // as the op takes it: [KH, KW, C / groups, O], or [KH, KW, C, M] depthwise
   std::vector<int64_t> strides = {1, 1, 1, 1}, dilations = {1, 1, 1, 1};
@@ -35,27 +35,27 @@ struct Case {
 };
 
 // `output`: "Requantize" (uint8 codes) or "Dequantize" (float32).
-std::string OpName(const Case& c, const char* output = "Requantize") {
+std::string OpName(const QuantConvCase& c, const char* output = "Requantize") {
   return StrCat("Quantized", c.depthwise ? "DepthwiseConv2D" : "Conv2D", "WithBias", c.relu ? "AndRelu" : "", "And",
                 output);
 }
 
 // The grouped-Conv2D form of the filter (depthwise [KH, KW, C, M] is [KH, KW, 1, C * M]).
-Shape GroupedFilter(const Case& c) {
+Shape GroupedFilter(const QuantConvCase& c) {
   if (!c.depthwise) return c.filter;
   return Shape{c.filter.dim(0), c.filter.dim(1), 1, c.filter.dim(2) * c.filter.dim(3)};
 }
 
-struct Operands {
+struct ConvOperands {
   std::vector<uint8_t> x;
   std::vector<int8_t> w;
   std::vector<float> bias, min_w, max_w;
   float min_x = -1, max_x = 3, min_o = -12, max_o = 20;
 };
 
-Operands MakeOperands(const Case& c, int64_t out_c, uint32_t seed) {
+ConvOperands MakeOperands(const QuantConvCase& c, int64_t out_c, uint32_t seed) {
   std::mt19937 rng(seed);
-  Operands o;
+  ConvOperands o;
   o.x.resize(c.input.NumElements());
   o.w.resize(c.filter.NumElements());
   for (uint8_t& v : o.x) v = static_cast<uint8_t>(rng());
@@ -72,14 +72,14 @@ Operands MakeOperands(const Case& c, int64_t out_c, uint32_t seed) {
   return o;
 }
 
-double FilterStep(const Operands& o, int64_t channel) {
+double FilterStep(const ConvOperands& o, int64_t channel) {
   const size_t at = o.max_w.size() == 1 ? 0 : channel;
   return std::max(o.min_w[at] / -128.0, o.max_w[at] / 127.0);
 }
 
 // The int32 sum of each output, by the op's definition: (code - zero point)
 // times the filter over the window, the padding counting as the zero point.
-std::vector<int64_t> ReferenceSums(const ConvGeometry& g, const Operands& o, int64_t zero) {
+std::vector<int64_t> ReferenceSums(const ConvGeometry& g, const ConvOperands& o, int64_t zero) {
   std::vector<int64_t> sums(g.batch * g.out_h * g.out_w * g.out_c);
   const int64_t og = g.group_out_c();
   for (int64_t n = 0; n < g.batch; ++n)
@@ -102,25 +102,26 @@ std::vector<int64_t> ReferenceSums(const ConvGeometry& g, const Operands& o, int
   return sums;
 }
 
-std::vector<Tensor> RunQuantizedConv(const Case& c, const Operands& o) {
+std::vector<Tensor> RunQuantizedConv(const QuantConvCase& c, const ConvOperands& o) {
   return RunOp({.op = OpName(c),
                 .inputs = {Tensor::FromVector(o.x, c.input), Tensor::FromVector(o.w, c.filter),
-                           Tensor::FromVector(o.bias), Scalar(o.min_x), Scalar(o.max_x), Tensor::FromVector(o.min_w),
-                           Tensor::FromVector(o.max_w), Scalar(o.min_o), Scalar(o.max_o)},
+                           Tensor::FromVector(o.bias), ScalarOf(o.min_x), ScalarOf(o.max_x),
+                           Tensor::FromVector(o.min_w), Tensor::FromVector(o.max_w), ScalarOf(o.min_o),
+                           ScalarOf(o.max_o)},
                 .attrs = {{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}}});
 }
 
-Tensor RunDequantizedConv(const Case& c, const Operands& o) {
+Tensor RunDequantizedConv(const QuantConvCase& c, const ConvOperands& o) {
   return RunOp1({.op = OpName(c, "Dequantize"),
                  .inputs = {Tensor::FromVector(o.x, c.input), Tensor::FromVector(o.w, c.filter),
-                            Tensor::FromVector(o.bias), Scalar(o.min_x), Scalar(o.max_x), Tensor::FromVector(o.min_w),
-                            Tensor::FromVector(o.max_w)},
+                            Tensor::FromVector(o.bias), ScalarOf(o.min_x), ScalarOf(o.max_x),
+                            Tensor::FromVector(o.min_w), Tensor::FromVector(o.max_w)},
                  .attrs = {{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}}});
 }
 
 // ...AndDequantize: the same exact sums, as float32 acc si sw + bias (ReLU).
-void CheckDequantized(const Case& c, const ConvGeometry& g, const Operands& o, const std::vector<int64_t>& sums,
-                      double sx) {
+void CheckDequantized(const QuantConvCase& c, const ConvGeometry& g, const ConvOperands& o,
+                      const std::vector<int64_t>& sums, double sx) {
   ForEachCpuIsa([&] {
     Tensor y = RunDequantizedConv(c, o);
     REQUIRE(y.dtype() == DType::kFloat32);
@@ -134,10 +135,10 @@ void CheckDequantized(const Case& c, const ConvGeometry& g, const Operands& o, c
   });
 }
 
-void CheckCase(const Case& c, uint32_t seed) {
+void CheckCase(const QuantConvCase& c, uint32_t seed) {
   const ConvParams params = ParseConvParams(c.strides, c.dilations, c.padding, {});
   const ConvGeometry g = MakeConvGeometry(params, c.input, GroupedFilter(c));
-  const Operands o = MakeOperands(c, g.out_c, seed);
+  const ConvOperands o = MakeOperands(c, g.out_c, seed);
   const double sx = (double{o.max_x} - o.min_x) / 255, zx = -std::round(o.min_x / sx);
   const double so = (double{o.max_o} - o.min_o) / 255, zo = -std::round(o.min_o / so);
   const std::vector<int64_t> sums = ReferenceSums(g, o, static_cast<int64_t>(zx));
@@ -226,8 +227,8 @@ TEST_CASE("Quantized depthwise Conv2D: exact to its arithmetic, near the float c
 }
 
 TEST_CASE("A frozen output range of [0, 6] makes the quantized convolution a ReLU6", "[quant]") {
-  Case c{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 4}};
-  Operands o = MakeOperands(c, 4, 11);
+  QuantConvCase c{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 4}};
+  ConvOperands o = MakeOperands(c, 4, 11);
   o.min_o = 0;
   o.max_o = 6;
   std::vector<Tensor> out = RunQuantizedConv(c, o);
@@ -239,13 +240,13 @@ TEST_CASE("A frozen output range of [0, 6] makes the quantized convolution a ReL
 }
 
 TEST_CASE("Quantized convolutions name what they cannot take", "[quant]") {
-  Case c{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 4}};
-  Operands good = MakeOperands(c, 4, 12);
-  auto fails = [&](Case bad_case, Operands bad, const std::string& message) {
+  QuantConvCase c{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 4}};
+  ConvOperands good = MakeOperands(c, 4, 12);
+  auto fails = [&](QuantConvCase bad_case, ConvOperands bad, const std::string& message) {
     INFO(message);
     ExpectError([&] { RunQuantizedConv(bad_case, bad); }, Code::kInvalidArgument, message);
   };
-  Operands o = good;
+  ConvOperands o = good;
   o.bias.pop_back();
   fails(c, o, "bias must be a vector of the 4 output channels");
   o = good;
@@ -259,19 +260,19 @@ TEST_CASE("Quantized convolutions name what they cannot take", "[quant]") {
   o.min_w.pop_back();
   o.max_w.pop_back();
   fails(c, o, "min_filter must be a scalar or a vector of the 4 output channels");
-  Case wrong_channels = c;
+  QuantConvCase wrong_channels = c;
   wrong_channels.filter = {3, 3, 2, 4};
   fails(wrong_channels, MakeOperands(wrong_channels, 4, 12), "channels");
-  Case depthwise{.input = {1, 4, 4, 3}, .filter = {3, 3, 6, 1}, .depthwise = true};
-  Operands dw = MakeOperands(depthwise, 6, 13);
+  QuantConvCase depthwise{.input = {1, 4, 4, 3}, .filter = {3, 3, 6, 1}, .depthwise = true};
+  ConvOperands dw = MakeOperands(depthwise, 6, 13);
   fails(depthwise, dw, "a depthwise filter's dim 2 must be the input's 3 channels");
 }
 
 TEST_CASE("Quantized convolutions of empty tensors give empty outputs", "[quant]") {
-  for (const Case& c : {Case{.input = {0, 4, 4, 3}, .filter = {3, 3, 3, 4}},
-                        Case{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 0}},
-                        Case{.input = {1, 4, 4, 3}, .filter = {1, 1, 3, 0}},
-                        Case{.input = {0, 4, 4, 3}, .filter = {3, 3, 3, 1}, .depthwise = true}}) {
+  for (const QuantConvCase& c : {QuantConvCase{.input = {0, 4, 4, 3}, .filter = {3, 3, 3, 4}},
+                        QuantConvCase{.input = {1, 4, 4, 3}, .filter = {3, 3, 3, 0}},
+                        QuantConvCase{.input = {1, 4, 4, 3}, .filter = {1, 1, 3, 0}},
+                        QuantConvCase{.input = {0, 4, 4, 3}, .filter = {3, 3, 3, 1}, .depthwise = true}}) {
     INFO(c.input.ToString() << " * " << c.filter.ToString());
     const int64_t out_c = c.depthwise ? c.filter.dim(2) * c.filter.dim(3) : c.filter.dim(3);
     std::vector<Tensor> out = RunQuantizedConv(c, MakeOperands(c, out_c, 30));
@@ -281,21 +282,21 @@ TEST_CASE("Quantized convolutions of empty tensors give empty outputs", "[quant]
 
 TEST_CASE("Quantized Conv2D packs its filter once, and again when the filter or the instruction set changes",
           "[quant]") {
-  Case c{.input = {1, 6, 6, 4}, .filter = {3, 3, 4, 8}};
-  const Operands first = MakeOperands(c, 8, 21), second = MakeOperands(c, 8, 22);
+  QuantConvCase c{.input = {1, 6, 6, 4}, .filter = {3, 3, 4, 8}};
+  const ConvOperands first = MakeOperands(c, 8, 21), second = MakeOperands(c, 8, 22);
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DType::kUInt8);
   Output w = ops::Placeholder(s.WithOpName("w"), DType::kInt8);
   auto conv = ops::QuantizedConv2DWithBiasAndRequantize(
-      s, x, w, Tensor::FromVector(first.bias), Scalar(first.min_x), Scalar(first.max_x),
-      Tensor::FromVector(first.min_w), Tensor::FromVector(first.max_w), Scalar(first.min_o), Scalar(first.max_o));
+      s, x, w, Tensor::FromVector(first.bias), ScalarOf(first.min_x), ScalarOf(first.max_x),
+      Tensor::FromVector(first.min_w), Tensor::FromVector(first.max_w), ScalarOf(first.min_o), ScalarOf(first.max_o));
   Session session(s, {.num_threads = 1});
-  auto run = [&](const Operands& o) {
+  auto run = [&](const ConvOperands& o) {
     return session.Run({{x, Tensor::FromVector(first.x, c.input)}, {w, Tensor::FromVector(o.w, c.filter)}},
                        {conv.output})[0];
   };
   // The expected codes of each filter, from a fresh kernel each.
-  Operands with_second_filter = first;
+  ConvOperands with_second_filter = first;
   with_second_filter.w = second.w;
   const Tensor expected_first = RunQuantizedConv(c, first)[0];
   const Tensor expected_second = RunQuantizedConv(c, with_second_filter)[0];

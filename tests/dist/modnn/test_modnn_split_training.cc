@@ -18,8 +18,8 @@ using namespace dflow::testing;
 
 namespace {
 
-const std::string& kCpu0 = kLocalCpu0;
-const std::string& kCpu1 = kLocalCpu1;
+const std::string& kSplitCpu0 = kLocalCpu0;
+const std::string& kSplitCpu1 = kLocalCpu1;
 
 // x [2, 11, 9, 3] -> conv 3x3 SAME (4 channels) + bias + ReLU -> 3x3 stride 2
 // SAME max or average pool [2, 6, 5, 4] (its windows overhang every edge)
@@ -47,8 +47,8 @@ struct ConvNet {
     else ops::AvgPool(s.WithOpName("pool"), relu, window);
     if (split) {
       dist::ModnnSplitOptions options;
-      options.owner_device = kCpu0;
-      options.strips = {{kCpu0, 2}, {kCpu1, 1}, {kCpu0, 1}};
+      options.owner_device = kSplitCpu0;
+      options.strips = {{kSplitCpu0, 2}, {kSplitCpu1, 1}, {kSplitCpu0, 1}};
       absorbed = dist::ModnnSplit(s.graph(), "conv", options).absorbed;
     }
     Output pool(&s.graph().GetNode("pool"));
@@ -66,7 +66,7 @@ struct ConvNet {
   std::vector<Tensor> Train(int steps) {
     SessionOptions options;
     options.num_threads = 1;
-    options.devices = {kCpu0, kCpu1};
+    options.devices = {kSplitCpu0, kSplitCpu1};
     Session session(s, options);
     session.Run({}, {}, {ops::GlobalVariablesInitializer(s)});
     std::vector<Tensor> results;

@@ -233,6 +233,8 @@ TEST_CASE("a step only peers sent tensors for is forgotten when its RunStep neve
                     Contains("step timeout") && Contains("-5"));
 }
 
+namespace {
+
 // Task 1 is a bare server: it answers heartbeats, as a live worker does.
 struct WorkerWithPeer {
   MessageServer peer{"127.0.0.1:0", [](Message, MessageServer::Respond) {}};
@@ -243,6 +245,8 @@ struct WorkerWithPeer {
     return nlohmann::json::parse(registered.text).at("handle");
   }
 };
+
+}  // namespace
 
 TEST_CASE("a tensor a peer pushes reaches its Recv, whether the step started or not", "[worker]") {
   WorkerWithPeer cluster;

@@ -16,9 +16,9 @@
 namespace dflow {
 namespace {
 
-const int kWorkers = 3;
-const int kSteps = 15;
-const int64_t kBatch = 16;
+const int kOptimizerWorkers = 3;
+const int kOptimizerSteps = 15;
+const int64_t kOptimizerBatch = 16;
 
 struct Trainee {
   Scope scope = Scope::NewRootScope();
@@ -42,8 +42,8 @@ std::vector<Tensor> TrainWorker(int64_t seed, int worker, int num_workers, const
   Session session(t.scope, {.num_threads = 1});
   session.Run({}, {}, {t.init});
   session.Run({}, {}, {t.sync});
-  for (int step = 0; step < kSteps; ++step) {
-    models::LabelledPoints mine = testing::WorkerBatch(data, worker, num_workers, step, kBatch);
+  for (int step = 0; step < kOptimizerSteps; ++step) {
+    models::LabelledPoints mine = testing::WorkerBatch(data, worker, num_workers, step, kOptimizerBatch);
     session.Run({{t.model.x, mine.points}, {t.model.labels, mine.labels}}, {t.model.loss}, {t.train});
   }
   optimizer.Finish();
@@ -53,16 +53,16 @@ std::vector<Tensor> TrainWorker(int64_t seed, int worker, int num_workers, const
 
 TEST_CASE("DistributedOptimizer trains 3 workers to a sync parameter server's bits", "[training]") {
   auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
-  dist::InProcessNetwork network(kWorkers);
-  std::vector<std::vector<Tensor>> finals(kWorkers);
-  std::vector<std::string> errors(kWorkers);
+  dist::InProcessNetwork network(kOptimizerWorkers);
+  std::vector<std::vector<Tensor>> finals(kOptimizerWorkers);
+  std::vector<std::string> errors(kOptimizerWorkers);
   std::vector<std::thread> threads;
-  for (int r = 0; r < kWorkers; ++r)
+  for (int r = 0; r < kOptimizerWorkers; ++r)
     threads.emplace_back([&, r] {
       try {
         // Seeds differ per worker: only the broadcast makes them start equal.
-        finals[r] = TrainWorker(7 + r, r, kWorkers, data, [&](autodiff::Optimizer& adam) {
-          return dist::DistributedOptimizer(adam, r, kWorkers, [&, r](std::vector<dist::GradientSpec> specs) {
+        finals[r] = TrainWorker(7 + r, r, kOptimizerWorkers, data, [&](autodiff::Optimizer& adam) {
+          return dist::DistributedOptimizer(adam, r, kOptimizerWorkers, [&, r](std::vector<dist::GradientSpec> specs) {
             dist::RingOptions options;
             options.buckets.bucket_bytes = 2048;  // several buckets
             return std::make_unique<dist::RingAllReduceStrategy>(network.endpoint(r), std::move(specs), options);
@@ -74,8 +74,8 @@ TEST_CASE("DistributedOptimizer trains 3 workers to a sync parameter server's bi
     });
   for (std::thread& t : threads) t.join();
   for (const std::string& error : errors) REQUIRE(error.empty());
-  std::vector<Tensor> ps = testing::TrainSyncInOneProcess(data, kWorkers, kSteps, kBatch);
-  for (int r = 0; r < kWorkers; ++r) {
+  std::vector<Tensor> ps = testing::TrainSyncInOneProcess(data, kOptimizerWorkers, kOptimizerSteps, kOptimizerBatch);
+  for (int r = 0; r < kOptimizerWorkers; ++r) {
     REQUIRE(finals[r].size() == ps.size());
     for (size_t v = 0; v < ps.size(); ++v) {
       INFO("worker " << r << ", variable " << v);
@@ -97,8 +97,8 @@ TEST_CASE("DistributedOptimizer without a cluster is the plain optimizer, bit fo
   Node* init = ops::GlobalVariablesInitializer(s);
   Session session(s, {.num_threads = 1});
   session.Run({}, {}, {init});
-  for (int step = 0; step < kSteps; ++step) {
-    models::LabelledPoints batch = testing::WorkerBatch(data, 0, 1, step, kBatch);
+  for (int step = 0; step < kOptimizerSteps; ++step) {
+    models::LabelledPoints batch = testing::WorkerBatch(data, 0, 1, step, kOptimizerBatch);
     session.Run({{m.x, batch.points}, {m.labels, batch.labels}}, {}, {train});
   }
   std::vector<Output> vars = autodiff::TrainableVariables(s.graph());

@@ -19,7 +19,7 @@
 namespace dflow {
 namespace {
 
-const int64_t kBatch = 16;
+const int64_t kSessionBatch = 16;
 
 struct Job {
   std::vector<Tensor> variables;  // the model's, slots, global step (the chief's)
@@ -48,7 +48,7 @@ std::vector<Tensor> TrainWorker(int worker, int num_workers, dist::InProcessNetw
   first_step = session.next_step();
   while (!session.ShouldStop()) {
     models::LabelledPoints mine =
-        testing::WorkerBatch(data, worker, num_workers, static_cast<int>(session.next_step()), kBatch);
+        testing::WorkerBatch(data, worker, num_workers, static_cast<int>(session.next_step()), kSessionBatch);
     session.Run({{m.x, mine.points}, {m.labels, mine.labels}}, {m.loss});
   }
   session.Close();
@@ -85,7 +85,7 @@ TEST_CASE("TrainingSession on the ring trains 3 workers to a sync parameter serv
   Job job = TrainJob(3, 15);
   // Model variables first (the order TrainSyncInOneProcess returns them in).
   auto data = models::MakeSpirals({.points_per_class = 200, .seed = 5});
-  std::vector<Tensor> ps = testing::TrainSyncInOneProcess(data, 3, 15, kBatch);
+  std::vector<Tensor> ps = testing::TrainSyncInOneProcess(data, 3, 15, kSessionBatch);
   REQUIRE(job.variables.size() > ps.size());
   for (size_t v = 0; v < ps.size(); ++v) {
     INFO("variable " << v);

@@ -47,7 +47,7 @@ struct KeyFolder {
   TransportKeys Load() const { return LoadTransportKeys(dir.string()); }
 };
 
-MessageServer::Handler Echo() {
+MessageServer::Handler EchoHandler() {
   return [](Message request, MessageServer::Respond respond) {
     Message reply;
     reply.text = request.text;
@@ -156,7 +156,7 @@ std::string Captured(const MessageServer& server, const ChannelOptions& options)
 TEST_CASE("CURVE serves the allowed clients alone, and the server keeps serving", "[zmq][curve]") {
   KeyFolder folder;
   TransportKeys keys = folder.Load();
-  MessageServer server("127.0.0.1:0", Echo(), &keys);
+  MessageServer server("127.0.0.1:0", EchoHandler(), &keys);
   CHECK(Served(server, {.keys = &keys}));
 
   // A client with a key of its own, not on the allow-list: refused and logged.
@@ -181,10 +181,10 @@ TEST_CASE("CURVE serves the allowed clients alone, and the server keeps serving"
 TEST_CASE("under CURVE no plaintext crosses the wire", "[zmq][curve]") {
   KeyFolder folder;
   TransportKeys keys = folder.Load();
-  MessageServer plain("127.0.0.1:0", Echo(), nullptr);
+  MessageServer plain("127.0.0.1:0", EchoHandler(), nullptr);
   // The relay sees the canary in the clear (the control)...
   CHECK(Captured(plain, {.plaintext = true}).find(kCanary) != std::string::npos);
-  MessageServer secure("127.0.0.1:0", Echo(), &keys);
+  MessageServer secure("127.0.0.1:0", EchoHandler(), &keys);
   // ...and not under CURVE.
   std::string wire = Captured(secure, {.keys = &keys});
   CHECK(wire.size() > 200);  // the handshake and the request did pass
