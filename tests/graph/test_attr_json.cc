@@ -12,11 +12,11 @@
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
+using testing::TensorBytes;
 using testing::ExpectError;
 
 namespace {
 
-std::string BytesOf(const Tensor& t) { return std::string(static_cast<const char*>(t.raw_data()), t.TotalBytes()); }
 
 // A graph file of one Const whose value is `tensor` (JSON) must fail so.
 void ExpectBadConst(const std::string& tensor, Code code, const std::string& substring) {
@@ -55,8 +55,8 @@ TEST_CASE("graph file writes large tensors as hexadecimal bytes, exactly", "[io]
   auto loaded = GraphFromJson(json);
   for (const char* name : {"f32", "i8", "flags", "small"}) {
     INFO(name);
-    CHECK(BytesOf(loaded->GetNode(name).attr<Tensor>("value")) ==
-          BytesOf(s.graph().GetNode(name).attr<Tensor>("value")));
+    CHECK(TensorBytes(loaded->GetNode(name).attr<Tensor>("value")) ==
+          TensorBytes(s.graph().GetNode(name).attr<Tensor>("value")));
   }
   CHECK(ToJson(*loaded).dump() == text);
   // A quarter of the text for int8 weights as for float32 ones.

@@ -29,7 +29,6 @@ namespace {
 const std::string kCpu = "/job:localhost/replica:0/task:0/device:CPU:0";
 const std::string kFake = "/job:localhost/replica:0/task:0/device:FAKE:0";
 
-Tensor Floats(std::vector<float> values) { return Tensor::FromVector<float>(values); }
 
 // The FAKE device's own memory: host memory, told apart by its allocator.
 class FakeDeviceMemory final : public Allocator {
@@ -191,7 +190,7 @@ TEST_CASE("a graph cut between two device types equals the one-device run", "[cl
   Output scaled = ops::Mul(s.WithOpName("scaled").WithDevice("/device:FAKE:0"), x, x);
   Output negated = ops::Neg(s.WithOpName("negated").WithDevice("/device:CPU:0"), scaled);
   Output out = ops::Mul(s.WithOpName("out").WithDevice("/device:FAKE:0"), negated, x);
-  FeedList feeds = {{x, Floats({1, 2, 3})}};
+  FeedList feeds = {{x, FloatTensor({1, 2, 3})}};
 
   SessionOptions one_device;
   one_device.allow_soft_placement = true;  // everything on the host CPU
@@ -214,14 +213,14 @@ TEST_CASE("soft placement moves an op without a kernel on its requested device",
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {2});
   Output negated = ops::Neg(s.WithOpName("negated").WithDevice("/device:FAKE:0"), x);
-  FeedList feeds = {{x, Floats({1, -2})}};
+  FeedList feeds = {{x, FloatTensor({1, -2})}};
 
   Session strict(s, Mixed());
   ExpectError([&] { strict.Run(feeds, {negated}); }, Code::kInvalidArgument,
               "Neg 'negated' requests device '/device:FAKE:0'");
   Session soft(s, Mixed(/*soft=*/true));
   RunMetadata metadata;
-  ExpectEqual(soft.Run(feeds, {negated}, {}, Traced(), &metadata)[0], Floats({-1, 2}));
+  ExpectEqual(soft.Run(feeds, {negated}, {}, Traced(), &metadata)[0], FloatTensor({-1, 2}));
   CHECK(DevicesRun(metadata)["negated"] == kCpu);
 }
 
@@ -230,10 +229,10 @@ TEST_CASE("a request for a device the session lacks names the session's devices"
   Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {2});
   Output on_gpu = ops::Mul(s.WithOpName("on_gpu").WithDevice("/device:GPU:0"), x, x);
   Session strict(s, Mixed());
-  ExpectError([&] { strict.Run({{x, Floats({1, 2})}}, {on_gpu}); }, Code::kInvalidArgument,
+  ExpectError([&] { strict.Run({{x, FloatTensor({1, 2})}}, {on_gpu}); }, Code::kInvalidArgument,
               "Mul 'on_gpu' requests device '/device:GPU:0' but this session has only " + kCpu + ", " + kFake);
   Session soft(s, Mixed(/*soft=*/true));
-  ExpectEqual(soft.Run({{x, Floats({1, 2})}}, {on_gpu})[0], Floats({1, 4}));
+  ExpectEqual(soft.Run({{x, FloatTensor({1, 2})}}, {on_gpu})[0], FloatTensor({1, 4}));
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
+using testing::FloatTensor;
 using testing::ExpectError;
 
 namespace {
@@ -48,7 +49,6 @@ class WaitForFetchReportKernel : public OpKernel {
 };
 REGISTER_KERNEL("TestWaitForFetchReport", "CPU", WaitForFetchReportKernel);
 
-Tensor FloatTensor(std::vector<float> values) { return Tensor::FromVector<float>(values); }
 
 }  // namespace
 

@@ -12,14 +12,13 @@ using namespace dflow::testing;
 
 namespace {
 
-Tensor FloatsTensor(std::vector<float> values) { return Tensor::FromVector<float>(values); }
 
 struct ScaledInput {
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {2});
-  Output w = ops::Variable(s.WithOpName("w"), FloatsTensor({1, 2}));
+  Output w = ops::Variable(s.WithOpName("w"), FloatTensor({1, 2}));
   Output y = ops::Mul(s.WithOpName("y"), x, w);
-  Output update = ops::Assign(s.WithOpName("update"), w, FloatsTensor({5, 5}));
+  Output update = ops::Assign(s.WithOpName("update"), w, FloatTensor({5, 5}));
 };
 
 }  // namespace
@@ -39,8 +38,8 @@ TEST_CASE("FreezeGraph turns the variables an output reads into Consts", "[freez
   // A later update reaches the session's variable, not the frozen copy.
   session.Run({}, {}, {net.update});
   Session frozen_session(frozen);
-  ExpectEqual(frozen_session.Run({{"x", FloatsTensor({1, 1})}}, {"y"})[0], FloatsTensor({1, 2}));
-  ExpectEqual(session.Run({{net.x, FloatsTensor({1, 1})}}, {net.y})[0], FloatsTensor({5, 5}));
+  ExpectEqual(frozen_session.Run({{"x", FloatTensor({1, 1})}}, {"y"})[0], FloatTensor({1, 2}));
+  ExpectEqual(session.Run({{net.x, FloatTensor({1, 1})}}, {net.y})[0], FloatTensor({5, 5}));
 }
 
 TEST_CASE("FreezeGraph keeps the graph's metadata", "[freeze]") {

@@ -15,6 +15,7 @@
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
+using testing::TensorBytes;
 using testing::ExpectError;
 
 namespace {
@@ -127,9 +128,6 @@ void ExpectSameGraph(const Graph& a, const Graph& b) {
   }
 }
 
-std::string Bytes(const Tensor& t) {
-  return std::string(static_cast<const char*>(t.raw_data()), t.TotalBytes());
-}
 
 }  // namespace
 
@@ -140,8 +138,8 @@ TEST_CASE("graph file round trip is exact", "[io]") {
   CHECK(ToJson(*loaded).dump() == ToJson(*graph).dump());
   // Bit-exact tensors, including float16 subnormals, -0.0 and extreme floats.
   for (const char* name : {"f32", "f16", "i64"}) {
-    CHECK(Bytes(loaded->GetNode(name).attr<Tensor>("value")) ==
-          Bytes(graph->GetNode(name).attr<Tensor>("value")));
+    CHECK(TensorBytes(loaded->GetNode(name).attr<Tensor>("value")) ==
+          TensorBytes(graph->GetNode(name).attr<Tensor>("value")));
   }
   CHECK(std::signbit(
       loaded->GetNode("layer/init").input(1).node->attr<Tensor>("value").data<double>()[1]));

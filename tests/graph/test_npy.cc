@@ -12,6 +12,7 @@
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
+using testing::TensorBytes;
 using testing::ExpectError;
 
 namespace {
@@ -29,9 +30,6 @@ std::string MakeNpy(const std::string& dict, const std::string& data, int major 
   return out + header + data;
 }
 
-std::string RawBytes(const Tensor& t) {
-  return std::string(static_cast<const char*>(t.raw_data()), t.TotalBytes());
-}
 
 std::filesystem::path TempDir(const std::string& name) {
   auto dir =
@@ -55,7 +53,7 @@ TEST_CASE("npy round trip of every dtype and shape", "[io]") {
       CHECK(bytes[10 + header_len - 1] == '\n');
       Tensor back = ParseNpy(bytes);
       testing::ExpectEqual(back, t);
-      CHECK(RawBytes(back) == RawBytes(t));  // bit-exact, float16 included
+      CHECK(TensorBytes(back) == TensorBytes(t));  // bit-exact, float16 included
     }
   }
 }
@@ -77,20 +75,20 @@ TEST_CASE("npy reads versions 2.0 and 3.0 and numpy's byte-order spellings", "[i
   for (int major : {1, 2, 3}) {
     for (std::string descr : {"<i4", "=i4", "|i4", "i4"}) {
       std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2, 2), }";
-      testing::ExpectEqual(ParseNpy(MakeNpy(dict, RawBytes(t), major)), t);
+      testing::ExpectEqual(ParseNpy(MakeNpy(dict, TensorBytes(t), major)), t);
     }
   }
   // Double quotes, no trailing comma, other key order, Python 2 longs.
   std::string dict = "{\"shape\": (2L, 2L), \"fortran_order\": False, \"descr\": \"<i4\"}";
-  testing::ExpectEqual(ParseNpy(MakeNpy(dict, RawBytes(t))), t);
+  testing::ExpectEqual(ParseNpy(MakeNpy(dict, TensorBytes(t))), t);
   // Single-byte types may carry any byte-order character.
   Tensor u = Tensor::FromVector<uint8_t>({0, 255});
   testing::ExpectEqual(
-      ParseNpy(MakeNpy("{'descr': '>u1', 'fortran_order': False, 'shape': (2,)}", RawBytes(u))), u);
+      ParseNpy(MakeNpy("{'descr': '>u1', 'fortran_order': False, 'shape': (2,)}", TensorBytes(u))), u);
   // Fortran order is the same layout when at most one dimension exceeds 1.
   Tensor col = Tensor::FromVector<double>({1.5, 2.5, 3.5}, {3, 1});
   testing::ExpectEqual(
-      ParseNpy(MakeNpy("{'descr': '<f8', 'fortran_order': True, 'shape': (3, 1)}", RawBytes(col))),
+      ParseNpy(MakeNpy("{'descr': '<f8', 'fortran_order': True, 'shape': (3, 1)}", TensorBytes(col))),
       col);
 }
 

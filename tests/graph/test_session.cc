@@ -10,12 +10,12 @@
 #include "tests/ops/op_test_util.h"
 
 using namespace dflow;
+using testing::FloatTensor;
 using testing::ExpectEqual;
 using testing::ExpectError;
 
 namespace {
 
-Tensor Vector(std::vector<float> values) { return Tensor::FromVector<float>(values); }
 
 // The names of the nodes a traced run executed.
 std::set<std::string> RanNodes(Session& session, const FeedList& feeds,
@@ -47,10 +47,10 @@ TEST_CASE("a node the fetches do not need never runs", "[core]") {
   Output unfed = ops::Placeholder(s.WithOpName("unfed"), DType::kFloat32, {2});
   Output side = ops::Neg(s.WithOpName("side"), unfed);
   Counter counter(s, "counter");
-  Output y = ops::Mul(s.WithOpName("y"), ops::Const(s, Vector({1, 2})), 3.0f);
+  Output y = ops::Mul(s.WithOpName("y"), ops::Const(s, FloatTensor({1, 2})), 3.0f);
   Session session(s);
   session.Run({}, {}, {counter.init});
-  for (int i = 0; i < 3; ++i) ExpectEqual(session.Run({y})[0], Vector({3, 6}));
+  for (int i = 0; i < 3; ++i) ExpectEqual(session.Run({y})[0], FloatTensor({3, 6}));
   CHECK(counter.Read(session) == 0);  // counter_inc was never run
   session.Run({}, {}, {counter.inc});
   session.Run({}, {}, {"^counter_inc"});
@@ -69,9 +69,9 @@ TEST_CASE("feeding an intermediate tensor cuts off what is behind it", "[core]")
   Session session(s);
   session.Run({}, {}, {counter.init});
   // `a` is never needed, so it is not an error that it is not fed.
-  ExpectEqual(session.Run({{b, Vector({1, 2})}}, {c})[0], Vector({2, 4}));
-  ExpectEqual(session.Run({{"b:0", Vector({-1, 0})}}, {c, b})[1], Vector({-1, 0}));
-  ExpectEqual(session.Run({{a, Vector({1, 2})}}, {c})[0], Vector({4, 6}));
+  ExpectEqual(session.Run({{b, FloatTensor({1, 2})}}, {c})[0], FloatTensor({2, 4}));
+  ExpectEqual(session.Run({{"b:0", FloatTensor({-1, 0})}}, {c, b})[1], FloatTensor({-1, 0}));
+  ExpectEqual(session.Run({{a, FloatTensor({1, 2})}}, {c})[0], FloatTensor({4, 6}));
   // Feeding the AssignAdd's output means the variable is not touched.
   CHECK(session.Run({{counter.inc, Tensor::Scalar<int32_t>(10)}}, {tripled})[0].scalar<int32_t>() == 30);
   CHECK(counter.Read(session) == 5);
@@ -86,16 +86,16 @@ TEST_CASE("executors are cached per signature", "[core]") {
   Output z = ops::Mul(s.WithOpName("z"), y, y);
   Session session(s);
   CHECK(session.num_cached_executors() == 0);
-  for (int i = 0; i < 3; ++i) session.Run({{x, Vector({1, 2})}}, {y});
+  for (int i = 0; i < 3; ++i) session.Run({{x, FloatTensor({1, 2})}}, {y});
   CHECK(session.num_cached_executors() == 1);
-  session.Run({{x, Vector({1, 2, 3})}}, {y});  // another shape: same executor
+  session.Run({{x, FloatTensor({1, 2, 3})}}, {y});  // another shape: same executor
   CHECK(session.num_cached_executors() == 1);
-  ExpectEqual(session.Run({{x, Vector({3})}}, {z})[0], Vector({9}));
+  ExpectEqual(session.Run({{x, FloatTensor({3})}}, {z})[0], FloatTensor({9}));
   CHECK(session.num_cached_executors() == 2);
-  session.Run({{x, Vector({3})}}, {z, y});
-  session.Run({{y, Vector({3})}}, {z});
+  session.Run({{x, FloatTensor({3})}}, {z, y});
+  session.Run({{y, FloatTensor({3})}}, {z});
   CHECK(session.num_cached_executors() == 4);
-  for (int i = 0; i < 3; ++i) session.Run({{y, Vector({3})}}, {z});
+  for (int i = 0; i < 3; ++i) session.Run({{y, FloatTensor({3})}}, {z});
   CHECK(session.num_cached_executors() == 4);
   // A signature that fails to build is not cached.
   CHECK_THROWS_AS(session.Run({"nope"}), Error);
@@ -124,7 +124,7 @@ TEST_CASE("concurrent Runs on one session give the right answers", "[core]") {
           // Half the threads fetch one tensor, half two: two signatures built concurrently.
           std::vector<TensorName> fetches = {y};
           if (t % 2) fetches.push_back(total);
-          auto out = session.Run({{x, Vector({v, -v, 0})}}, fetches, {counter.inc});
+          auto out = session.Run({{x, FloatTensor({v, -v, 0})}}, fetches, {counter.inc});
           auto got = out[0].ToVector<float>();
           if (got != std::vector<float>{2 * (v + 1), 2 * (1 - v), 2}) ++wrong;
           if (t % 2 && out[1].scalar<float>() != 6) ++wrong;
@@ -217,7 +217,7 @@ TEST_CASE("constant folding, CSE and pruning are observable and can be turned of
   Output n1 = ops::Neg(s.WithOpName("n1"), x);
   Output n2 = ops::Neg(s.WithOpName("n2"), x);
   Output z = ops::Add(s.WithOpName("z"), n1, n2);
-  FeedList feeds = {{x, Vector({1, -2})}};
+  FeedList feeds = {{x, FloatTensor({1, -2})}};
   auto graph = s.graph_ptr();
 
   auto ran_with = [&](PassOptions passes, std::vector<Tensor>* out) {
@@ -226,34 +226,34 @@ TEST_CASE("constant folding, CSE and pruning are observable and can be turned of
   };
   std::vector<Tensor> out;
   std::set<std::string> all_on = ran_with({}, &out);
-  ExpectEqual(out[0], Vector({5, -10}));
-  ExpectEqual(out[1], Vector({-2, 4}));
+  ExpectEqual(out[0], FloatTensor({5, -10}));
+  ExpectEqual(out[1], FloatTensor({-2, 4}));
   CHECK(all_on.count("five/folded"));  // Add(two, three) was folded into a Const
   CHECK_FALSE(all_on.count("five"));
   CHECK_FALSE(all_on.count("two"));
   CHECK(all_on.count("n1") + all_on.count("n2") == 1);  // CSE merged the two Negs
 
   std::set<std::string> no_folding = ran_with({.constant_folding = false}, &out);
-  ExpectEqual(out[0], Vector({5, -10}));
+  ExpectEqual(out[0], FloatTensor({5, -10}));
   CHECK(no_folding.count("five"));
   CHECK(no_folding.count("two"));
   CHECK_FALSE(no_folding.count("five/folded"));
 
   std::set<std::string> no_cse = ran_with({.common_subexpression_elimination = false}, &out);
-  ExpectEqual(out[1], Vector({-2, 4}));
+  ExpectEqual(out[1], FloatTensor({-2, 4}));
   CHECK(no_cse.count("n1"));
   CHECK(no_cse.count("n2"));
 
   // Folding leaves the folded nodes without consumers; pruning removes them.
   std::set<std::string> no_pruning = ran_with({.prune_dead_nodes = false}, &out);
-  ExpectEqual(out[0], Vector({5, -10}));
+  ExpectEqual(out[0], FloatTensor({5, -10}));
   CHECK(no_pruning.count("five/folded"));
   CHECK(no_pruning.count("five"));
   CHECK(no_pruning.count("two"));
 
   std::set<std::string> none = ran_with({false, false, false}, &out);
-  ExpectEqual(out[0], Vector({5, -10}));
-  ExpectEqual(out[1], Vector({-2, 4}));
+  ExpectEqual(out[0], FloatTensor({5, -10}));
+  ExpectEqual(out[1], FloatTensor({-2, 4}));
   CHECK(none.count("n1") + none.count("n2") + none.count("five") == 3);
   // The passes work on the session's copy, never on the user's graph.
   CHECK(graph->FindNode("five"));
@@ -301,16 +301,16 @@ TEST_CASE("a node asking for a missing device fails unless soft placement is on"
   Output legacy = ops::Neg(s.WithOpName("legacy").WithDevice("/cpu:0"), x);
   Output odd = ops::Neg(s.WithOpName("odd").WithDevice("/device:CPU:zero"), x);
   Session strict(s);
-  FeedList feeds = {{x, Vector({1, 2})}};
+  FeedList feeds = {{x, FloatTensor({1, 2})}};
   ExpectError([&] { strict.Run(feeds, {on_gpu}); }, Code::kInvalidArgument,
               "Neg 'on_gpu' requests device '/device:GPU:0' but this session has only /device:CPU:0");
-  ExpectEqual(strict.Run(feeds, {legacy})[0], Vector({-1, -2}));
+  ExpectEqual(strict.Run(feeds, {legacy})[0], FloatTensor({-1, -2}));
   ExpectError([&] { strict.Run(feeds, {odd}); }, Code::kInvalidArgument, "malformed device name '/device:CPU:zero'");
 
   Session soft(s, {.allow_soft_placement = true});
   std::vector<Tensor> out;
   std::set<std::string> ran = RanNodes(soft, feeds, {on_gpu}, &out);
-  ExpectEqual(out[0], Vector({-1, -2}));
+  ExpectEqual(out[0], FloatTensor({-1, -2}));
   CHECK(ran.count("on_gpu"));
   RunMetadata metadata;
   soft.Run(feeds, {on_gpu}, {}, {.trace = true}, &metadata);

@@ -35,6 +35,14 @@ Tensor RunOp1(const OpRun& run);
 // The common case: every input fed, output 0 returned.
 Tensor Run(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs = {});
 
+// A float32 vector tensor of `values`.
+inline Tensor FloatTensor(std::vector<float> values) { return Tensor::FromVector<float>(values); }
+
+// A tensor's bytes as they sit in memory, to compare two tensors bit for bit.
+inline std::string TensorBytes(const Tensor& t) {
+  return std::string(static_cast<const char*>(t.raw_data()), t.TotalBytes());
+}
+
 // Uniform values in [lo, hi) (integers: rounded); deterministic in `seed`.
 Tensor RandomTensor(DType dtype, const Shape& shape, uint64_t seed, double lo = -1, double hi = 1);
 
