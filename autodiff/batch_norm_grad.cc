@@ -23,9 +23,6 @@ namespace {
 
 using Grads = std::vector<Output>;
 
-// A gradient the builder filled in for an output nothing used.
-bool IsZeros(const Output& g) { return g.node()->op() == "ZerosLike"; }
-
 // dx contributions of gradients at the statistics outputs (training only).
 Output StatisticsGrad(const Scope& s, Node* op, const Grads& g, Output dx) {
   Output x = Input0(op);

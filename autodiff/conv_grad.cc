@@ -19,7 +19,7 @@ namespace {
 
 using Grads = std::vector<Output>;
 
-ops::Conv2DAttrs AttrsOf(Node* op) {
+ops::Conv2DAttrs ConvAttrsOf(Node* op) {
   auto narrow = [&](const char* name) {
     auto v = op->attr<std::vector<int64_t>>(name);
     return std::vector<int>(v.begin(), v.end());
@@ -30,21 +30,21 @@ ops::Conv2DAttrs AttrsOf(Node* op) {
 
 Grads Conv2DGrad(const Scope& s, Node* op, const Grads& g) {
   Output x = Input0(op), w = InputOf(op, 1);
-  ops::Conv2DAttrs a = AttrsOf(op);
+  ops::Conv2DAttrs a = ConvAttrsOf(op);
   return {ops::Conv2DBackpropInput(s, ops::Shape(s, x), w, g[0], a),
           ops::Conv2DBackpropFilter(s, x, ops::Shape(s, w), g[0], a)};
 }
 
 Grads Conv2DBackpropInputGrad(const Scope& s, Node* op, const Grads& g) {
   Output w = InputOf(op, 1), dy = InputOf(op, 2);
-  ops::Conv2DAttrs a = AttrsOf(op);
+  ops::Conv2DAttrs a = ConvAttrsOf(op);
   return {Output(), ops::Conv2DBackpropFilter(s, g[0], ops::Shape(s, w), dy, a),
           ops::Conv2D(s, g[0], w, a)};
 }
 
 Grads Conv2DBackpropFilterGrad(const Scope& s, Node* op, const Grads& g) {
   Output x = Input0(op), dy = InputOf(op, 2);
-  ops::Conv2DAttrs a = AttrsOf(op);
+  ops::Conv2DAttrs a = ConvAttrsOf(op);
   return {ops::Conv2DBackpropInput(s, ops::Shape(s, x), g[0], dy, a), Output(),
           ops::Conv2D(s, x, g[0], a)};
 }

@@ -74,6 +74,9 @@ std::vector<Output> AddGradients(const Scope& scope, const std::vector<Output>& 
 inline Output Input0(Node* op) { return Output(op->input(0)); }
 inline Output InputOf(Node* op, int i) { return Output(op->input(i)); }
 inline Output OutputOf(Node* op, int i = 0) { return Output(op, i); }
+// Is `g` the zeros AddGradients fills in for an output nothing used? A rule
+// can then skip that output's share of the input gradient.
+inline bool IsZeros(const Output& g) { return g.node()->op() == "ZerosLike"; }
 
 // Can a gradient flow through a tensor of this dtype? (floating types only)
 bool IsDifferentiable(DType dtype);

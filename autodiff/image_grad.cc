@@ -13,7 +13,7 @@ namespace {
 
 using Grads = std::vector<Output>;
 
-ops::ResizeAttrs AttrsOf(Node* op) {
+ops::ResizeAttrs ResizeAttrsOf(Node* op) {
   return {op->attr<bool>("align_corners"), op->attr<bool>("half_pixel_centers")};
 }
 
@@ -23,17 +23,17 @@ Output SpatialSize(const Scope& s, const Output& x) {
 }
 
 Grads ResizeNearestGrad(const Scope& s, Node* op, const Grads& g) {
-  return {ops::ResizeNearestNeighborGrad(s, g[0], SpatialSize(s, Input0(op)), AttrsOf(op)),
+  return {ops::ResizeNearestNeighborGrad(s, g[0], SpatialSize(s, Input0(op)), ResizeAttrsOf(op)),
           Output()};
 }
 Grads ResizeNearestGradGrad(const Scope& s, Node* op, const Grads& g) {
-  return {ops::ResizeNearestNeighbor(s, g[0], SpatialSize(s, Input0(op)), AttrsOf(op)), Output()};
+  return {ops::ResizeNearestNeighbor(s, g[0], SpatialSize(s, Input0(op)), ResizeAttrsOf(op)), Output()};
 }
 Grads ResizeBilinearGrad(const Scope& s, Node* op, const Grads& g) {
-  return {ops::ResizeBilinearGrad(s, g[0], Input0(op), AttrsOf(op)), Output()};
+  return {ops::ResizeBilinearGrad(s, g[0], Input0(op), ResizeAttrsOf(op)), Output()};
 }
 Grads ResizeBilinearGradGrad(const Scope& s, Node* op, const Grads& g) {
-  return {ops::ResizeBilinear(s, g[0], SpatialSize(s, Input0(op)), AttrsOf(op)), Output()};
+  return {ops::ResizeBilinear(s, g[0], SpatialSize(s, Input0(op)), ResizeAttrsOf(op)), Output()};
 }
 
 REGISTER_GRADIENT("ResizeNearestNeighbor", ResizeNearestGrad);

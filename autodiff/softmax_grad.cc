@@ -27,9 +27,6 @@ Grads LogSoftmaxGrad(const Scope& s, Node* op, const Grads& g) {
   return {ops::Sub(s, g[0], ops::Mul(s, SumLast(s, g[0]), ops::Exp(s, OutputOf(op))))};
 }
 
-// A gradient the builder filled in for an output nothing used.
-bool IsZeros(const Output& g) { return g.node()->op() == "ZerosLike"; }
-
 // loss = -sum(labels * log softmax(x)), backprop = softmax(x) - labels.
 // d loss / dx = backprop (the op's second output), so the first-order
 // gradient is g_loss * backprop. A gradient arriving at `backprop` itself

@@ -11,9 +11,9 @@
 namespace dflow::models {
 namespace {
 
-class Builder {
+class MobileNetSsdBuilder {
  public:
-  Builder(MobileNetSsd& net, bool training) : net_(net), training_(training) {}
+  MobileNetSsdBuilder(MobileNetSsd& net, bool training) : net_(net), training_(training) {}
 
   // conv (no bias) + batch norm + ReLU; padding 1 on every side as PyTorch's.
   Output ConvBn(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
@@ -51,7 +51,7 @@ int64_t Thinned(int64_t channels, double alpha) {
 // and SSD's four extras {1x1 reduce, 3x3 stride-2 expand}.
 constexpr int64_t kBlocks[13][2] = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1},  {512, 2}, {512, 1},
                                     {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
-constexpr int64_t kExtras[4][2] = {{256, 512}, {128, 256}, {128, 256}, {128, 256}};
+constexpr int64_t kMobileNetExtras[4][2] = {{256, 512}, {128, 256}, {128, 256}, {128, 256}};
 // The blocks whose outputs the first two heads read: conv11 and conv13.
 constexpr int kFeatureBlocks[2] = {10, 12};
 
@@ -70,8 +70,8 @@ std::vector<ChannelLayer> ChannelLayers() {
   std::vector<ChannelLayer> layers{{"stem", 32, true}};
   for (int i = 0; i < 13; ++i) layers.push_back({Block(i) + "/pointwise", kBlocks[i][0], true});
   for (int i = 0; i < 4; ++i) {
-    layers.push_back({Extra(i) + "/reduce", kExtras[i][0], false});
-    layers.push_back({Extra(i) + "/expand", kExtras[i][1], false});
+    layers.push_back({Extra(i) + "/reduce", kMobileNetExtras[i][0], false});
+    layers.push_back({Extra(i) + "/expand", kMobileNetExtras[i][1], false});
   }
   return layers;
 }
@@ -125,7 +125,7 @@ MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
                 options.width_multiplier);
   CheckChannels(options);
   MobileNetSsd net;
-  Builder b(net, options.training);
+  MobileNetSsdBuilder b(net, options.training);
   const Scope backbone = OnDevice(scope, options.devices.backbone);
   const Scope extra_layers = OnDevice(scope, options.devices.extras);
   const Scope heads = OnDevice(scope, options.devices.heads);
@@ -138,9 +138,9 @@ MobileNetSsd BuildMobileNetSsd(const Scope& scope, const Output& images,
   net.backbone_variables = net.variables;
   for (int i = 0; i < 4; ++i) {
     Scope s = extra_layers.NewSubScope(Extra(i));
-    x = b.Conv(s.NewSubScope("reduce"), x, Channels(options, Extra(i) + "/reduce", kExtras[i][0]), 1, 1, 0,
+    x = b.Conv(s.NewSubScope("reduce"), x, Channels(options, Extra(i) + "/reduce", kMobileNetExtras[i][0]), 1, 1, 0,
                Activation::kRelu);
-    x = b.Conv(s.NewSubScope("expand"), x, Channels(options, Extra(i) + "/expand", kExtras[i][1]), 3, 2, 1,
+    x = b.Conv(s.NewSubScope("expand"), x, Channels(options, Extra(i) + "/expand", kMobileNetExtras[i][1]), 3, 2, 1,
                Activation::kRelu);
     net.features.push_back(x);
   }

@@ -38,9 +38,9 @@ void CheckOptions(const ResNetOptions& options) {
   CheckLayerChannels(options.channels, InnerLayers(options), "ResNet-" + std::to_string(options.depth));
 }
 
-class Builder {
+class ResNetBuilder {
  public:
-  Builder(ResNet& net, const ResNetOptions& options) : net_(net), options_(options) {}
+  ResNetBuilder(ResNet& net, const ResNetOptions& options) : net_(net), options_(options) {}
 
   // conv (no bias, padding k / 2) + batch norm, ReLU when `relu`.
   Output ConvBn(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
@@ -93,7 +93,7 @@ ResNet BuildResNet(const Scope& scope, const Output& images, ResNetOptions optio
   const bool basic = options.depth == 18;
   Scope s = scope.NewSubScope("resnet");
   ResNet net;
-  Builder b(net, options);
+  ResNetBuilder b(net, options);
   Output x = b.ConvBn(s.NewSubScope("stem"), images, 64, 7, 2, true);
   x = ops::MaxPool(s.WithOpName("max_pool"), x, {.ksize = {1, 3, 3, 1}, .strides = {1, 2, 2, 1},
                                                  .padding = "EXPLICIT",

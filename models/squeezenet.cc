@@ -31,9 +31,9 @@ void CheckChannels(const SqueezeNetOptions& options) {
   CheckLayerChannels(options.channels, layers, "SqueezeNet");
 }
 
-class Builder {
+class SqueezeNetBuilder {
  public:
-  Builder(SqueezeNet& net, SqueezeNetOptions options) : net_(net), options_(options) {}
+  SqueezeNetBuilder(SqueezeNet& net, SqueezeNetOptions options) : net_(net), options_(options) {}
 
   // convolution + ReLU, with batch norm between them when the options ask.
   Output Conv(const Scope& s, const Output& x, int64_t filters, int64_t k, int64_t stride,
@@ -79,7 +79,7 @@ Output CeilMaxPool(const Scope& s, const Output& x) {
 SqueezeNet BuildSqueezeNet(const Scope& scope, const Output& images, SqueezeNetOptions options) {
   CheckChannels(options);
   SqueezeNet net;
-  Builder b(net, options);
+  SqueezeNetBuilder b(net, options);
   Output x = b.Conv(scope.NewSubScope("conv1"), images, Channels(options, "conv1", kStem), 3, 2, 0);
   for (int i = 0; i < 8; ++i) {
     if (i % 2 == 0 && i < 6)

@@ -58,9 +58,9 @@ std::vector<ChannelSlice> HeadReaders(size_t map) {
   return slices;
 }
 
-class Builder {
+class SqueezeNetSsdBuilder {
  public:
-  explicit Builder(SqueezeNetSsd& net) : net_(net) {}
+  explicit SqueezeNetSsdBuilder(SqueezeNetSsd& net) : net_(net) {}
 
   // A convolution with bias (extras and heads, which have no batch norm).
   Output Conv(const Scope& s, const Output& x, int64_t filters, int64_t k, ConvOptions options) {
@@ -101,7 +101,7 @@ SqueezeNetSsd BuildSqueezeNetSsd(const Scope& scope, const Output& images,
   net.variables = net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   net.features.push_back(backbone.fire8);
-  Builder b(net);
+  SqueezeNetSsdBuilder b(net);
   Output x = backbone.fire9;
   for (size_t i = 0; i < std::size(kExtras); ++i) {
     Scope s = extra_layers.NewSubScope(Extra(i));

@@ -16,7 +16,7 @@ Shape GroupedFilterShape(const Shape& filter, bool depthwise) {
   return Shape{filter.dim(0), filter.dim(1), 1, c >= 0 && m >= 0 ? c * m : -1};
 }
 
-void ScalarShape(InferenceContext& ctx, int input, const char* name) {
+void RequireScalarInput(InferenceContext& ctx, int input, const char* name) {
   const Shape& s = ctx.input_shape(input);
   if (!s.unknown_rank() && s.rank() != 0) ctx.Fail(name, " must be a scalar, got ", s.ToString());
 }
@@ -45,14 +45,14 @@ void QuantizedConvShape(InferenceContext& ctx, bool depthwise, bool dequantize) 
   const Shape& bias = ctx.input_shape(2);
   if (!bias.unknown_rank() && (bias.rank() != 1 || (g.out_c >= 0 && bias.dim(0) >= 0 && bias.dim(0) != g.out_c)))
     ctx.Fail("bias must be a vector of the ", g.out_c, " output channels, got ", bias.ToString());
-  ScalarShape(ctx, 3, "min_input");
-  ScalarShape(ctx, 4, "max_input");
+  RequireScalarInput(ctx, 3, "min_input");
+  RequireScalarInput(ctx, 4, "max_input");
   ChannelRangeShape(ctx, 5, "min_filter", g.out_c);
   ChannelRangeShape(ctx, 6, "max_filter", g.out_c);
   ctx.set_output(0, g.output_shape());
   if (dequantize) return;
-  ScalarShape(ctx, 7, "min_freezed_output");
-  ScalarShape(ctx, 8, "max_freezed_output");
+  RequireScalarInput(ctx, 7, "min_freezed_output");
+  RequireScalarInput(ctx, 8, "max_freezed_output");
   ctx.set_output(1, Shape());
   ctx.set_output(2, Shape());
 }

@@ -23,7 +23,7 @@ void DeclareRandomOp(const char* name, const char* doc) {
           .doc(doc));
 }
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool random_ops_registered = [] {
   DeclareRandomOp("RandomUniform",
                   "Uniform values in [0, 1) of the given shape. seed/seed2 select a "
                   "reproducible stream; both 0 picks one at random.");

@@ -62,7 +62,7 @@ constexpr ArgKind kSlot = ArgKind::kSlot;
 constexpr ArgKind kScalar = ArgKind::kScalar;
 constexpr ArgKind kLikeVar = ArgKind::kLikeVar;
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool training_ops_registered = [] {
   OpRegistrar(ApplyOp("ApplyGradientDescent", {{"alpha", kScalar}, {"delta", kLikeVar}},
                       "var -= alpha * delta, in place; outputs the updated var."));
   OpRegistrar(

@@ -281,7 +281,7 @@ ClusterStep ZmqCluster::NewStep(const std::vector<std::string>& partition_device
 
 namespace {
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool zmq_cluster_registered = [] {
   RegisterClusterFactory("zmq", [](const SessionOptions& options) { return std::make_unique<ZmqCluster>(options); });
   return true;
 }();

@@ -21,7 +21,7 @@
 namespace dflow::dist {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 Message Reply(const Json& body) {

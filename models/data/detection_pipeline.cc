@@ -15,20 +15,22 @@
 #include "models/data/seeded_random.h"
 
 namespace dflow::models {
+
+// One image as the decode threads need it. Outside the anonymous namespace
+// because DetectionPipeline::State, a type with linkage, holds a vector of it.
+struct DetectionImageRecord {
+  std::string path;
+  int64_t id = 0, height = 0, width = 0;
+  std::vector<float> boxes;  // (y1, x1, y2, x2) pixels of its non-crowd objects
+  std::vector<int32_t> labels;
+};
+
 namespace {
 
 constexpr uint64_t kAugmentStream = 0xA06E;  // one of the seed's independent streams
 // COCO's own boxes overshoot their image by a fraction of a pixel now and
 // then; such a box is clipped, a box further out is an error.
 constexpr double kBoxSlack = 1.0;
-
-// One image as the decode threads need it.
-struct ImageRecord {
-  std::string path;
-  int64_t id = 0, height = 0, width = 0;
-  std::vector<float> boxes;  // (y1, x1, y2, x2) pixels of its non-crowd objects
-  std::vector<int32_t> labels;
-};
 
 AugmentOptions AugmentOf(const DetectionPipelineOptions& o) {
   AugmentOptions augment = o.augment ? o.augment_options : ResizeOnlyOptions(o.image_size);
@@ -50,7 +52,7 @@ void CheckOptions(const DetectionPipelineOptions& o) {
 // its image's record; kInvalidArgument when it lies outside the image, or,
 // for training (`require_area`), has no width or height (as torchvision's
 // detectors refuse such targets: no anchor can match them).
-void AddObject(const DetectionObject& a, int32_t label, bool require_area, ImageRecord& r) {
+void AddObject(const DetectionObject& a, int32_t label, bool require_area, DetectionImageRecord& r) {
   const auto [x, y, w, h] = a.bbox;
   const bool inside = std::isfinite(x + y + w + h) && w >= 0 && h >= 0 && x >= -kBoxSlack &&
                       y >= -kBoxSlack && x + w <= r.width + kBoxSlack &&
@@ -67,10 +69,10 @@ void AddObject(const DetectionObject& a, int32_t label, bool require_area, Image
   r.labels.push_back(label);
 }
 
-std::vector<ImageRecord> IndexDataset(const DetectionDataset& d, const std::string& root,
+std::vector<DetectionImageRecord> IndexDataset(const DetectionDataset& d, const std::string& root,
                                       bool require_area) {
   DFLOW_REQUIRE(!d.images.empty(), "DetectionPipeline: the dataset has no images");
-  std::vector<ImageRecord> records;
+  std::vector<DetectionImageRecord> records;
   std::map<int64_t, size_t> record_of_id;
   for (const DetectionImage& image : d.images) {
     std::string path = (std::filesystem::path(root) / image.file_name).string();
@@ -99,7 +101,7 @@ std::vector<ImageRecord> IndexDataset(const DetectionDataset& d, const std::stri
 }  // namespace
 
 struct DetectionPipeline::State {
-  State(std::vector<ImageRecord> records_in, DetectionPipelineOptions options_in)
+  State(std::vector<DetectionImageRecord> records_in, DetectionPipelineOptions options_in)
       : records(std::move(records_in)),
         options(std::move(options_in)),
         augment(AugmentOf(options)),
@@ -115,7 +117,7 @@ struct DetectionPipeline::State {
   DetectionBatch MakeBatch(int64_t step);
   int64_t Prepare(DetectionBatch& batch, int64_t slot, int64_t record) const;
 
-  const std::vector<ImageRecord> records;
+  const std::vector<DetectionImageRecord> records;
   const DetectionPipelineOptions options;
   const AugmentOptions augment;
   BatchSchedule schedule;  // used by the producer thread only
@@ -154,7 +156,7 @@ DetectionBatch DetectionPipeline::State::MakeBatch(int64_t step) {
 // its own slot.
 int64_t DetectionPipeline::State::Prepare(DetectionBatch& batch, int64_t slot,
                                           int64_t record) const {
-  const ImageRecord& r = records[record];
+  const DetectionImageRecord& r = records[record];
   Tensor pixels = ReadImage(r.path, 3);
   if (pixels.dim(0) != r.height || pixels.dim(1) != r.width)
     Fail(Code::kDataLoss, "DetectionPipeline: image '", r.path, "' is ", pixels.dim(1), "x",

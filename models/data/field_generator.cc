@@ -10,23 +10,23 @@
 namespace dflow::models {
 namespace {
 
-struct Rgb {
+struct FloatRgb {
   float r, g, b;
 };
 
-class Canvas {
+class FloatCanvas {
  public:
-  Canvas(int64_t h, int64_t w) : h_(h), w_(w), px_(static_cast<size_t>(h * w)) {}
+  FloatCanvas(int64_t h, int64_t w) : h_(h), w_(w), px_(static_cast<size_t>(h * w)) {}
   int64_t height() const { return h_; }
   int64_t width() const { return w_; }
-  Rgb& at(int64_t r, int64_t c) { return px_[r * w_ + c]; }
+  FloatRgb& at(int64_t r, int64_t c) { return px_[r * w_ + c]; }
   // Blends `color` into the pixel with weight `alpha` in [0, 1].
-  void Blend(int64_t r, int64_t c, Rgb color, float alpha) {
-    Rgb& p = at(r, c);
+  void Blend(int64_t r, int64_t c, FloatRgb color, float alpha) {
+    FloatRgb& p = at(r, c);
     p = {p.r + alpha * (color.r - p.r), p.g + alpha * (color.g - p.g), p.b + alpha * (color.b - p.b)};
   }
   // A soft-edged disc: full inside `radius`, fading out over one pixel.
-  void Disc(double x, double y, double radius, Rgb color) {
+  void Disc(double x, double y, double radius, FloatRgb color) {
     int64_t r0 = std::max<int64_t>(0, static_cast<int64_t>(y - radius - 1));
     int64_t r1 = std::min<int64_t>(h_ - 1, static_cast<int64_t>(y + radius + 1));
     int64_t c0 = std::max<int64_t>(0, static_cast<int64_t>(x - radius - 1));
@@ -42,13 +42,13 @@ class Canvas {
     Tensor image(DType::kUInt8, Shape{h_, w_, 3});
     uint8_t* out = image.data<uint8_t>();
     auto byte = [](float v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); };
-    for (const Rgb& p : px_) *out++ = byte(p.r), *out++ = byte(p.g), *out++ = byte(p.b);
+    for (const FloatRgb& p : px_) *out++ = byte(p.r), *out++ = byte(p.g), *out++ = byte(p.b);
     return image;
   }
 
  private:
   int64_t h_, w_;
-  std::vector<Rgb> px_;
+  std::vector<FloatRgb> px_;
 };
 
 // Smooth noise in [0, 1]: random values on a coarse grid, bilinearly
@@ -75,11 +75,11 @@ class ValueNoise {
 };
 
 // Leaves and soil: green and brown mixed by two octaves of noise, plus grain.
-void PaintField(Canvas& canvas, std::mt19937_64& rng) {
+void PaintField(FloatCanvas& canvas, std::mt19937_64& rng) {
   ValueNoise coarse(canvas.height(), canvas.width(), 48, rng);
   ValueNoise fine(canvas.height(), canvas.width(), 9, rng);
   std::normal_distribution<float> grain(0, 6);
-  const Rgb leaf{55, 105, 38}, soil{105, 82, 52};
+  const FloatRgb leaf{55, 105, 38}, soil{105, 82, 52};
   for (int64_t r = 0; r < canvas.height(); ++r)
     for (int64_t c = 0; c < canvas.width(); ++c) {
       float t = std::clamp(0.65f * coarse(r, c) + 0.35f * fine(r, c), 0.0f, 1.0f);
@@ -91,7 +91,7 @@ void PaintField(Canvas& canvas, std::mt19937_64& rng) {
 }
 
 // A tan band along a random line; returns a test for "is (x, y) on the road".
-auto PaintRoad(Canvas& canvas, std::mt19937_64& rng) {
+auto PaintRoad(FloatCanvas& canvas, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0, 1);
   double angle = u(rng) * M_PI, half_width = 10 + 20 * u(rng);
   double cx = u(rng) * canvas.width(), cy = u(rng) * canvas.height();
@@ -117,7 +117,7 @@ FieldImage GenerateField(const FieldOptions& o, uint64_t index) {
                 "GenerateField: bad flower count or radius range");
   std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + index);
   std::uniform_real_distribution<double> u(0, 1);
-  Canvas canvas(o.height, o.width);
+  FloatCanvas canvas(o.height, o.width);
   PaintField(canvas, rng);
   auto on_road = [](double, double) { return false; };
   std::function<bool(double, double)> road = on_road;

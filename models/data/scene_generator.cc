@@ -14,7 +14,13 @@
 namespace dflow::models {
 namespace {
 
-using namespace scenes;
+// Declarations, not `using namespace scenes`: a using-directive would also
+// bring in the helpers of scenes' own anonymous namespaces wherever this
+// file shares a unity unit with them.
+using scenes::AddGrain, scenes::Canvas, scenes::ContrastingColor, scenes::MeanColor, scenes::PaintBackground,
+    scenes::PaintDistractors, scenes::PaintShape, scenes::PixelBox, scenes::RandomGeometry, scenes::RandomIn,
+    scenes::RasterizeShape, scenes::RasterizeSprite, scenes::Rgb, scenes::Scaled, scenes::SceneLayout,
+    scenes::ShapeGeometry, scenes::ShapeKind, scenes::ShapeMask, scenes::kNumShapeKinds;
 
 constexpr int64_t kMaxSide = 4096;  // keeps the fixed-point geometry within 64 bits
 constexpr int kMaxObjects = 1000;

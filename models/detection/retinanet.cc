@@ -73,9 +73,9 @@ Output Normalize(const Scope& s, const Output& images) {
   return ops::Div(s, ops::Sub(s, images, mean), stddev);
 }
 
-class Builder {
+class RetinaNetBuilder {
  public:
-  Builder(std::vector<Output>& variables, const RetinaNetOptions& options)
+  RetinaNetBuilder(std::vector<Output>& variables, const RetinaNetOptions& options)
       : variables_(variables), options_(options) {}
 
   Output Conv(const Scope& s, const Output& x, int64_t k, int64_t stride) {
@@ -183,7 +183,7 @@ RetinaNetNetwork BuildRetinaNetNetwork(const Scope& scope, const RetinaNetOption
   net.backbone_variables = backbone.variables;
   net.batch_norm_updates = backbone.batch_norm_updates;
   net.backbone_features = backbone.features.back();
-  Builder b(net.variables, options);
+  RetinaNetBuilder b(net.variables, options);
   std::vector<Output> levels =
       b.Pyramid(OnDevice(s, options.devices.extras).NewSubScope("fpn"), backbone.features, options.p6_from_p5);
   CheckLevels(levels, size);

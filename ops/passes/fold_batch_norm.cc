@@ -24,7 +24,7 @@ bool Known(const NodeOut& out, Tensor& value) {
   return true;
 }
 
-std::optional<BatchNormChain> MatchChain(Node* bn, const Graph& graph,
+std::optional<BatchNormChain> MatchBatchNormChain(Node* bn, const Graph& graph,
                                          const std::set<std::string>& targets) {
   if (bn->op() != "FusedBatchNorm" || bn->attr<bool>("is_training")) return std::nullopt;
   auto consumers = graph.Consumers();
@@ -100,7 +100,7 @@ void Fold(Graph& graph, const BatchNormChain& c) {
 
 int FoldBatchNormIntoConv(Graph& graph, const std::set<std::string>& targets) {
   return passes::RewriteChains(
-      graph, [&](Node* node) { return MatchChain(node, graph, targets); },
+      graph, [&](Node* node) { return MatchBatchNormChain(node, graph, targets); },
       [&](const BatchNormChain& chain) { Fold(graph, chain); });
 }
 

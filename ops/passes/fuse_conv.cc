@@ -20,7 +20,7 @@ Node* SoleConsumer(const Node& node, const std::vector<std::vector<Graph::Consum
   return uses.size() == 1 && uses[0].input >= 0 ? uses[0].node : nullptr;
 }
 
-std::optional<ConvChain> MatchChain(Node* conv, const Graph& graph,
+std::optional<ConvChain> MatchConvChain(Node* conv, const Graph& graph,
                                     const std::set<std::string>& targets) {
   if (conv->op() != "Conv2D") return std::nullopt;
   auto consumers = graph.Consumers();
@@ -56,7 +56,7 @@ int FuseConvBiasActivation(Graph& graph, const Device& device,
                            const std::set<std::string>& targets) {
   if (!KernelRegistry::Global().Has("_FusedConv2D", device.type())) return 0;
   return passes::RewriteChains(
-      graph, [&](Node* node) { return MatchChain(node, graph, targets); },
+      graph, [&](Node* node) { return MatchConvChain(node, graph, targets); },
       [&](const ConvChain& chain) { Fuse(graph, chain); });
 }
 
