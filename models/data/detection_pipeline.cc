@@ -70,7 +70,7 @@ void AddObject(const DetectionObject& a, int32_t label, bool require_area, Detec
 }
 
 std::vector<DetectionImageRecord> IndexDataset(const DetectionDataset& d, const std::string& root,
-                                      bool require_area) {
+                                               bool require_area) {
   DFLOW_REQUIRE(!d.images.empty(), "DetectionPipeline: the dataset has no images");
   std::vector<DetectionImageRecord> records;
   std::map<int64_t, size_t> record_of_id;

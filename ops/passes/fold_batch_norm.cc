@@ -25,7 +25,7 @@ bool Known(const NodeOut& out, Tensor& value) {
 }
 
 std::optional<BatchNormChain> MatchBatchNormChain(Node* bn, const Graph& graph,
-                                         const std::set<std::string>& targets) {
+                                                  const std::set<std::string>& targets) {
   if (bn->op() != "FusedBatchNorm" || bn->attr<bool>("is_training")) return std::nullopt;
   auto consumers = graph.Consumers();
   for (const auto& use : consumers[bn->id()])  // batch_mean etc. would lose their producer

@@ -21,7 +21,7 @@ Node* SoleConsumer(const Node& node, const std::vector<std::vector<Graph::Consum
 }
 
 std::optional<ConvChain> MatchConvChain(Node* conv, const Graph& graph,
-                                    const std::set<std::string>& targets) {
+                                        const std::set<std::string>& targets) {
   if (conv->op() != "Conv2D") return std::nullopt;
   auto consumers = graph.Consumers();
   ConvChain chain{.conv = conv, .bias_add = SoleConsumer(*conv, consumers)};
