@@ -17,7 +17,6 @@ using testing::ExpectError;
 
 namespace {
 
-
 // A graph file of one Const whose value is `tensor` (JSON) must fail so.
 void ExpectBadConst(const std::string& tensor, Code code, const std::string& substring) {
   INFO(tensor);

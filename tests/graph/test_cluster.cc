@@ -29,7 +29,6 @@ namespace {
 const std::string kCpu = "/job:localhost/replica:0/task:0/device:CPU:0";
 const std::string kFake = "/job:localhost/replica:0/task:0/device:FAKE:0";
 
-
 // The FAKE device's own memory: host memory, told apart by its allocator.
 class FakeDeviceMemory final : public Allocator {
  public:

@@ -49,7 +49,6 @@ class WaitForFetchReportKernel : public OpKernel {
 };
 REGISTER_KERNEL("TestWaitForFetchReport", "CPU", WaitForFetchReportKernel);
 
-
 }  // namespace
 
 TEST_CASE("on_fetch_ready reports every fetch once, with the tensor Run returns", "[fetch_ready]") {

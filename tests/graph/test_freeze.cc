@@ -12,7 +12,6 @@ using namespace dflow::testing;
 
 namespace {
 
-
 struct ScaledInput {
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DType::kFloat32, {2});

@@ -128,7 +128,6 @@ void ExpectSameGraph(const Graph& a, const Graph& b) {
   }
 }
 
-
 }  // namespace
 
 TEST_CASE("graph file round trip is exact", "[io]") {

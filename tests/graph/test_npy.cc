@@ -30,7 +30,6 @@ std::string MakeNpy(const std::string& dict, const std::string& data, int major 
   return out + header + data;
 }
 
-
 std::filesystem::path TempDir(const std::string& name) {
   auto dir =
       std::filesystem::temp_directory_path() / ("dflow_" + name + "_" + std::to_string(::getpid()));

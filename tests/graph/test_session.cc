@@ -16,7 +16,6 @@ using testing::ExpectError;
 
 namespace {
 
-
 // The names of the nodes a traced run executed.
 std::set<std::string> RanNodes(Session& session, const FeedList& feeds,
                                const std::vector<TensorName>& fetches,
