@@ -250,13 +250,12 @@ void BenchVideo(const BenchSettings& s, BenchRun& run, apps::StagedOutputDir& sa
 }  // namespace
 
 int Bench(const BenchSettings& s) {
-  DFLOW_REQUIRE(s.checkpoint.empty() != s.graph.empty(), "bench: give --checkpoint or --graph");
   DFLOW_REQUIRE(s.images.empty() != s.video.empty(), "bench: give --images or --video");
   DFLOW_REQUIRE(s.video.empty() || models::IsVideoFile(s.video), "bench: --video ", s.video,
                 " is not a video file (.mp4, .m4v, .mkv, .avi, .mov, .webm)");
-  std::unique_ptr<TrainedDetector> detector =
-      s.graph.empty() ? LoadTrainedDetector(s.checkpoint, s.threads, s.device, {})
-                      : LoadDetectorGraph(s.graph, s.threads, s.device);
+  std::unique_ptr<TrainedDetector> detector = LoadDetector(s.checkpoint, s.graph, s.threads, s.device, {});
+  if (const std::string note = ScoreThresholdNote(*detector); !note.empty() && !s.gt.empty())
+    std::cerr << note << "\n";
   BenchRun run(s, *detector, ReadTruth(s, detector->config));
   apps::StagedOutputDir saved(s.save);  // nothing is saved unless the whole run succeeds
   if (s.video.empty())

@@ -35,6 +35,7 @@ int Train(TrainSettings settings, bool resume, const models::DatasetPart* exempl
 struct EvalSettings {
   std::string data;
   std::string checkpoint;  // a .safetensors file, a run directory or a checkpoint directory
+  std::string graph;       // or a graph file from export or `dflow quantize`
   std::string results;     // COCO results JSON to write; empty: none
   int64_t batch = 8;
   int threads = 2;
@@ -77,7 +78,7 @@ models::DetectionDataset InRunOrder(models::DetectionDataset data, const TrainSe
 Tensor NetworkInput(const Tensor& image, int64_t size);
 
 struct PredictSettings {
-  std::string checkpoint;
+  std::string checkpoint, graph;    // the detector: one of them
   std::vector<std::string> inputs;  // image files or directories of images
   std::string out;                  // PNGs with the boxes drawn; empty: none
   std::string json;                 // COCO results (with an image list); empty: none

@@ -356,6 +356,8 @@ std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoi
          "RUN/checkpoints/ next to RUN/config.json): the run's config.json says which network ",
          "and classes it holds");
   trained->config = ReadConfig(run);
+  trained->device = device;
+  trained->inference = options;
   trained->graph = BuildInferenceGraph(trained->config, options);
   const detection::Detections& d = trained->graph->detections;
   trained->input = trained->graph->net.images.name();

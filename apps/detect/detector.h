@@ -133,6 +133,11 @@ struct TrainedDetector {
   std::unique_ptr<DetectorGraph> graph;  // built from a checkpoint's run; null for a graph file
   std::unique_ptr<Session> session;
   std::string checkpoint;  // the file restored, or the graph file loaded
+  std::string device;      // the device it runs on; empty: the host CPU
+  // The post-processing it was built with: a checkpoint's from the command,
+  // a graph file's as export wrote them (its metadata; a file that does not
+  // say reads as a threshold of 0, unknown).
+  InferenceOptions inference;
   // What Detect feeds and fetches: the images (float32 [N, S, S, 3]) and the
   // decoded detections (boxes, scores, classes, valid counts).
   std::string input;
@@ -158,6 +163,23 @@ std::unique_ptr<TrainedDetector> LoadTrainedDetector(const std::string& checkpoi
 // int8; `dflow quantize` keeps its metadata): kInvalidArgument names a
 // graph file without the detector's metadata.
 std::unique_ptr<TrainedDetector> LoadDetectorGraph(const std::string& path, int threads, const std::string& device);
+
+// The detector a command names (`--checkpoint` or `--graph`, exactly one):
+// a checkpoint's inference graph built with `options`, or a graph file as
+// exported (its own options).
+std::unique_ptr<TrainedDetector> LoadDetector(const std::string& checkpoint, const std::string& graph, int threads,
+                                              const std::string& device, const InferenceOptions& options);
+
+// For a graph file that drops scores below its export's --score, when the
+// command asks for lower ones (`wanted`; evaluation's is the default
+// InferenceOptions' threshold): a line saying that only the higher scores
+// are reported, and so counted in mAP. Empty otherwise.
+std::string ScoreThresholdNote(const TrainedDetector& detector,
+                               double wanted = InferenceOptions{}.score_threshold);
+
+// A float as the shortest decimal that reads back as it: what JSON shows of
+// a score threshold (0.3, not 0.30000001192092896).
+double ShortestDecimal(float value);
 
 // Runs the detector on float32 [B, S, S, 3] images (each a source image of
 // (height, width) pixels resized to S x S) and returns their detections in

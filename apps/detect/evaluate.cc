@@ -96,10 +96,12 @@ Evaluation Evaluate(TrainedDetector& detector, const std::string& data_dir, int6
 
 int Eval(const EvalSettings& settings) {
   std::unique_ptr<TrainedDetector> detector =
-      LoadTrainedDetector(settings.checkpoint, settings.threads, settings.device, {});
+      LoadDetector(settings.checkpoint, settings.graph, settings.threads, settings.device, {});
   if (settings.int8) QuantizeDetector(*detector, settings.calibration, settings.calibration_images, settings.threads);
   Evaluation e = Evaluate(*detector, settings.data, settings.batch, settings.threads);
-  e.summary["int8"] = settings.int8;
+  e.summary["int8"] = detector->int8;
+  e.summary["score_threshold"] = ShortestDecimal(detector->inference.score_threshold);
+  if (const std::string note = ScoreThresholdNote(*detector); !note.empty()) std::cerr << note << "\n";
   if (!settings.results.empty()) models::WriteCocoResults(settings.results, e.detections);
   std::cout << "evaluated " << detector->checkpoint << " on " << e.images << " images of "
             << settings.data << " (" << e.detections.size() << " detections)\n"

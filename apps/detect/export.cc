@@ -1,11 +1,15 @@
 // dflow-detect export: a trained detector as one frozen graph file (the
 // inference network with its weights as constants, box decoding and NMS
 // included; float, or quantized to int8), which `dflow run`, `dflow
-// quantize` and `dflow-detect bench --graph` take. The run's config
-// (network, classes, input size) and the input and output names travel in
-// the file's metadata, so the file alone is a detector.
+// quantize` and `dflow-detect predict|eval|bench --graph` take. The run's
+// config (network, classes, input size), the input and output names and the
+// post-processing's score threshold travel in the file's metadata, so the
+// file alone is a detector.
+#include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -29,8 +33,11 @@ bool HasInt8Layers(const Graph& graph) {
 }  // namespace
 
 void SetDetectorMetadata(Graph& graph, const TrainedDetector& detector) {
-  const nlohmann::json metadata{
-      {"config", ToJson(detector.config)}, {"input", detector.input}, {"outputs", detector.outputs}};
+  const nlohmann::json metadata{{"config", ToJson(detector.config)},
+                                {"input", detector.input},
+                                {"outputs", detector.outputs},
+                                {"score_threshold", ShortestDecimal(detector.inference.score_threshold)},
+                                {"max_detections", detector.inference.max_detections}};
   graph.set_metadata(kGraphMetadataKey, metadata.dump());
 }
 
@@ -47,6 +54,8 @@ std::unique_ptr<TrainedDetector> LoadDetectorGraph(const std::string& path, int 
     detector->config = TrainSettingsFromJson(metadata.at("config"), source);
     detector->input = metadata.at("input").get<std::string>();
     detector->outputs = metadata.at("outputs").get<std::vector<std::string>>();
+    detector->inference.score_threshold = metadata.value("score_threshold", 0.0f);
+    detector->inference.max_detections = metadata.value("max_detections", detector->inference.max_detections);
   } catch (const nlohmann::json::exception& e) {
     Fail(Code::kInvalidArgument, source, " is malformed: ", e.what());
   }
@@ -57,12 +66,36 @@ std::unique_ptr<TrainedDetector> LoadDetectorGraph(const std::string& path, int 
   DFLOW_REQUIRE(graph->FindNode(NodeOf(detector->input)), source, " names the input ", detector->input,
                 ", which the graph lacks");
   detector->checkpoint = path;
+  detector->device = device;
   detector->int8 = HasInt8Layers(*graph);
   SessionOptions options;
   options.num_threads = threads;
   if (!device.empty()) options.devices = {device};
   detector->session = std::make_unique<Session>(graph, options);
   return detector;
+}
+
+std::unique_ptr<TrainedDetector> LoadDetector(const std::string& checkpoint, const std::string& graph, int threads,
+                                              const std::string& device, const InferenceOptions& options) {
+  DFLOW_REQUIRE(checkpoint.empty() != graph.empty(), "give the detector: a checkpoint or a graph file, one of them");
+  return graph.empty() ? LoadTrainedDetector(checkpoint, threads, device, options)
+                       : LoadDetectorGraph(graph, threads, device);
+}
+
+double ShortestDecimal(float value) {
+  char text[32];
+  char* end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
+std::string ScoreThresholdNote(const TrainedDetector& detector, double wanted) {
+  const float threshold = detector.inference.score_threshold;
+  if (detector.graph || threshold <= static_cast<float>(wanted)) return "";
+  std::ostringstream note;
+  note << "note: " << detector.checkpoint << " reports only scores of at least " << threshold
+       << " (exported with --score " << threshold << "), not down to " << wanted
+       << ": mAP counts only those detections; export with a lower --score for more";
+  return note.str();
 }
 
 int Export(const ExportSettings& settings) {

@@ -29,7 +29,9 @@ std::vector<models::QuantizedLayer> QuantizeDetector(TrainedDetector& detector, 
   }
   DFLOW_REQUIRE(!calibration.empty(), "calibration data ", data_dir, " has no images");
   models::QuantizeResult q = models::QuantizeGraph(*frozen, detector.outputs, calibration);
-  detector.session = std::make_unique<Session>(q.graph, SessionOptions{.num_threads = threads});
+  SessionOptions options{.num_threads = threads};
+  if (!detector.device.empty()) options.devices = {detector.device};
+  detector.session = std::make_unique<Session>(q.graph, options);
   detector.int8 = true;
   int quantized = 0;
   for (const models::QuantizedLayer& layer : q.layers) quantized += layer.quantized;

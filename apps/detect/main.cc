@@ -256,10 +256,17 @@ void AddInt8Options(CLI::App& app, const std::string& help, bool& int8, std::str
   });
 }
 
+// --checkpoint CKPT or --graph FILE.json, exactly one: the detector that eval, predict and bench run.
+void AddDetectorOptions(CLI::App& app, std::string& checkpoint, std::string& graph) {
+  CLI::Option_group* detector = app.add_option_group("Detector", "The detector to run");
+  detector->add_option("--checkpoint", checkpoint, "Checkpoint file, checkpoint directory or run");
+  detector->add_option("--graph", graph, "Graph file from dflow-detect export (float or int8) or dflow quantize");
+  detector->require_option(1);
+}
+
 void AddEval(CLI::App& app, EvalSettings& s) {
   app.add_option("--data", s.data, "Dataset directory: COCO (annotations.json), VOC or YOLO")->required();
-  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
-      ->required();
+  AddDetectorOptions(app, s.checkpoint, s.graph);
   app.add_option("--results", s.results, "Write the detections as a COCO results file");
   app.add_option("--batch", s.batch, "Images per batch")->check(AtLeast(1));
   app.add_option("--threads", s.threads, "Compute threads")->check(ThreadCount());
@@ -269,8 +276,7 @@ void AddEval(CLI::App& app, EvalSettings& s) {
 }
 
 void AddPredict(CLI::App& app, PredictSettings& s) {
-  app.add_option("--checkpoint", s.checkpoint, "Checkpoint file, checkpoint directory or run")
-      ->required();
+  AddDetectorOptions(app, s.checkpoint, s.graph);
   app.add_option("inputs", s.inputs, "Image files or directories of images")->required();
   app.add_option("--out", s.out, "Directory for the images with their boxes drawn (PNG)");
   app.add_option("--json", s.json, "COCO results file of the detections");
@@ -290,11 +296,7 @@ void AddExport(CLI::App& app, ExportSettings& s) {
 }
 
 void AddBench(CLI::App& app, BenchSettings& s) {
-  CLI::Option* checkpoint =
-      app.add_option("--checkpoint", s.checkpoint, "The detector: a checkpoint file, checkpoint directory or run");
-  CLI::Option* graph =
-      app.add_option("--graph", s.graph, "The detector: a graph file from dflow-detect export or dflow quantize");
-  checkpoint->excludes(graph);
+  AddDetectorOptions(app, s.checkpoint, s.graph);
   CLI::Option* images = app.add_option("--images", s.images, "A folder of images (or one image file)");
   CLI::Option* video = app.add_option("--video", s.video, "A video file (.mp4, .mkv, .avi, .mov, .webm)");
   images->excludes(video);
@@ -310,9 +312,7 @@ void AddBench(CLI::App& app, BenchSettings& s) {
       ->check(AtLeast(0))
       ->capture_default_str();
   app.add_option("--limit", s.limit, "At most this many images or frames (default: all)")->check(AtLeast(1));
-  app.callback([checkpoint, graph, images, video] {
-    if (checkpoint->count() + graph->count() == 0)
-      throw CLI::ValidationError("bench", "give the detector: --checkpoint CKPT or --graph FILE.json");
+  app.callback([images, video] {
     if (images->count() + video->count() == 0)
       throw CLI::ValidationError("bench", "give the input: --images DIR or --video FILE");
   });
@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
                                           "exemplars compared per class"),
                       forgetting);
   EvalSettings eval;
-  AddEval(*app.add_subcommand("eval", "Evaluate a checkpoint on a labelled dataset"), eval);
+  AddEval(*app.add_subcommand("eval", "Evaluate a detector (checkpoint or graph file) on a labelled dataset"), eval);
   PredictSettings predict;
   AddPredict(*app.add_subcommand("predict", "Detect objects in images"), predict);
   CocoEvalSettings cocoeval;

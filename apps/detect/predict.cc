@@ -61,9 +61,11 @@ int Predict(const PredictSettings& settings) {
                 settings.score);
   std::vector<std::string> images = apps::ListImages(settings.inputs);
   std::vector<std::string> drawn = apps::UniqueOutputNames(images, "_boxes.png");
-  std::unique_ptr<TrainedDetector> detector = LoadTrainedDetector(
-      settings.checkpoint, settings.threads, settings.device,
-      {.score_threshold = static_cast<float>(settings.score)});
+  std::unique_ptr<TrainedDetector> detector =
+      LoadDetector(settings.checkpoint, settings.graph, settings.threads, settings.device,
+                   {.score_threshold = static_cast<float>(settings.score)});
+  if (const std::string note = ScoreThresholdNote(*detector, settings.score); !note.empty())
+    std::cerr << note << "\n";
   const TrainSettings& run = detector->config;
   // A failed command writes nothing: the drawn images are staged until every
   // image is done and the CSV and JSON are written.
@@ -79,6 +81,7 @@ int Predict(const PredictSettings& settings) {
     std::vector<models::Detection> found =
         Detect(*detector, NetworkInput(image, run.size), {static_cast<int64_t>(i) + 1},
                {{image.shape().dim(0), image.shape().dim(1)}}, run.category_ids);
+    std::erase_if(found, [&](const models::Detection& d) { return d.score < settings.score; });
     objects += static_cast<int64_t>(found.size());
     std::string rows = CsvRows(images[i], found, run);
     csv += rows;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dflow-detect export and bench end to end on a tiny generated dataset: a
 # detector exported as a float and an int8 graph file (and one quantized by
-# `dflow quantize`, which keeps the detector's metadata); bench over a
+# `dflow quantize`, which keeps the detector's metadata), which predict and
+# eval take as they take the checkpoint; bench over a
 # folder of images and over videos made by `generate --video` (mp4 and
 # avi): the table, the JSON line, mAP against ground truth (the same for the
 # checkpoint and its float graph), the CSV that collects runs, the annotated
@@ -116,6 +117,86 @@ print(' '.join('--output ' + o for o in json.loads(g['metadata']['dflow-detect']
   { cat "$TMP/q.txt"; fail "bench of dflow quantize's graph"; }
 [[ $(field "$TMP/q.txt" precision) == int8 && $(field "$TMP/q.txt" frames) == 2 ]] || fail "dflow quantize's graph"
 
+# predict and eval take the graph files too. eval: the float graph's mAP is
+# the checkpoint's (up to the rounding above), the int8 graph says int8, and
+# a float graph can be quantized there as a checkpoint can.
+eval_json() {
+  local name=$1
+  shift
+  "$EXE" eval --data "$TMP/data" --threads 1 "$@" > "$TMP/eval-$name.txt" ||
+    { cat "$TMP/eval-$name.txt"; fail "eval $*"; }
+}
+eval_json checkpoint --checkpoint "$TMP/run"
+eval_json fp32 --graph "$TMP/model.json"
+eval_json int8 --graph "$TMP/model-int8.json"
+eval_json quantized --graph "$TMP/model.json" --int8 --calibration "$TMP/data" --calibration-images 2
+python3 - "$TMP" << 'EOF' || fail "eval of the graph files"
+import json, sys
+runs = ("checkpoint", "fp32", "int8", "quantized")
+r = {k: json.loads(open(f"{sys.argv[1]}/eval-{k}.txt").read().splitlines()[-1]) for k in runs}
+for metric in ("AP", "AP50", "voc07_map"):
+    assert abs(r["checkpoint"][metric] - r["fp32"][metric]) <= 1e-3, (metric, r["checkpoint"], r["fp32"])
+assert [r[k]["int8"] for k in runs] == [False, False, True, True], [r[k]["int8"] for k in runs]
+EOF
+expect_error "already quantized" "$EXE" eval --data "$TMP/data" --graph "$TMP/model-int8.json" --int8 \
+  --calibration "$TMP/data"
+# predict: the checkpoint's 20 best boxes of each image are among the float
+# graph's (same class, IoU > 0.99, score within 1e-3); --score keeps exactly
+# the boxes scored at or above it; the int8 graph draws every image.
+"$EXE" predict --checkpoint "$TMP/run" "$TMP/data/images" --score 0 --threads 1 --json "$TMP/p-ckpt.json" \
+  > /dev/null || fail "predict --checkpoint"
+"$EXE" predict --graph "$TMP/model.json" "$TMP/data/images" --score 0 --threads 1 --json "$TMP/p-graph.json" \
+  > /dev/null || fail "predict --graph"
+cut=$(python3 - "$TMP/p-ckpt.json" "$TMP/p-graph.json" << 'EOF'
+import json, statistics, sys
+ckpt, graph = (json.load(open(p)) for p in sys.argv[1:])
+def iou(a, b):
+    w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    inter = max(w, 0) * max(h, 0)
+    return inter / (a[2] * a[3] + b[2] * b[3] - inter)
+assert ckpt
+for image in {d["image_id"] for d in ckpt}:
+    mine = sorted((d for d in ckpt if d["image_id"] == image), key=lambda d: -d["score"])[:20]
+    theirs = [d for d in graph if d["image_id"] == image]
+    for d in mine:
+        assert any(t["category_id"] == d["category_id"] and abs(t["score"] - d["score"]) < 1e-3 and
+                   iou(t["bbox"], d["bbox"]) > 0.99 for t in theirs), (image, d)
+print(round(statistics.median(d["score"] for d in graph), 4))
+EOF
+) || fail "predict --graph does not find the checkpoint's boxes"
+"$EXE" predict --graph "$TMP/model.json" "$TMP/data/images" --score "$cut" --threads 1 --json "$TMP/p-cut.json" \
+  > /dev/null || fail "predict --graph --score $cut"
+python3 -c "
+import json
+full, cut = json.load(open('$TMP/p-graph.json')), json.load(open('$TMP/p-cut.json'))
+assert cut and len(cut) == sum(d['score'] >= $cut for d in full), (len(cut), len(full))" ||
+  fail "predict --graph --score $cut does not keep exactly the boxes scored at least $cut"
+"$EXE" predict --graph "$TMP/model-int8.json" "$TMP/data/images" --threads 1 --out "$TMP/p-drawn" > /dev/null ||
+  fail "predict with the int8 graph"
+[[ $(ls "$TMP/p-drawn" | wc -l) == 8 ]] || fail "predict --graph --out did not draw the 8 images"
+# A graph exported with --score 0.3 cannot report lower scores: predict and
+# eval say so, and eval's mAP counts only those.
+"$EXE" export --checkpoint "$TMP/run" -o "$TMP/model-03.json" --score 0.3 --threads 1 > /dev/null ||
+  fail "export --score 0.3"
+"$EXE" predict --graph "$TMP/model-03.json" --score 0.1 "$TMP/data/images" --threads 1 --json "$TMP/p-03.json" \
+  > /dev/null 2> "$TMP/p-03.err" || fail "predict with a graph exported with --score 0.3"
+grep -qF "reports only scores of at least 0.3 (exported with --score 0.3), not down to 0.1" "$TMP/p-03.err" ||
+  { cat "$TMP/p-03.err"; fail "predict does not say that the graph drops scores below 0.3"; }
+"$EXE" eval --data "$TMP/data" --graph "$TMP/model-03.json" --threads 1 > "$TMP/eval-03.txt" 2> "$TMP/eval-03.err" ||
+  fail "eval of a graph exported with --score 0.3"
+grep -qF "counts only those detections" "$TMP/eval-03.err" || { cat "$TMP/eval-03.err"; fail "no note from eval"; }
+python3 - "$TMP" << 'EOF' || fail "a graph exported with --score 0.3"
+import json, sys
+assert all(d["score"] >= 0.3 for d in json.load(open(f"{sys.argv[1]}/p-03.json"))), "predict reported lower scores"
+threshold = json.loads(open(f"{sys.argv[1]}/eval-03.txt").read().splitlines()[-1])["score_threshold"]
+assert abs(threshold - 0.3) < 1e-6, f"eval's score_threshold is {threshold}"
+EOF
+expect_error "Exactly 1 option from [--checkpoint,--graph]" "$EXE" predict "$TMP/data"
+expect_error "Exactly 1 option from [--checkpoint,--graph]" "$EXE" eval --data "$TMP/data" --checkpoint "$TMP/run" \
+  --graph "$TMP/model.json"
+expect_error "without a detector's metadata" "$EXE" predict --graph "$TMP/calib.json" "$TMP/data/images"
+
 # The CSV: one header, one row per run, in the order they ran.
 [[ $(wc -l < "$TMP/runs.csv") == 6 ]] || { cat "$TMP/runs.csv"; fail "runs.csv should hold a header and 5 rows"; }
 head -1 "$TMP/runs.csv" | grep -q "^date,model_name,precision,node_name,device,cpu,memory_gb,threads," ||
@@ -139,7 +220,8 @@ expect_error "must be a frame number" "$EXE" bench --checkpoint "$TMP/run" --vid
 expect_error "is 64x48 there but 96x80" "$EXE" bench --checkpoint "$TMP/run" --video "$TMP/mp4/clip.mp4" \
   --gt "$TMP/avi/annotations.json"
 expect_error "not a video file" "$EXE" bench --checkpoint "$TMP/run" --video "$TMP/data/annotations.json"
-expect_error "--checkpoint" "$EXE" bench --checkpoint "$TMP/run" --graph "$TMP/model.json" --images "$TMP/data"
+expect_error "Exactly 1 option from [--checkpoint,--graph]" "$EXE" bench --checkpoint "$TMP/run" \
+  --graph "$TMP/model.json" --images "$TMP/data"
 expect_error "give the input" "$EXE" bench --checkpoint "$TMP/run"
 echo "a,b" > "$TMP/other.csv"
 expect_error "another header" "$EXE" bench --checkpoint "$TMP/run" --images "$TMP/data/images" --limit 1 --csv "$TMP/other.csv"
