@@ -61,6 +61,22 @@ class Graph:
         """Writes the graph file (`dflow run`, `dflow dot` and C++'s LoadGraph read it)."""
         self._scopes[0].save(path)
 
+    @classmethod
+    def load(cls, path):
+        """The graph of a graph file (`save`, C++'s SaveGraph, `dflow freeze`,
+        `dflow quantize`, `dflow-detect export`): run it by its tensors' names,
+        or add ops to it under `as_default()`."""
+        graph = cls()
+        graph._scopes = [_dflow.Scope.load(path)]
+        return graph
+
+    @property
+    def metadata(self):
+        """The graph file's metadata, {key: text}: what a program needs to use
+        the graph (`dflow-detect export` keeps the detector's input, outputs
+        and classes under "dflow-detect", as JSON)."""
+        return self._scopes[0].metadata()
+
     @property
     def num_nodes(self):
         return self._scopes[0].num_nodes()
@@ -231,8 +247,9 @@ class Session:
     def run(self, fetches, feed_dict=None):
         """Values of `fetches` (an Output, a tensor name, an Operation to run
         for its effect, or a list, tuple or dict of those) as numpy arrays
-        (numpy scalars for rank 0), feeding `feed_dict` {Output or name: value}."""
-        return _run(self._session, fetches, feed_dict)
+        (numpy scalars for rank 0), feeding `feed_dict` {Output or name: value};
+        a value that is not a numpy array takes its tensor's dtype."""
+        return _run(self._session, self.graph, fetches, feed_dict)
 
     def close(self):
         self._session = None
@@ -244,19 +261,26 @@ class Session:
         self.close()
 
 
-def _run(session, fetches, feed_dict):
-    """Session.run's conversions around `session`, a C++ session handle."""
+def _run(session, graph, fetches, feed_dict):
+    """Session.run's conversions around `session`, a C++ session handle that runs `graph`."""
     if isinstance(fetches, dict):
-        values = _run(session, list(fetches.values()), feed_dict)
+        values = _run(session, graph, list(fetches.values()), feed_dict)
         return dict(zip(fetches.keys(), values))
     single = not isinstance(fetches, (list, tuple))
     items = [fetches] if single else list(fetches)
     tensors = [f for f in items if not isinstance(f, Operation)]
     targets = [f for f in items if isinstance(f, Operation)]
-    feeds = [(key, _feed_value(key, value)) for key, value in (feed_dict or {}).items()]
+    feeds = [(key, _feed_value(_tensor(graph, key) if isinstance(key, str) else key, value))
+             for key, value in (feed_dict or {}).items()]
     values = iter(session.run(tensors, feeds, targets))
     results = [None if isinstance(f, Operation) else _unwrap(next(values)) for f in items]
     return results[0] if single else type(fetches)(results) if isinstance(fetches, tuple) else results
+
+
+def _tensor(graph, name):
+    """The Output that a tensor name ("x", "x:1") names in `graph`."""
+    node, _, index = name.partition(":")
+    return graph.get_operation_by_name(node).output(int(index or 0))
 
 
 def _feed_value(key, value):

@@ -251,6 +251,8 @@ void DefineModule(py::module_& m) {
         return NodeRef{s.graph_ptr(), node};
       })
       .def("save", [](const Scope& s, const std::string& path) { SaveGraph(s.graph(), path); })
+      .def_static("load", [](const std::string& path) { return Scope::ForGraph(LoadGraph(path)); })
+      .def("metadata", [](const Scope& s) { return s.graph().metadata(); })
       .def("num_nodes", [](const Scope& s) { return s.graph().num_nodes(); });
 
   m.def("op_defs", [] {

@@ -87,7 +87,7 @@ class TrainingSession:
     def run(self, fetches, feed_dict=None):
         """One training step on `feed_dict`, this worker's batch; returns the
         values of `fetches` (as Session.run does; Operations are refused)."""
-        return _run(self._handle, fetches, feed_dict)
+        return _run(self._handle, self.graph, fetches, feed_dict)
 
     def should_stop(self):
         """True once the job took num_steps global steps."""

@@ -5,6 +5,7 @@ PYTHONPATH=build/python (tests/meson.build)."""
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import random
 import re
@@ -69,6 +70,50 @@ class OpsTest(Fresh):
         self.assertEqual(c.node.device, "/device:CPU:0")
         self.assertTrue(d.name.startswith("layer/"))
         self.assertEqual(d.node.device, "")
+
+
+class GraphFileTest(Fresh):
+    def test_a_saved_graph_loads_runs_by_name_and_takes_more_ops(self):
+        x = dflow.placeholder(dflow.float32, [None, 2], name="x")
+        w = dflow.constant([[1, -1], [2, 0.5]], name="w")
+        ops.Relu(ops.MatMul(x, w, name="mm"), name="y")
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "graph.json")
+            dflow.get_default_graph().save(path)
+            dflow.reset_default_graph()
+            graph = dflow.Graph.load(path)
+        self.assertEqual(graph.num_nodes, 4)
+        self.assertEqual(graph.get_operation_by_name("mm").op, "MatMul")
+        self.assertEqual(graph.metadata, {})
+        with graph.as_default():
+            doubled = graph.get_operation_by_name("y").output(0) * 2.0
+        self.assertEqual(dflow.get_default_graph().num_nodes, 0)  # the block's ops went to the loaded graph
+        with dflow.Session(graph) as sess:
+            y, twice = sess.run(["y", doubled], {"x": [[1, 1], [3, -2]]})
+        np.testing.assert_array_equal(y, np.array([[3, 0], [0, 0]], np.float32))
+        np.testing.assert_array_equal(twice, 2 * y)
+
+    def test_metadata_and_bad_files(self):
+        node = {"name": "c", "op": "Const", "attrs": {"dtype": "float32",
+                "value": {"dtype": "float32", "shape": [2], "values": [1, 2]}}}
+        detector = json.dumps({"input": "images", "outputs": ["boxes"]})
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "graph.json")
+            with open(path, "w") as f:
+                json.dump({"format": "dflow.graph/1", "seed": 0, "nodes": [node],
+                           "metadata": {"dflow-detect": detector}}, f)
+            graph = dflow.Graph.load(path)
+            bad = os.path.join(work, "bad.json")
+            with open(bad, "w") as f:
+                f.write('{"format": "dflow.graph/1", "nodes": [')
+            with self.assertRaisesRegex(dflow.DflowError, "bad.json"):
+                dflow.Graph.load(bad)
+            with self.assertRaises(dflow.DflowError) as missing:
+                dflow.Graph.load(os.path.join(work, "missing.json"))
+            self.assertEqual(missing.exception.code, "NotFound")
+        self.assertEqual(json.loads(graph.metadata["dflow-detect"])["outputs"], ["boxes"])
+        with dflow.Session(graph) as sess:
+            np.testing.assert_array_equal(sess.run("c"), [1, 2])
 
 
 class NumpyTest(Fresh):
