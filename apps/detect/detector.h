@@ -172,8 +172,8 @@ std::unique_ptr<TrainedDetector> LoadDetector(const std::string& checkpoint, con
 
 // For a graph file that drops scores below its export's --score, when the
 // command asks for lower ones (`wanted`; evaluation's is the default
-// InferenceOptions' threshold): a line saying that only the higher scores
-// are reported, and so counted in mAP. Empty otherwise.
+// InferenceOptions' threshold): a line saying that lower scores are neither
+// reported nor counted in mAP. Empty otherwise.
 std::string ScoreThresholdNote(const TrainedDetector& detector,
                                double wanted = InferenceOptions{}.score_threshold);
 

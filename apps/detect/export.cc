@@ -94,7 +94,7 @@ std::string ScoreThresholdNote(const TrainedDetector& detector, double wanted) {
   std::ostringstream note;
   note << "note: " << detector.checkpoint << " reports only scores of at least " << threshold
        << " (exported with --score " << threshold << "), not down to " << wanted
-       << ": mAP counts only those detections; export with a lower --score for more";
+       << ": lower ones are neither reported nor counted in mAP; export with a lower --score for them";
   return note.str();
 }
 
