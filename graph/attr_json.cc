@@ -6,7 +6,6 @@
 // decimal text, and exact); lists as JSON arrays. Floats that JSON cannot
 // hold are the strings "nan", "inf" and "-inf".
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,9 +34,7 @@ Json FloatToJson(double value) {
 // 0.1 rather than 0.10000000149011612.
 Json Float32ToJson(float value) {
   if (!std::isfinite(value)) return FloatToJson(value);
-  char buf[32];
-  auto result = std::to_chars(buf, buf + sizeof buf, value);
-  double shortest = std::strtod(std::string(buf, result.ptr).c_str(), nullptr);
+  double shortest = ShortestDecimal(value);
   return static_cast<float>(shortest) == value ? shortest : static_cast<double>(value);
 }
 

@@ -1,5 +1,9 @@
 #include "graph/json.h"
 
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
 #include "graph/status.h"
 
 namespace dflow {
@@ -71,6 +75,12 @@ std::string JsonForMessage(const nlohmann::json& value, size_t max_chars) {
 
 std::string JsonForMessage(const nlohmann::ordered_json& value, size_t max_chars) {
   return Shown(value, max_chars);
+}
+
+double ShortestDecimal(float value) {
+  char text[32];
+  char* end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
 }
 
 }  // namespace dflow

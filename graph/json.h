@@ -47,4 +47,9 @@ std::string JsonForMessage(const nlohmann::json& value, size_t max_chars = kMaxJ
 std::string JsonForMessage(const nlohmann::ordered_json& value,
                            size_t max_chars = kMaxJsonInMessage);
 
+// A finite float32 as the double of its shortest decimal text, for JSON to
+// show 0.1 rather than 0.10000000149011612 (the double reads back as the
+// same float).
+double ShortestDecimal(float value);
+
 }  // namespace dflow

@@ -177,10 +177,6 @@ std::unique_ptr<TrainedDetector> LoadDetector(const std::string& checkpoint, con
 std::string ScoreThresholdNote(const TrainedDetector& detector,
                                double wanted = InferenceOptions{}.score_threshold);
 
-// A float as the shortest decimal that reads back as it: what JSON shows of
-// a score threshold (0.3, not 0.30000001192092896).
-double ShortestDecimal(float value);
-
 // Runs the detector on float32 [B, S, S, 3] images (each a source image of
 // (height, width) pixels resized to S x S) and returns their detections in
 // the source images' pixels; class k + 1 is reported as category_ids[k].

@@ -8,6 +8,7 @@
 
 #include "apps/detect/commands.h"
 #include "apps/detect/detector.h"
+#include "graph/json.h"
 #include "models/data/coco.h"
 #include "models/data/detection_pipeline.h"
 #include "models/metrics/coco_eval.h"

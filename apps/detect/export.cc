@@ -5,8 +5,6 @@
 // config (network, classes, input size), the input and output names and the
 // post-processing's score threshold travel in the file's metadata, so the
 // file alone is a detector.
-#include <charconv>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -17,6 +15,7 @@
 #include "apps/detect/detector.h"
 #include "graph/freeze.h"
 #include "graph/graph_io.h"
+#include "graph/json.h"
 
 namespace dflow::detect_app {
 namespace {
@@ -80,12 +79,6 @@ std::unique_ptr<TrainedDetector> LoadDetector(const std::string& checkpoint, con
   DFLOW_REQUIRE(checkpoint.empty() != graph.empty(), "give the detector: a checkpoint or a graph file, one of them");
   return graph.empty() ? LoadTrainedDetector(checkpoint, threads, device, options)
                        : LoadDetectorGraph(graph, threads, device);
-}
-
-double ShortestDecimal(float value) {
-  char text[32];
-  char* end = std::to_chars(text, text + sizeof text, value).ptr;
-  return std::strtod(std::string(text, end).c_str(), nullptr);
 }
 
 std::string ScoreThresholdNote(const TrainedDetector& detector, double wanted) {
