@@ -270,8 +270,7 @@ def _run(session, graph, fetches, feed_dict):
     items = [fetches] if single else list(fetches)
     tensors = [f for f in items if not isinstance(f, Operation)]
     targets = [f for f in items if isinstance(f, Operation)]
-    feeds = [(key, _feed_value(_tensor(graph, key) if isinstance(key, str) else key, value))
-             for key, value in (feed_dict or {}).items()]
+    feeds = [(key, _feed_value(graph, key, value)) for key, value in (feed_dict or {}).items()]
     values = iter(session.run(tensors, feeds, targets))
     results = [None if isinstance(f, Operation) else _unwrap(next(values)) for f in items]
     return results[0] if single else type(fetches)(results) if isinstance(fetches, tuple) else results
@@ -283,8 +282,14 @@ def _tensor(graph, name):
     return graph.get_operation_by_name(node).output(int(index or 0))
 
 
-def _feed_value(key, value):
-    if isinstance(key, Output) and not isinstance(value, np.ndarray):
+def _feed_value(graph, key, value):
+    """A numpy array as it is; anything else in the dtype of the tensor that
+    `key` (an Output, or a name in `graph`) names."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(key, str):
+        key = _tensor(graph, key)
+    if isinstance(key, Output):
         return np.asarray(value, dtype=key.dtype.as_numpy_dtype)
     return np.asarray(value)
 
